@@ -1,0 +1,54 @@
+# Everything the project needs is installed by these targets: a virtualenv with `ctl` (PyPI), the plugin jar
+# and Cassandra's jars (Maven), the Spark Cassandra Connector's jars (Maven). Caches live in ~/.cache/async-triggers.
+SHELL := /bin/bash
+VENV  ?= .venv
+PY    := $(VENV)/bin/python
+CTL   := $(VENV)/bin/ctl
+PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
+PYTEST_ARGS ?=
+
+.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack clean
+
+all: install
+
+$(VENV)/.installed: pyproject.toml
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip 'setuptools<82' wheel
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+venv: $(VENV)/.installed
+
+plugin: $(PLUGIN_JAR)
+
+$(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
+	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
+	@ls -l $(PLUGIN_JAR)
+
+cassandra: venv
+	$(CTL) cluster install
+
+spark-jars: venv
+	$(PY) -c "from spark_jobs.session import connector_jars; print(len(connector_jars()), 'connector jars')"
+
+install: venv plugin cassandra spark-jars
+
+# The main job: a 2-node cluster, the Twitter flow deployed, a follower graph, 1,000 tweets, a Spark check.
+demo: install
+	$(CTL) demo
+
+test-java:
+	mvn -q -B -f trigger-plugin/pom.xml test
+
+test-unit: venv
+	$(PY) -m pytest -q -m "not cluster and not spark" $(PYTEST_ARGS)
+
+# The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters.
+test: install test-java
+	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
+
+bench-ack: install
+	$(PY) benchmarks/ack_latency.py
+
+clean:
+	rm -rf $(VENV) trigger-plugin/target

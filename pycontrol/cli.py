@@ -1,0 +1,29 @@
+"""`ctl`: one sub-app per noun. Commands stay thin: build settings, call the library, map errors to exit codes."""
+from __future__ import annotations
+
+import typer
+
+from . import config as config_mod
+
+app = typer.Typer(help="Asynchronous triggers for Apache Cassandra: clusters, flows, verification, benchmarks.",
+                  no_args_is_help=True, add_completion=False)
+
+
+@app.callback()
+def _root(ctx: typer.Context,
+          home: str = typer.Option(None, help="Cache directory (default ~/.cache/async-triggers)."),
+          contact_points: str = typer.Option(None, "--contact-points", help="Comma-separated CQL hosts.")):
+    cps = tuple(p for p in contact_points.split(",") if p) if contact_points else None
+    ctx.obj = config_mod.load(home=home, contact_points=cps)
+
+
+def _register() -> None:
+    from . import cli_cluster, cli_trigger, cli_verify
+    app.add_typer(cli_cluster.app, name="cluster")
+    app.add_typer(cli_trigger.app, name="trigger")
+    app.command("verify")(cli_verify.verify)
+
+
+def main() -> None:
+    _register()
+    app()

@@ -1,0 +1,138 @@
+"""`ctl trigger ...`: render, deploy, list, status, drop flows."""
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+from pathlib import Path
+
+import typer
+
+from . import deploy as deploy_mod, render, schema as schema_mod, status as status_mod, validate
+from .cli_common import errors_to_exit
+from .cql import connect
+from .flows import load_flow_file
+
+app = typer.Typer(help="Define, deploy and watch flows.", no_args_is_help=True)
+
+
+def _progress(msg: str) -> None:
+    typer.echo(msg, err=True)
+
+
+@app.command("render")
+def render_cmd(ctx: typer.Context,
+               file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
+               out: Path = typer.Option(None, "--out", help="Write <flow>.json and deploy.cql into this folder."),
+               live: bool = typer.Option(False, "--live", help="Validate against the live schema (else only "
+                                                               "the schema in --schema-cql files)."),
+               replication_factor: int = typer.Option(3, "--rf", help="Replication of the async_triggers keyspace.")):
+    """Print (or write) the plugin configuration and the CQL a deploy would run."""
+    with errors_to_exit():
+        flows = load_flow_file(file)
+        if live:
+            with connect(ctx.obj) as session:
+                specs = deploy_mod.plan(session, flows)
+        else:
+            specs = validate.compile_all(flows, _offline_schema(file))
+        script = render.deploy_script(specs, replication_factor, version=0)
+        if out:
+            out.mkdir(parents=True, exist_ok=True)
+            for s in specs:
+                (out / f"{s['name']}.json").write_text(render.spec_json(s) + "\n")
+            (out / "deploy.cql").write_text(script)
+            typer.echo(f"wrote {len(specs)} flow specification(s) and deploy.cql to {out}")
+        else:
+            for s in specs:
+                typer.echo(f"-- specification of flow {s['name']}\n{render.spec_json(s)}\n")
+            typer.echo(script)
+
+
+def _offline_schema(file: Path) -> schema_mod.Schema:
+    """Without --live, the schema comes from a CQL file beside the flow file (same stem, .cql)."""
+    from .cql_schema import parse_cql_file
+    cql = file.with_suffix(".cql")
+    return parse_cql_file(cql)
+
+
+@app.command("deploy")
+def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
+               as_json: bool = typer.Option(False, "--json")):
+    """Validate the flows against the live schema, then create what the plugin needs and the triggers."""
+    with errors_to_exit():
+        flows = load_flow_file(file)
+        with connect(ctx.obj) as session:
+            result = deploy_mod.deploy(session, flows, progress=_progress)
+        if as_json:
+            typer.echo(json.dumps({"deployed": result.flows, "version": result.version}))
+        else:
+            typer.echo(f"deployed {', '.join(result.flows)} (version {result.version})")
+
+
+@app.command("list")
+def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
+    """The deployed flows."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            deployed = deploy_mod.read_deployed(session)
+    rows = [{"name": n, "source": f"{s['source']['keyspace']}.{s['source']['table']}",
+             "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}),
+             "handler": s.get("handler"), "events": s["events"], "version": s["_version"]}
+            for n, s in sorted(deployed.items())]
+    if as_json:
+        typer.echo(json.dumps(rows, indent=2))
+        return
+    if not rows:
+        typer.echo("no flows deployed")
+    for r in rows:
+        to = ", ".join(r["targets"]) or f"handler {r['handler']}"
+        typer.echo(f"{r['name']:<24} {r['source']} -> {to}  events={','.join(r['events'])}")
+
+
+def _print_status(statuses) -> None:
+    header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
+             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7}"
+    typer.echo(header)
+    for s in statuses:
+        typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
+                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7}")
+
+
+@app.command("status")
+def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
+               watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
+               as_json: bool = typer.Option(False, "--json")):
+    """Pending, active, completed, failed, retried tasks and the oldest pending age, per flow and node."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            while True:
+                statuses = status_mod.read(session, flow or None)
+                if as_json:
+                    typer.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
+                else:
+                    if watch:
+                        typer.echo(f"--- {dt.datetime.now():%H:%M:%S}")
+                    _print_status(statuses)
+                if not watch:
+                    break
+                time.sleep(2)
+
+
+@app.command("wait")
+def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
+             timeout: float = typer.Option(600, help="Seconds before giving up.")):
+    """Wait until the queues of the flows are drained on every node."""
+    with errors_to_exit():
+        since = dt.datetime.utcnow()
+        with connect(ctx.obj) as session:
+            final = status_mod.wait_drained(session, flow, since, timeout, progress=_progress)
+        typer.echo(f"drained: {sum(s.completed for s in final)} tasks completed on {len({s.node for s in final})} node(s)")
+
+
+@app.command("drop")
+def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...)):
+    """Remove a flow; drop the table's trigger when no other flow uses it."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            deploy_mod.drop(session, name, progress=_progress)
+        typer.echo(f"dropped {name}")

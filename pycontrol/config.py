@@ -1,0 +1,57 @@
+"""One frozen settings object, built in one place.
+
+Precedence: defaults < environment (ASYNC_TRIGGERS_*) < command-line flags.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from .errors import ConfigError
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CASSANDRA_VERSION = "5.0.9"
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    home: Path                      # caches: install dirs, ccm config, spark jars
+    cassandra_version: str = CASSANDRA_VERSION
+    install_dir: Path | None = None  # an official binary distribution, if the user has one
+    cluster_name: str = "atc"
+    contact_points: tuple[str, ...] = ("127.0.0.1",)
+    port: int = 9042
+
+    @property
+    def ccm_dir(self) -> Path:
+        return self.home / "ccm"
+
+    @property
+    def plugin_jar(self) -> Path:
+        return REPO_ROOT / "trigger-plugin" / "target" / "async-triggers-plugin.jar"
+
+
+def load(**flags) -> Settings:
+    """Build the settings: defaults, then ASYNC_TRIGGERS_* environment, then non-None flags."""
+    env = os.environ
+    values: dict = {
+        "home": Path(env.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")),
+        "cassandra_version": env.get("ASYNC_TRIGGERS_CASSANDRA_VERSION", CASSANDRA_VERSION),
+        "cluster_name": env.get("ASYNC_TRIGGERS_CLUSTER", "atc"),
+    }
+    if env.get("ASYNC_TRIGGERS_INSTALL_DIR"):
+        values["install_dir"] = Path(env["ASYNC_TRIGGERS_INSTALL_DIR"])
+    if env.get("ASYNC_TRIGGERS_CONTACT_POINTS"):
+        values["contact_points"] = tuple(p.strip() for p in env["ASYNC_TRIGGERS_CONTACT_POINTS"].split(",") if p.strip())
+    for key, value in flags.items():
+        if value is None:
+            continue
+        if key not in {f.name for f in dataclasses.fields(Settings)}:
+            raise ConfigError(f"unknown setting '{key}'")
+        values[key] = value
+    if "home" in values:
+        values["home"] = Path(values["home"]).expanduser()
+    if values.get("install_dir") is not None:
+        values["install_dir"] = Path(values["install_dir"]).expanduser().resolve()
+    return Settings(**values)

@@ -1,0 +1,29 @@
+"""The errors the library raises. Only the CLI layer turns them into output and exit codes."""
+
+
+class AsyncTriggersError(Exception):
+    """Base of every error the control plane raises on purpose."""
+
+
+class ConfigError(AsyncTriggersError):
+    """A setting, a file or an argument is invalid."""
+
+
+class ValidationError(AsyncTriggersError):
+    """A flow does not fit the live schema or the rules; names the flow and the culprit."""
+
+    def __init__(self, flow: str, message: str):
+        self.flow = flow
+        super().__init__(f"flow '{flow}': {message}")
+
+
+class DeployError(AsyncTriggersError):
+    """Deploying or dropping a flow failed."""
+
+
+class ClusterError(AsyncTriggersError):
+    """Installing, starting or reaching a cluster failed."""
+
+
+class VerifyError(AsyncTriggersError):
+    """A verification job could not run (not: it found missing rows)."""

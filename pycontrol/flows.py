@@ -1,0 +1,159 @@
+"""The Python API to define flows.
+
+A flow file is a Python module that defines ``FLOWS``, a list of :class:`Flow`::
+
+    from pycontrol.flows import Flow, FanOut, Write, source, row
+
+    FLOWS = [Flow(
+        name="twitter_timeline",
+        source="twitter.tweets",
+        steps=[
+            Write("twitter.timeline", user_id=source.author_id, tweet_id=source.tweet_id),
+            FanOut("twitter.followers", match={"user_id": source.author_id}).write(
+                "twitter.timeline", user_id=row.follower_id, tweet_id=source.tweet_id),
+        ],
+    )]
+
+``source.<column>`` is a column of the row written to the source table, ``row.<column>`` a column of the row
+read by a fan-out. A flow whose events include ``delete`` removes the rows it derived when the source row is
+deleted. A flow may name a Java class (``handler=``) instead of steps.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import sys
+from pathlib import Path
+from typing import Mapping, Sequence
+
+from .errors import ConfigError
+
+EVENTS = ("insert", "update", "delete")
+CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM",
+                      "LOCAL_ONE")
+
+
+@dataclasses.dataclass(frozen=True)
+class Ref:
+    """A column reference: ``scope`` is ``source`` (the written row) or ``row`` (a fan-out row)."""
+    scope: str
+    column: str
+
+    def __str__(self) -> str:
+        return f"{self.scope}.{self.column}"
+
+
+class _Scope:
+    def __init__(self, scope: str):
+        self._scope = scope
+
+    def __getattr__(self, column: str) -> Ref:
+        if column.startswith("__"):
+            raise AttributeError(column)
+        return Ref(self._scope, column)
+
+    def __getitem__(self, column: str) -> Ref:  # for column names that are not Python identifiers
+        return Ref(self._scope, column)
+
+
+source = _Scope("source")
+row = _Scope("row")
+
+
+def _table_name(qualified: str, what: str) -> tuple[str, str]:
+    parts = qualified.split(".")
+    if len(parts) != 2 or not all(parts):
+        raise ConfigError(f"{what} must be written 'keyspace.table', found: {qualified!r}")
+    return parts[0], parts[1]
+
+
+@dataclasses.dataclass(frozen=True)
+class Write:
+    """Write one row of ``target`` per source row (or per fan-out row), its columns mapped from references."""
+    target: str
+    columns: Mapping[str, Ref]
+
+    def __init__(self, target: str, columns: Mapping[str, Ref] | None = None, **kw: Ref):
+        object.__setattr__(self, "target", target)
+        object.__setattr__(self, "columns", dict(columns or {}, **kw))
+
+    @property
+    def target_table(self) -> tuple[str, str]:
+        return _table_name(self.target, "a write target")
+
+
+@dataclasses.dataclass(frozen=True)
+class FanOut:
+    """Read the rows of ``table`` whose partition key equals the ``match`` references; write per row."""
+    table: str
+    match: Mapping[str, Ref]
+    writes: tuple[Write, ...] = ()
+
+    def write(self, target: str, columns: Mapping[str, Ref] | None = None, **kw: Ref) -> "FanOut":
+        return dataclasses.replace(self, writes=self.writes + (Write(target, columns, **kw),))
+
+    @property
+    def fanout_table(self) -> tuple[str, str]:
+        return _table_name(self.table, "a fan-out table")
+
+
+@dataclasses.dataclass(frozen=True)
+class Queue:
+    """The node-local queue of a flow: how many tasks it holds and how many workers drain it."""
+    capacity: int = 10_000
+    workers: int = 2
+
+
+@dataclasses.dataclass(frozen=True)
+class Flow:
+    name: str
+    source: str
+    steps: Sequence[Write | FanOut] = ()
+    events: Sequence[str] = EVENTS
+    read_consistency: str = "ONE"
+    write_consistency: str = "ONE"
+    queue: Queue = Queue()
+    page_size: int = 500
+    handler: str | None = None
+
+    @property
+    def source_table(self) -> tuple[str, str]:
+        return _table_name(self.source, f"the source of flow '{self.name}'")
+
+    def writes(self) -> list[tuple[FanOut | None, Write]]:
+        """Every write of the flow with the fan-out it belongs to (None for a direct write)."""
+        out: list[tuple[FanOut | None, Write]] = []
+        for step in self.steps:
+            if isinstance(step, Write):
+                out.append((None, step))
+            else:
+                out.extend((step, w) for w in step.writes)
+        return out
+
+
+def load_flow_file(path: str | Path) -> list[Flow]:
+    """Import a flow file and return its ``FLOWS``; a missing file or a bad module is a ConfigError."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"flow file not found: {path}")
+    module_name = f"_async_triggers_flows_{path.stem}"
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    if spec is None or spec.loader is None:
+        raise ConfigError(f"not a Python flow file: {path}")
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except ConfigError as e:
+        raise ConfigError(f"{path}: {e}") from e
+    except Exception as e:  # the user's module: report where it broke
+        raise ConfigError(f"{path}: could not load the flow file: {type(e).__name__}: {e}") from e
+    finally:
+        sys.modules.pop(module_name, None)
+    flows = getattr(module, "FLOWS", None)
+    if not isinstance(flows, (list, tuple)) or not flows or not all(isinstance(f, Flow) for f in flows):
+        raise ConfigError(f"{path}: must define FLOWS, a non-empty list of pycontrol.flows.Flow")
+    names = [f.name for f in flows]
+    dupes = sorted({n for n in names if names.count(n) > 1})
+    if dupes:
+        raise ConfigError(f"{path}: flow names must be unique, repeated: {', '.join(dupes)}")
+    return list(flows)

@@ -1,0 +1,200 @@
+"""Validation of flows against a schema snapshot, and compilation into the plugin's flow specification.
+
+Pure functions: nothing here touches a cluster. Every error names the flow and the culprit.
+"""
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping
+
+from .errors import ValidationError
+from .flows import CONSISTENCY_LEVELS, EVENTS, FanOut, Flow, Ref, Write
+from .schema import Schema, TableSchema
+
+NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
+JAVA_CLASS_RE = re.compile(r"^([A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$][A-Za-z0-9_$]*$")
+RESERVED_KEYSPACE = "async_triggers"
+_TYPE_ALIASES = {"varchar": "text"}
+
+
+def _is_system(keyspace: str) -> bool:
+    return keyspace.startswith("system")
+
+
+def _norm_type(cql_type: str) -> str:
+    t = cql_type.replace(" ", "").lower()
+    return _TYPE_ALIASES.get(t, t)
+
+
+def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> TableSchema:
+    qualified = f"{keyspace}.{table}"
+    if _is_system(keyspace):
+        raise ValidationError(flow.name, f"{role} '{qualified}' is in a system keyspace; "
+                                         "flows may not read from or write into system keyspaces")
+    if keyspace == RESERVED_KEYSPACE:
+        raise ValidationError(flow.name, f"{role} '{qualified}' is in the keyspace '{RESERVED_KEYSPACE}', "
+                                         "which is reserved for the plugin")
+    if keyspace not in schema.keyspaces:
+        raise ValidationError(flow.name, f"keyspace '{keyspace}' of {role} '{qualified}' does not exist")
+    found = schema.table(keyspace, table)
+    if found is None:
+        have = ", ".join(schema.tables_of(keyspace)) or "none"
+        raise ValidationError(flow.name, f"{role} '{qualified}' does not exist (tables in '{keyspace}': {have})")
+    return found
+
+
+def _check_options(flow: Flow) -> None:
+    if not isinstance(flow.name, str) or not NAME_RE.match(flow.name):
+        raise ValidationError(str(flow.name), "a flow name must be a letter followed by up to 47 letters, "
+                                              f"digits or underscores, found: {flow.name!r}")
+    bad = [e for e in flow.events if e not in EVENTS]
+    if bad or not flow.events:
+        raise ValidationError(flow.name, f"'events' must be a non-empty subset of {list(EVENTS)}, "
+                                         f"found: {list(flow.events)}")
+    for option in ("read_consistency", "write_consistency"):
+        value = getattr(flow, option)
+        if value not in CONSISTENCY_LEVELS:
+            raise ValidationError(flow.name, f"'{option}' must be one of {', '.join(CONSISTENCY_LEVELS)}, "
+                                             f"found: {value!r}")
+    for option, value in (("queue.capacity", flow.queue.capacity), ("queue.workers", flow.queue.workers),
+                          ("page_size", flow.page_size)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise ValidationError(flow.name, f"'{option}' must be strictly positive, found: {value!r}")
+    if flow.handler is not None and flow.steps:
+        raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
+    if flow.handler is None and not flow.steps:
+        raise ValidationError(flow.name, "a flow needs at least one step (Write or FanOut) or a handler class")
+    if flow.handler is not None and not JAVA_CLASS_RE.match(flow.handler):
+        raise ValidationError(flow.name, f"'handler' must be a fully qualified Java class name, "
+                                         f"found: {flow.handler!r}")
+    for step in flow.steps:
+        if not isinstance(step, (Write, FanOut)):
+            raise ValidationError(flow.name, f"a step must be a Write or a FanOut, found: {step!r}")
+        if isinstance(step, FanOut) and not step.writes:
+            raise ValidationError(flow.name, f"the fan-out over '{step.table}' writes nothing: "
+                                             "add .write(target, column=...)")
+
+
+def _ref_type(flow: Flow, ref: Ref, where: str, src: TableSchema, fan: TableSchema | None) -> str:
+    if not isinstance(ref, Ref):
+        raise ValidationError(flow.name, f"{where} must be source.<column> or row.<column>, found: {ref!r}")
+    if ref.scope == "source":
+        table = src
+    elif fan is None:
+        raise ValidationError(flow.name, f"'{ref}' ({where}) needs a fan-out: a direct write can only use "
+                                         "source.<column>")
+    else:
+        table = fan
+    if ref.column not in table.columns:
+        raise ValidationError(flow.name, f"'{ref}' ({where}): column '{ref.column}' does not exist in "
+                                         f"table '{table.qualified}' (columns: {', '.join(sorted(table.columns))})")
+    return table.columns[ref.column]
+
+
+def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut | None, write: Write) -> dict:
+    ks, name = write.target_table
+    target = _table(flow, schema, ks, name, "target table")
+    fan = None
+    fanout_spec = None
+    if fanout is not None:
+        fks, fname = fanout.fanout_table
+        fan = _table(flow, schema, fks, fname, "fan-out table")
+        if set(fanout.match) != set(fan.partition_key):
+            raise ValidationError(flow.name, f"the fan-out over '{fan.qualified}' must match its whole partition "
+                                             f"key ({', '.join(fan.partition_key)}), found: "
+                                             f"{', '.join(fanout.match) or 'nothing'}")
+        for column, ref in fanout.match.items():
+            where = f"match of column '{column}' of fan-out table '{fan.qualified}'"
+            if isinstance(ref, Ref) and ref.scope != "source":
+                raise ValidationError(flow.name, f"'{ref}' ({where}): a fan-out matches on source.<column>")
+            _check_same_type(flow, fan, column, ref, _ref_type(flow, ref, where, src, None))
+        used = sorted({r.column for r in write.columns.values() if isinstance(r, Ref) and r.scope == "row"})
+        fanout_spec = {"keyspace": fks, "table": fname,
+                       "match": {c: str(r) for c, r in fanout.match.items()}, "columns": used}
+    for column, ref in write.columns.items():
+        if column not in target.columns:
+            raise ValidationError(flow.name, f"column '{column}' does not exist in target table "
+                                             f"'{target.qualified}' (columns: {', '.join(sorted(target.columns))})")
+        where = f"for column '{column}' of '{target.qualified}'"
+        _check_same_type(flow, target, column, ref, _ref_type(flow, ref, where, src, fan))
+    unset = [c for c in target.primary_key if c not in write.columns]
+    if unset:
+        raise ValidationError(flow.name, f"the write to '{target.qualified}' does not set its primary key "
+                                         f"column(s): {', '.join(unset)}")
+    # A target key (or the fan-out it comes from) that depends on a non-key source column moves when that
+    # column changes, and cannot be computed from a delete: the plugin keeps lineage of those columns.
+    key_refs = [write.columns[c] for c in target.primary_key] + list(fanout.match.values() if fanout else ())
+    moving = sorted({r.column for r in key_refs if r.scope == "source" and r.column not in src.primary_key})
+    return {
+        "keyspace": ks, "table": name,
+        "partition_key": list(target.partition_key), "clustering": list(target.clustering),
+        "columns": {c: str(r) for c, r in write.columns.items()},
+        "fanout": fanout_spec,
+        "mode": "lineage" if moving else "direct",
+        "lineage_columns": moving,
+    }
+
+
+def _check_same_type(flow: Flow, table: TableSchema, column: str, ref: Ref, ref_type: str) -> None:
+    column_type = table.columns[column]
+    if _norm_type(column_type) != _norm_type(ref_type):
+        raise ValidationError(flow.name, f"type mismatch for column '{column}' of '{table.qualified}': it is "
+                                         f"{column_type}, but '{ref}' is {ref_type}")
+
+
+def compile_flow(flow: Flow, schema: Schema) -> dict:
+    """Validate one flow against the schema and return its specification (docs/design.md)."""
+    _check_options(flow)
+    ks, name = flow.source_table
+    src = _table(flow, schema, ks, name, "source table")
+    targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in flow.writes()]
+    return {
+        "name": flow.name,
+        "source": {"keyspace": ks, "table": name, "partition_key": list(src.partition_key),
+                   "clustering": list(src.clustering), "columns": dict(src.columns)},
+        "events": list(flow.events),
+        "read_consistency": flow.read_consistency,
+        "write_consistency": flow.write_consistency,
+        "queue": {"capacity": flow.queue.capacity, "workers": flow.queue.workers},
+        "page_size": flow.page_size,
+        "handler": flow.handler,
+        "targets": targets,
+    }
+
+
+def check_cycles(specs: Iterable[Mapping]) -> None:
+    """Reject flows whose source -> target edges form a cycle (seed 000 assumes an acyclic data flow)."""
+    edges: dict[str, set[str]] = {}
+    by_edge: dict[tuple[str, str], str] = {}
+    for spec in specs:
+        src = f"{spec['source']['keyspace']}.{spec['source']['table']}"
+        for t in spec["targets"]:
+            dst = f"{t['keyspace']}.{t['table']}"
+            edges.setdefault(src, set()).add(dst)
+            by_edge.setdefault((src, dst), spec["name"])
+    state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges.get(node, ())):
+            if state.get(nxt) == 1:
+                cycle = path[path.index(nxt):] + [nxt] if nxt in path else [node, nxt]
+                names = sorted({by_edge[(a, b)] for a, b in zip(cycle, cycle[1:])})
+                raise ValidationError(names[0], f"flows form a cycle: {' -> '.join(cycle)} "
+                                                f"(flows: {', '.join(names)})")
+            if state.get(nxt) is None:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for start in sorted(edges):
+        if state.get(start) is None:
+            visit(start, [start])
+
+
+def compile_all(flows: Iterable[Flow], schema: Schema, deployed: Mapping[str, Mapping] | None = None) -> list[dict]:
+    """Compile the given flows and check that, together with the deployed ones they do not replace, they are
+    acyclic. Raises ValidationError before anything is changed."""
+    specs = [compile_flow(f, schema) for f in flows]
+    others = [s for name, s in (deployed or {}).items() if name not in {s["name"] for s in specs}]
+    check_cycles(others + specs)
+    return specs

@@ -1,0 +1,8 @@
+"""Errors of the Spark jobs. They derive from the control plane's tree so ``ctl`` reports them like its own."""
+from pycontrol.errors import AsyncTriggersError, VerifyError
+
+__all__ = ["SparkSetupError", "VerifyError"]
+
+
+class SparkSetupError(AsyncTriggersError):
+    """The connector jars could not be resolved or the Spark session could not start."""

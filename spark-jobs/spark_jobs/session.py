@@ -1,0 +1,194 @@
+"""A local Spark session with the Spark Cassandra Connector on its class path.
+
+The connector jars are resolved once by Maven (``spark-jobs/pom.xml``) into
+``$ASYNC_TRIGGERS_HOME/spark-jars/<connector-version>/`` and handed to Spark through ``spark.jars``: no Ivy,
+no ``spark.jars.packages``, so a session starts offline once the cache is filled.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Iterable, Mapping
+
+from .errors import SparkSetupError
+
+CONNECTOR_VERSION = "3.5.1"        # Scala 2.12 build, matching pyspark 3.5.x
+CASSANDRA_FORMAT = "org.apache.spark.sql.cassandra"
+CONNECTOR_CLASS = "com.datastax.spark.connector.cql.CassandraConnector"
+POM = Path(__file__).resolve().parent.parent / "pom.xml"
+
+
+def default_home() -> Path:
+    """``$ASYNC_TRIGGERS_HOME``, else ``~/.cache/async-triggers`` (the same rule as ``pycontrol.config``)."""
+    return Path(os.environ.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")).expanduser()
+
+
+def jar_dir(home: Path, version: str = CONNECTOR_VERSION) -> Path:
+    return Path(home) / "spark-jars" / version
+
+
+def connector_jars(home: Path | None = None, version: str = CONNECTOR_VERSION, pom: Path = POM,
+                   mvn: str = "mvn") -> list[Path]:
+    """The connector jars and their runtime dependencies (without Spark and Scala), resolving them on first use.
+
+    Maven copies the jars into a temporary sibling directory that is renamed into place only when Maven
+    succeeded, so an interrupted run never leaves a half-filled cache, and two concurrent first runs both end
+    with the same complete directory.
+    """
+    target = jar_dir(home or default_home(), version)
+    if target.is_dir():
+        jars = sorted(target.glob("*.jar"))
+        if jars:
+            return jars
+    if not pom.is_file():
+        raise SparkSetupError(f"cannot resolve the Spark Cassandra Connector: {pom} not found "
+                              "(spark_jobs must run from a checkout of the repository)")
+    if shutil.which(mvn) is None:
+        raise SparkSetupError(f"cannot resolve the Spark Cassandra Connector {version}: '{mvn}' is not on PATH "
+                              f"(Maven is needed once, to fill {target})")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{version}-", dir=target.parent))
+    try:
+        cmd = [mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies", "-DincludeScope=runtime",
+               f"-Dconnector.version={version}", f"-DoutputDirectory={staging}"]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+            raise SparkSetupError(f"Maven could not resolve the Spark Cassandra Connector {version} "
+                                  f"(exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
+        if not any(staging.glob("spark-cassandra-connector_*.jar")):
+            raise SparkSetupError(f"Maven ran but copied no connector jar into {staging}: check {pom}")
+        try:
+            staging.rename(target)
+        except OSError:
+            if not any(target.glob("*.jar")):  # not a concurrent winner: a real failure
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return sorted(target.glob("*.jar"))
+
+
+def connector_options(contact_points: Iterable[str] = ("127.0.0.1",), port: int = 9042,
+                      read_consistency: str = "LOCAL_QUORUM",
+                      write_consistency: str = "LOCAL_QUORUM") -> dict[str, str]:
+    """Every Cassandra connector setting the jobs use, in one place.
+
+    Reads default to LOCAL_QUORUM rather than the connector's LOCAL_ONE: verification must not report a row
+    missing because it asked a replica that has not received it yet.
+    """
+    return {
+        "spark.cassandra.connection.host": ",".join(contact_points),
+        "spark.cassandra.connection.port": str(port),
+        "spark.cassandra.input.consistency.level": read_consistency,
+        "spark.cassandra.output.consistency.level": write_consistency,
+        # a laptop cluster shares two cores with Spark: keep the number of in-flight writes modest
+        "spark.cassandra.output.concurrent.writes": "4",
+        "spark.cassandra.connection.timeoutMS": "10000",
+        "spark.cassandra.read.timeoutMS": "120000",
+    }
+
+
+LOG4J2 = """\
+# written by spark_jobs.session: Spark's default prints INFO lines and banners a job's output drowns in
+rootLogger.level = warn
+rootLogger.appenderRef.stderr.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = %d{HH:mm:ss} %p %c{1}: %m%n
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = error
+logger.utils.name = org.apache.spark.util.Utils
+logger.utils.level = error
+logger.driver.name = com.datastax.oss.driver
+logger.driver.level = error
+"""
+
+
+def log_config(home: Path | None = None) -> Path:
+    """A quiet log4j2 configuration file under the cache dir (written when absent or changed)."""
+    path = Path(home or default_home()) / "spark-jars" / "log4j2.properties"
+    if not path.is_file() or path.read_text() != LOG4J2:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(f".{os.getpid()}.tmp")
+        tmp.write_text(LOG4J2)
+        tmp.replace(path)
+    return path
+
+
+def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Path | None = None) -> dict[str, str]:
+    """Spark settings sized for a 2-core machine that also runs the Cassandra nodes."""
+    conf = {
+        "spark.master": master,
+        "spark.app.name": app_name,
+        "spark.driver.memory": "1g",
+        "spark.sql.shuffle.partitions": "4",
+        "spark.default.parallelism": "4",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+        "spark.driver.host": "127.0.0.1",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.sql.session.timeZone": "UTC",
+    }
+    if log_file is not None:
+        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_file}"
+    jar_list = ",".join(str(j) for j in jars)
+    if jar_list:
+        conf["spark.jars"] = jar_list
+    return conf
+
+
+def build_session(master: str = "local[*]", contact_points: Iterable[str] = ("127.0.0.1",), port: int = 9042,
+                  app_name: str = "async-triggers", home: Path | None = None,
+                  jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None):
+    """Start (or return the running) Spark session with the connector.
+
+    ``jars=None`` resolves the connector (see :func:`connector_jars`); ``jars=()`` starts Spark without it,
+    for pure transforms. ``conf`` overrides any setting. Only the first session of a process fixes the JVM's
+    class path and memory: later calls reuse it.
+    """
+    from pyspark.sql import SparkSession
+
+    jar_paths = connector_jars(home) if jars is None else list(jars)
+    # the launcher reads this before any conf: without it Spark warns about the host's loopback name
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    settings = {**spark_options(master, app_name, jar_paths, log_config(home)),
+                **connector_options(contact_points, port), **(conf or {})}
+    builder = SparkSession.builder
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    try:
+        spark = builder.getOrCreate()
+    except Exception as e:  # py4j / JVM launch errors come in many types
+        raise SparkSetupError(f"the Spark session did not start ({master}): {e}") from e
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def connector_loaded(spark) -> bool:
+    """True when the connector's classes load and Spark resolves the ``org.apache.spark.sql.cassandra`` format
+    (both without contacting Cassandra)."""
+    jvm = spark._jvm
+    try:
+        loader = jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        jvm.java.lang.Class.forName(CONNECTOR_CLASS, True, loader)
+        source = jvm.org.apache.spark.sql.execution.datasources.DataSource.lookupDataSource(
+            CASSANDRA_FORMAT, spark._jsparkSession.sessionState().conf())
+        return source.getName().startswith("org.apache.spark.sql.cassandra")
+    except Exception:
+        return False
+
+
+def read_table(spark, keyspace: str, table: str, columns: Iterable[str] | None = None):
+    """A Cassandra table as a DataFrame, selecting only ``columns`` (the connector prunes the rest)."""
+    df = spark.read.format(CASSANDRA_FORMAT).options(keyspace=keyspace, table=table).load()
+    return df.select(*columns) if columns is not None else df
+
+
+def write_table(df, keyspace: str, table: str) -> None:
+    """Append ``df`` to a Cassandra table (upserts: Cassandra has no other kind of write)."""
+    df.write.format(CASSANDRA_FORMAT).options(keyspace=keyspace, table=table).mode("append").save()

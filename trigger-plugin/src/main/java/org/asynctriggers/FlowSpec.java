@@ -1,0 +1,141 @@
+package org.asynctriggers;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.api.Operation;
+
+/** One validated flow specification (see docs/design.md); immutable, built only by {@link FlowSpecParser}. */
+public final class FlowSpec
+{
+    public enum Mode { DIRECT, LINEAGE }
+
+    public static final class Source
+    {
+        public final String keyspace;
+        public final String table;
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        /** column name to CQL type, in spec order */
+        public final Map<String, String> columns;
+
+        Source(String keyspace, String table, List<String> partitionKey, List<String> clustering, Map<String, String> columns)
+        {
+            this.keyspace = keyspace;
+            this.table = table;
+            this.partitionKey = List.copyOf(partitionKey);
+            this.clustering = List.copyOf(clustering);
+            this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
+        }
+
+        public int primaryKeySize()
+        {
+            return partitionKey.size() + clustering.size();
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new java.util.ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+    }
+
+    public static final class Fanout
+    {
+        public final String keyspace;
+        public final String table;
+        /** fan-out table column to the expression it must equal */
+        public final Map<String, Expression> match;
+        public final List<String> columns;
+
+        Fanout(String keyspace, String table, Map<String, Expression> match, List<String> columns)
+        {
+            this.keyspace = keyspace;
+            this.table = table;
+            this.match = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(match));
+            this.columns = List.copyOf(columns);
+        }
+    }
+
+    public static final class Target
+    {
+        public final int index;
+        public final String keyspace;
+        public final String table;
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        /** target column to expression, in spec order */
+        public final Map<String, Expression> columns;
+        public final Fanout fanout;
+        public final Mode mode;
+
+        Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
+               Map<String, Expression> columns, Fanout fanout, Mode mode)
+        {
+            this.index = index;
+            this.keyspace = keyspace;
+            this.table = table;
+            this.partitionKey = List.copyOf(partitionKey);
+            this.clustering = List.copyOf(clustering);
+            this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
+            this.fanout = fanout;
+            this.mode = mode;
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new java.util.ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+
+        @Override
+        public String toString()
+        {
+            return "target " + index + " (" + keyspace + '.' + table + ')';
+        }
+    }
+
+    public final String name;
+    public final long version;
+    public final Source source;
+    public final Set<Operation> events;
+    public final ConsistencyLevel readConsistency;
+    public final ConsistencyLevel writeConsistency;
+    public final int queueCapacity;
+    public final int workers;
+    public final int pageSize;
+    /** null for declarative flows */
+    public final String handler;
+    public final List<Target> targets;
+
+    FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
+             ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, String handler,
+             List<Target> targets)
+    {
+        this.name = name;
+        this.version = version;
+        this.source = source;
+        this.events = java.util.Collections.unmodifiableSet(java.util.EnumSet.copyOf(events));
+        this.readConsistency = readConsistency;
+        this.writeConsistency = writeConsistency;
+        this.queueCapacity = queueCapacity;
+        this.workers = workers;
+        this.pageSize = pageSize;
+        this.handler = handler;
+        this.targets = List.copyOf(targets);
+    }
+
+    public boolean handles(Operation op)
+    {
+        return events.contains(op);
+    }
+
+    public boolean isOn(String keyspace, String table)
+    {
+        return source.keyspace.equals(keyspace) && source.table.equals(table);
+    }
+}
