@@ -18,10 +18,11 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import cli_cluster, cli_trigger, cli_verify
+    from . import cli_cluster, cli_demo, cli_trigger, cli_verify
     app.add_typer(cli_cluster.app, name="cluster")
     app.add_typer(cli_trigger.app, name="trigger")
     app.command("verify")(cli_verify.verify)
+    app.command("demo")(cli_demo.demo)
 
 
 def main() -> None:

@@ -1,0 +1,132 @@
+"""`ctl cluster`: local Cassandra clusters (ccm) for development, tests and the demo."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import List, Optional
+
+import typer
+
+from . import cluster as cl
+from .cli_common import errors_to_exit
+
+app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, stop/start/kill nodes, down.",
+                  no_args_is_help=True)
+
+NAME = typer.Option(None, "--name", "-n", help="Cluster name (default: ASYNC_TRIGGERS_CLUSTER or 'atc').")
+
+
+def _progress(message: str) -> None:
+    typer.echo(f"[cluster] {message}", err=True)
+
+
+def _print_status(nodes) -> None:
+    typer.echo(f"{'node':<8} {'address':<12} {'state':<6} {'cql':<4} {'pid':>8}")
+    for n in nodes:
+        typer.echo(f"{n.name:<8} {n.address:<12} {n.state:<6} {'yes' if n.cql else 'no':<4} "
+                   f"{n.pid if n.pid else '-':>8}")
+
+
+@app.command()
+def install(ctx: typer.Context):
+    """Assemble (or validate) the Cassandra install dir and print its path."""
+    with errors_to_exit():
+        typer.echo(cl.ensure_install(ctx.obj, _progress))
+
+
+@app.command()
+def up(ctx: typer.Context,
+       nodes: Optional[int] = typer.Option(None, "--nodes", help="Number of nodes (new cluster: 3)."),
+       name: Optional[str] = NAME,
+       heap: str = typer.Option("1G", "--heap", help="JVM heap of each node (e.g. 512M, 1G)."),
+       rf_hint: bool = typer.Option(False, "--rf-hint", help="Also print the replication factor to use."),
+       no_plugin: bool = typer.Option(False, "--no-plugin", help="Start even if the plugin jar is not built."),
+       timeout: float = typer.Option(300, "--timeout", help="Seconds to wait for the nodes.")):
+    """Create and start a local cluster (reused if it exists), with the trigger plugin in every node."""
+    with errors_to_exit():
+        info = cl.up(ctx.obj, nodes=nodes, name=name, heap=heap, progress=_progress,
+                     require_plugin=not no_plugin, timeout=timeout)
+    _print_status(info.nodes)
+    typer.echo(f"contact points: {','.join(info.contact_points)}")
+    typer.echo(f"cqlsh: {info.cqlsh_command()}   (or: ctl cluster cqlsh node1)")
+    if rf_hint:
+        rf = info.replication_factor_hint
+        typer.echo(f"replication factor hint: {rf}  "
+                   f"(WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}})")
+
+
+@app.command()
+def status(ctx: typer.Context, name: Optional[str] = NAME):
+    """Nodes of the cluster: address, state (up/down), CQL port open, pid."""
+    with errors_to_exit():
+        nodes = cl.node_status(ctx.obj, name)
+    _print_status(nodes)
+
+
+@app.command()
+def down(ctx: typer.Context, name: Optional[str] = NAME):
+    """Stop every node (kill) and remove the cluster with its data."""
+    with errors_to_exit():
+        removed = cl.down(ctx.obj, name, _progress)
+    if not removed:
+        typer.echo("no such cluster", err=True)
+
+
+@app.command()
+def stop(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+         name: Optional[str] = NAME,
+         timeout: float = typer.Option(60, "--timeout", help="Seconds before falling back to kill -9.")):
+    """Stop one node gracefully."""
+    with errors_to_exit():
+        _print_status([cl.stop_node(ctx.obj, node, name, _progress, timeout=timeout)])
+
+
+@app.command()
+def start(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+          name: Optional[str] = NAME,
+          timeout: float = typer.Option(180, "--timeout", help="Seconds to wait for CQL.")):
+    """Start one node and wait until it answers CQL."""
+    with errors_to_exit():
+        _print_status([cl.start_node(ctx.obj, node, name, _progress, timeout=timeout)])
+
+
+@app.command()
+def kill(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+         name: Optional[str] = NAME):
+    """kill -9 one node's JVM (fault injection)."""
+    with errors_to_exit():
+        _print_status([cl.kill_node(ctx.obj, node, name, _progress)])
+
+
+@app.command("install-plugin")
+def install_plugin(ctx: typer.Context, name: Optional[str] = NAME,
+                   jar: Optional[Path] = typer.Option(None, "--jar", help="Default: the built plugin jar.")):
+    """Copy the plugin jar into every node's triggers dir and reload triggers on running nodes."""
+    with errors_to_exit():
+        info = cl.cluster_info(ctx.obj, name)
+        copied = cl.install_plugin(info, jar or ctx.obj.plugin_jar, _progress)
+    for path in copied:
+        typer.echo(path)
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def nodetool(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+             args: Optional[List[str]] = typer.Argument(None, help="nodetool arguments (after --)"),
+             name: Optional[str] = NAME):
+    """Run nodetool against one node: ctl cluster nodetool node1 -- status"""
+    with errors_to_exit():
+        argv, env = cl.nodetool_command(ctx.obj, node, list(args or []) + list(ctx.args), name)
+    raise typer.Exit(subprocess.call(argv, env=env))
+
+
+@app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+def cqlsh(ctx: typer.Context, node: str = typer.Argument("node1", help="node1, node2... (or 1, 2...)"),
+          args: Optional[List[str]] = typer.Argument(None, help="cqlsh arguments (after --), e.g. -e 'QUERY'"),
+          name: Optional[str] = NAME):
+    """Open cqlsh on one node: ctl cluster cqlsh node1 [-- -e 'SELECT ...']"""
+    with errors_to_exit():
+        argv = cl.cqlsh_command(ctx.obj, node, list(args or []) + list(ctx.args), name)
+    sys.stdout.flush()
+    os.execv(argv[0], argv)

@@ -1,0 +1,29 @@
+"""`ctl demo`: the main job, end to end."""
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import typer
+
+from .cli_common import errors_to_exit
+
+
+def demo(ctx: typer.Context,
+         nodes: int = typer.Option(2, help="Cassandra nodes."),
+         users: int = typer.Option(20_000, help="Users in the follower graph."),
+         tweets: int = typer.Option(1_000, help="Tweets to write."),
+         min_celebrity: int = typer.Option(10_000, help="Followers of the most-followed user, at least."),
+         master: str = typer.Option("local[2]", help="Spark master for loading and verifying."),
+         name: str = typer.Option("demo", help="Cluster name.")):
+    """Start a cluster, deploy the Twitter flow, load a follower graph, write tweets, verify every timeline row."""
+    from . import demo as demo_mod
+    started = time.monotonic()
+    with errors_to_exit():
+        settings = dataclasses.replace(ctx.obj, cluster_name=name)
+        report = demo_mod.run(settings, nodes=nodes, users=users, tweets=tweets, min_celebrity=min_celebrity,
+                              master=master, progress=lambda m: typer.echo(f"-- {m}", err=True))
+    typer.echo("\n".join(report.lines()))
+    typer.echo(f"demo finished in {time.monotonic() - started:.0f} s")
+    if report.missing:
+        raise typer.Exit(1)

@@ -1,0 +1,46 @@
+"""Shared fixtures. Integration tests (marker ``cluster``) run against a real Cassandra 5.0 cluster under ccm,
+started once per session with the plugin jar installed, and torn down at the end."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from pycontrol import config
+
+ROOT = Path(__file__).resolve().parent.parent
+TEST_CLUSTER = os.environ.get("ASYNC_TRIGGERS_TEST_CLUSTER", "attest")
+
+
+def _progress(msg: str) -> None:
+    print(f"[cluster] {msg}", flush=True)
+
+
+@pytest.fixture(scope="session")
+def settings():
+    return config.load(cluster_name=TEST_CLUSTER)
+
+
+@pytest.fixture(scope="session")
+def cluster(settings):
+    """A 2-node cluster (RF 2 keyspaces) for the session; reused if it is already up, removed at the end."""
+    from pycontrol import cluster as cluster_mod
+    if not settings.plugin_jar.is_file():
+        pytest.fail(f"the plugin jar {settings.plugin_jar} is missing: run 'make plugin' first")
+    info = cluster_mod.up(settings, nodes=2, name=TEST_CLUSTER, progress=_progress)
+    yield info
+    if not os.environ.get("ASYNC_TRIGGERS_KEEP_CLUSTER"):
+        cluster_mod.down(settings, name=TEST_CLUSTER, progress=_progress)
+
+
+@pytest.fixture(scope="session")
+def cluster_settings(settings, cluster):
+    return config.load(cluster_name=TEST_CLUSTER, contact_points=tuple(cluster.contact_points))
+
+
+@pytest.fixture()
+def session(cluster_settings):
+    from pycontrol.cql import connect
+    with connect(cluster_settings) as s:
+        yield s

@@ -1,0 +1,37 @@
+"""Helpers for integration tests: run the real `ctl`, wait for queues, snapshot what a deploy could change."""
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pycontrol import status
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def run_ctl(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
+    env = dict(os.environ, ASYNC_TRIGGERS_CONTACT_POINTS=",".join(settings.contact_points),
+               ASYNC_TRIGGERS_CLUSTER=settings.cluster_name)
+    return subprocess.run([sys.executable, "-m", "pycontrol", *args], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def drain(session, *flows: str, since: dt.datetime | None = None, timeout: float = 300):
+    """Wait until the flows' queues are empty on every node, in reports made after ``since`` (default: now)."""
+    return status.wait_drained(session, list(flows), since or dt.datetime.utcnow(), timeout=timeout)
+
+
+def cluster_snapshot(session) -> dict:
+    """What a failed deploy must leave as it was: keyspaces, tables, triggers, deployed flows."""
+    rows = lambda q: sorted(tuple(r) for r in session.execute(q))
+    snap = {
+        "keyspaces": rows("SELECT keyspace_name FROM system_schema.keyspaces"),
+        "tables": rows("SELECT keyspace_name, table_name FROM system_schema.tables"),
+        "triggers": rows("SELECT keyspace_name, table_name, trigger_name FROM system_schema.triggers"),
+    }
+    if any(k == ("async_triggers",) for k in snap["keyspaces"]):
+        snap["flows"] = rows('SELECT name, version, spec FROM async_triggers.flows')
+    return snap
