@@ -2,6 +2,8 @@
 started once per session with the plugin jar installed, and torn down at the end."""
 from __future__ import annotations
 
+import atexit
+import functools
 import os
 from pathlib import Path
 
@@ -44,3 +46,18 @@ def session(cluster_settings):
     from pycontrol.cql import connect
     with connect(cluster_settings) as s:
         yield s
+
+
+@functools.lru_cache(maxsize=None)
+def _spark_session():
+    from spark_jobs.session import build_session
+    spark = build_session(master="local[2]", app_name="async-triggers-tests", jars=(),
+                          conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
+    atexit.register(spark.stop)
+    return spark
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """One local Spark (without the connector: the transforms under test need no Cassandra) per test run."""
+    return _spark_session()

@@ -1,8 +1,12 @@
 """Errors of the Spark jobs. They derive from the control plane's tree so ``ctl`` reports them like its own."""
 from pycontrol.errors import AsyncTriggersError, VerifyError
 
-__all__ = ["SparkSetupError", "VerifyError"]
+__all__ = ["LoadError", "SparkSetupError", "VerifyError"]
 
 
 class SparkSetupError(AsyncTriggersError):
     """The connector jars could not be resolved or the Spark session could not start."""
+
+
+class LoadError(AsyncTriggersError):
+    """Generated data could not be written to Cassandra (no such keyspace or table, cluster unreachable)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 from typing import Iterable, Mapping
@@ -156,6 +157,8 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] = ("12
     jar_paths = connector_jars(home) if jars is None else list(jars)
     # the launcher reads this before any conf: without it Spark warns about the host's loopback name
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    # Python workers must run this interpreter: the jobs' functions are pickled by reference to spark_jobs
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**spark_options(master, app_name, jar_paths, log_config(home)),
                 **connector_options(contact_points, port), **(conf or {})}
     builder = SparkSession.builder
@@ -181,6 +184,26 @@ def connector_loaded(spark) -> bool:
         return source.getName().startswith("org.apache.spark.sql.cassandra")
     except Exception:
         return False
+
+
+def describe_error(e: BaseException, limit: int = 300) -> str:
+    """A one-line account of a Spark/connector failure: Py4J's own message ("An error occurred while calling
+    o63.load") says nothing, the Java exception and its root cause do."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            top, root = java.toString(), java
+            while root.getCause() is not None and root.getCause() != root:
+                root = root.getCause()
+            cause = root.toString()
+            text = top if root == java or (root.getMessage() or cause) in top else f"{top} (cause: {cause})"
+        except Exception:
+            text = str(e)
+    else:
+        text = getattr(e, "desc", None) or str(e)
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    line = lines[0] if lines else type(e).__name__
+    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def read_table(spark, keyspace: str, table: str, columns: Iterable[str] | None = None):

@@ -1,0 +1,393 @@
+"""Verify a flow: derive, from the flow specification and the current source and fan-out tables, the rows its
+targets should hold, and compare them with what the target tables hold.
+
+    python -m spark_jobs.verify --flow twitter_timeline --contact-points 127.0.0.1,127.0.0.2
+    python -m spark_jobs.verify --spec spec.json --json
+
+Exit code: 0 when no expected row is missing, 1 when some are, 2 when the verification could not run.
+
+What "expected" means (the assumptions a verification can only state, not check):
+
+- Every current source row is the last word: the flow handled every insert, update and delete of the source
+  table (``events`` covers all three). A source row deleted while a flow without ``delete`` ran leaves target
+  rows that are reported as unexpected; a value updated without ``update`` is reported as a wrong value.
+- Fan-out tables did not change while the flow ran: the expected fan-out rows are the join of the *current*
+  source with the *current* fan-out table. (The demo loads the followers before the tweets.)
+- A target row needs a non-null value in every primary key column; a source row that maps a null into one
+  produces no row. This is exactly the ``lineage`` rule (index ``users`` -> ``users_by_name``: one index row per
+  user whose name is set; the rows of former names must be gone), and holds for ``direct`` targets too.
+- Rows are compared on the target's primary key AND the columns the flow maps (other columns of the target
+  table are ignored). Several targets writing the same table are unioned; when they map different columns,
+  the comparison uses the columns all of them map.
+- "Unexpected" is judged against the whole target table: every row of a table the flow writes that the flow
+  would not produce. A table also written by another flow or by clients directly shows their rows as
+  unexpected; in the seeds' examples each target table is written by one flow only.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import time
+from collections import OrderedDict
+from typing import Iterable, Mapping, Sequence
+
+from .errors import VerifyError
+
+SAMPLE_SIZE = 10
+_SOURCE, _ROW = "source", "row"
+
+
+@dataclasses.dataclass(frozen=True)
+class Result:
+    """The comparison of one target table.
+
+    Rows are compared as tuples of (primary key columns + mapped value columns), duplicates ignored:
+
+    - ``expected``: distinct rows the flow should have produced;
+    - ``present``: expected rows found in the table with exactly these values;
+    - ``missing``: expected rows not found with exactly these values, so ``expected == present + missing``;
+    - ``unexpected``: rows of the table (projected on the compared columns) that match no expected row;
+    - ``wrong_value``: keys counted both as missing and as unexpected: the row is there, a value differs.
+      A row with a wrong value therefore counts once in ``missing`` AND once in ``unexpected``.
+    """
+    table: str
+    key_columns: tuple[str, ...]
+    expected: int
+    present: int
+    missing: int
+    unexpected: int
+    wrong_value: int = 0
+    missing_sample: tuple[dict, ...] = ()
+    unexpected_sample: tuple[dict, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        return self.missing == 0
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# --- the spec --------------------------------------------------------------------------------------------------
+
+def parse_ref(expr: str) -> tuple[str, str]:
+    """``"source.author_id"`` -> ``("source", "author_id")``; the spec's only expression forms."""
+    scope, sep, column = str(expr).partition(".")
+    if not sep or scope not in (_SOURCE, _ROW) or not column:
+        raise VerifyError(f"expression must be source.<column> or row.<column>, found: {expr!r}")
+    return scope, column
+
+
+def qualified(table_spec: Mapping) -> str:
+    return f"{table_spec['keyspace']}.{table_spec['table']}"
+
+
+def primary_key(target: Mapping) -> list[str]:
+    return list(target["partition_key"]) + list(target.get("clustering") or [])
+
+
+def targets_by_table(spec: Mapping) -> "OrderedDict[str, list[Mapping]]":
+    """The spec's targets grouped by the table they write, in the order of first appearance."""
+    if spec.get("handler"):
+        raise VerifyError(f"flow '{spec.get('name')}' runs the Java handler {spec['handler']}: its target rows "
+                          "cannot be derived from the specification")
+    targets = spec.get("targets") or []
+    if not targets:
+        raise VerifyError(f"flow '{spec.get('name')}' has no targets to verify")
+    grouped: OrderedDict[str, list[Mapping]] = OrderedDict()
+    for t in targets:
+        grouped.setdefault(qualified(t), []).append(t)
+    for name, group in grouped.items():
+        keys = {tuple(primary_key(t)) for t in group}
+        if len(keys) > 1:
+            raise VerifyError(f"flow '{spec.get('name')}': targets writing {name} disagree on its primary key")
+    return grouped
+
+
+def compared_columns(targets: Sequence[Mapping]) -> list[str]:
+    """Primary key first, then the value columns every target of the table maps (in the first one's order)."""
+    key = primary_key(targets[0])
+    common = [c for c in targets[0]["columns"] if all(c in t["columns"] for t in targets)]
+    missing_key = [c for c in key if c not in common]
+    if missing_key:
+        raise VerifyError(f"the targets writing {qualified(targets[0])} do not all set its key column(s) "
+                          f"{', '.join(missing_key)}")
+    return key + [c for c in common if c not in key]
+
+
+def source_columns(spec: Mapping) -> list[str]:
+    """The source columns the flow reads (mapped values and fan-out matches), in a stable order."""
+    cols: list[str] = []
+    for t in spec.get("targets") or []:
+        exprs = list(t["columns"].values()) + list(((t.get("fanout") or {}).get("match") or {}).values())
+        for expr in exprs:
+            scope, col = parse_ref(expr)
+            if scope == _SOURCE and col not in cols:
+                cols.append(col)
+    return cols
+
+
+def fanout_columns(spec: Mapping) -> "OrderedDict[str, list[str]]":
+    """Per fan-out table, the columns the flow reads from it (match columns and ``row.*`` references)."""
+    out: OrderedDict[str, list[str]] = OrderedDict()
+    for t in spec.get("targets") or []:
+        fan = t.get("fanout")
+        if not fan:
+            continue
+        cols = out.setdefault(qualified(fan), [])
+        used = list(fan["match"]) + [parse_ref(e)[1] for e in t["columns"].values() if parse_ref(e)[0] == _ROW]
+        for c in used:
+            if c not in cols:
+                cols.append(c)
+    return out
+
+
+# --- pure transforms -------------------------------------------------------------------------------------------
+
+def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], columns: Sequence[str] | None = None):
+    """The rows one target should hold: the source rows (joined with the fan-out table on ``match`` if the
+    target has a fan-out) mapped through the target's ``columns``, restricted to rows with a non-null primary
+    key. ``columns`` selects and orders the output columns (default: all mapped columns)."""
+    from pyspark.sql import functions as F
+
+    # prefix both sides so that source.user_id and row.user_id never collide in the join
+    src = source_df.select(*[F.col(c).alias(f"{_SOURCE}__{c}") for c in source_df.columns])
+    fan = target.get("fanout")
+    if fan:
+        name = qualified(fan)
+        if name not in fanout_dfs:
+            raise VerifyError(f"no DataFrame given for the fan-out table {name}")
+        fdf = fanout_dfs[name]
+        fdf = fdf.select(*[F.col(c).alias(f"{_ROW}__{c}") for c in fdf.columns])
+        cond = None
+        for fan_col, expr in fan["match"].items():
+            scope, src_col = parse_ref(expr)
+            if scope != _SOURCE:
+                raise VerifyError(f"a fan-out matches on source.<column>, found: {expr!r}")
+            c = F.col(f"{_ROW}__{fan_col}") == F.col(f"{_SOURCE}__{src_col}")
+            cond = c if cond is None else cond & c
+        joined = src.join(fdf, on=cond, how="inner")
+    else:
+        joined = src
+    wanted = list(columns) if columns is not None else list(target["columns"])
+    projected = []
+    for col in wanted:
+        scope, ref_col = parse_ref(target["columns"][col])
+        if scope == _ROW and not fan:
+            raise VerifyError(f"{qualified(target)}.{col} = {target['columns'][col]} needs a fan-out")
+        projected.append(F.col(f"{scope}__{ref_col}").alias(col))
+    out = joined.select(*projected)
+    for k in primary_key(target):
+        out = out.where(F.col(k).isNotNull())
+    return out
+
+
+def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object]) -> "OrderedDict[str, object]":
+    """Per target table (``"keyspace.table"``), the distinct rows the flow should have written: the union of
+    :func:`target_rows` over the targets writing that table, on :func:`compared_columns`.
+
+    ``source_df`` holds the source table (at least :func:`source_columns`); ``fanout_dfs`` maps each fan-out
+    table's qualified name to its DataFrame (at least :func:`fanout_columns`).
+    """
+    out: OrderedDict[str, object] = OrderedDict()
+    for name, group in targets_by_table(spec).items():
+        cols = compared_columns(group)
+        df = None
+        for t in group:
+            part = target_rows(t, source_df, fanout_dfs, cols)
+            df = part if df is None else df.unionByName(part)
+        out[name] = df.distinct()
+    return out
+
+
+def compare(expected_df, actual_df, key_columns: Sequence[str], table: str = "",
+            sample_size: int = SAMPLE_SIZE) -> Result:
+    """Compare the expected rows of one table with the table's actual rows (see :class:`Result` for the
+    counts). The comparison is on all columns of ``expected_df``; ``actual_df`` may hold more columns, which are
+    ignored. Nulls compare equal to nulls (set semantics), as a null cell and an absent cell are the same in
+    Cassandra."""
+    cols = list(expected_df.columns)
+    absent = [c for c in cols if c not in actual_df.columns]
+    if absent:
+        raise VerifyError(f"table {table or '?'} has no column(s) {', '.join(absent)}")
+    from pyspark.sql import functions as F
+
+    keys = list(key_columns)
+    # one full outer join on every compared column (null-safe, like set operations) classifies each distinct row
+    exp = expected_df.select(*cols).distinct().withColumn("__in_expected", F.lit(True))
+    act = actual_df.select(*[F.col(c).alias(f"__actual_{c}") for c in cols]).distinct() \
+        .withColumn("__in_actual", F.lit(True))
+    joined = exp.join(act, on=[exp[c].eqNullSafe(act[f"__actual_{c}"]) for c in cols], how="full_outer")
+    status = (F.when(F.col("__in_expected") & F.col("__in_actual"), "present")
+              .when(F.col("__in_expected"), "missing").otherwise("unexpected"))
+    rows = joined.select(status.alias("status"), *[F.coalesce(F.col(c), F.col(f"__actual_{c}")).alias(c)
+                                                   for c in keys]).cache()
+    try:
+        counts = {r["status"]: r["count"] for r in rows.groupBy("status").count().collect()}
+        n_present, n_missing, n_unexpected = (counts.get(k, 0) for k in ("present", "missing", "unexpected"))
+        n_expected = n_present + n_missing
+
+        def keys_of(kind):
+            return rows.where(F.col("status") == kind).select(*keys)
+
+        def sample(kind, n):
+            if not n:
+                return ()
+            return tuple(r.asDict() for r in keys_of(kind).orderBy(*keys).limit(sample_size).collect())
+
+        wrong = keys_of("missing").intersect(keys_of("unexpected")).count() if n_missing and n_unexpected else 0
+        miss_sample, unexp_sample = sample("missing", n_missing), sample("unexpected", n_unexpected)
+    finally:
+        rows.unpersist()
+    return Result(table=table, key_columns=tuple(keys), expected=n_expected, present=n_expected - n_missing,
+                  missing=n_missing, unexpected=n_unexpected, wrong_value=wrong,
+                  missing_sample=miss_sample, unexpected_sample=unexp_sample)
+
+
+def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
+                  actual_dfs: Mapping[str, object]) -> list[Result]:
+    """:func:`expected_rows` then :func:`compare` for every target table; ``actual_dfs`` maps each target
+    table's qualified name to its DataFrame."""
+    results = []
+    for name, exp in expected_rows(spec, source_df, fanout_dfs).items():
+        if name not in actual_dfs:
+            raise VerifyError(f"no DataFrame given for the target table {name}")
+        key = primary_key(targets_by_table(spec)[name][0])
+        results.append(compare(exp, actual_dfs[name], key, table=name))
+    return results
+
+
+# --- against Cassandra -----------------------------------------------------------------------------------------
+
+def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
+    """The deployed specification of ``flow`` from ``async_triggers.flows``, read through the connector."""
+    from pyspark.sql import functions as F
+
+    from .session import read_table
+
+    rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+    if not rows:
+        raise VerifyError(f"flow '{flow}' is not deployed (no row in {keyspace}.flows)")
+    try:
+        return json.loads(rows[0]["spec"])
+    except (TypeError, ValueError) as e:
+        raise VerifyError(f"flow '{flow}': the stored specification is not valid JSON: {e}") from e
+
+
+def verify_with_session(spark, spec: Mapping) -> list[Result]:
+    """Read the source, fan-out and target tables of ``spec`` with the connector and verify every target."""
+    from .session import read_table
+
+    grouped = targets_by_table(spec)
+    src = spec["source"]
+    source_df = read_table(spark, src["keyspace"], src["table"], source_columns(spec))
+    fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols) for name, cols in fanout_columns(spec).items()}
+    actual_dfs = {name: read_table(spark, *name.split(".", 1), compared_columns(group))
+                  for name, group in grouped.items()}
+    return verify_frames(spec, source_df, fanout_dfs, actual_dfs)
+
+
+def run_verify(spec: Mapping, contact_points: Iterable[str] = ("127.0.0.1",), master: str = "local[*]",
+               port: int = 9042, home=None) -> list[Result]:
+    """Start a Spark session with the connector and verify ``spec`` (what ``ctl verify FLOW`` calls).
+    Raises VerifyError when the verification cannot run; missing rows are a result, not an error."""
+    from .session import build_session
+
+    spark = build_session(master=master, contact_points=tuple(contact_points), port=port,
+                          app_name=f"verify-{spec.get('name', 'flow')}", home=home)
+    try:
+        return verify_with_session(spark, spec)
+    except VerifyError:
+        raise
+    except Exception as e:  # Spark surfaces Cassandra errors (unknown table, unavailable) as Py4J/analysis errors
+        raise VerifyError(f"verifying flow '{spec.get('name')}' failed: {_first_line(e)}") from e
+
+
+def _first_line(e: Exception) -> str:
+    from .session import describe_error
+
+    return describe_error(e)
+
+
+# --- report and CLI --------------------------------------------------------------------------------------------
+
+def format_report(flow: str, results: Sequence[Result], seconds: float | None = None) -> str:
+    lines = [f"flow {flow}" + (f" (verified in {seconds:.1f} s)" if seconds is not None else "")]
+    width = max(len(r.table) for r in results) if results else 5
+    lines.append(f"  {'table':<{width}}  {'expected':>10} {'present':>10} {'missing':>10} {'unexpected':>10} "
+                 f"{'wrong value':>11}")
+    for r in results:
+        lines.append(f"  {r.table:<{width}}  {r.expected:>10} {r.present:>10} {r.missing:>10} {r.unexpected:>10} "
+                     f"{r.wrong_value:>11}")
+    for r in results:
+        if r.missing_sample:
+            lines.append(f"  missing in {r.table} (first {len(r.missing_sample)} keys):")
+            lines.extend(f"    {_key_text(k)}" for k in r.missing_sample)
+    lines.append("OK: no missing rows" if all(r.ok for r in results) else
+                 f"FAILED: {sum(r.missing for r in results)} missing row(s)")
+    return "\n".join(lines)
+
+
+def _key_text(key: Mapping) -> str:
+    return ", ".join(f"{k}={v}" for k, v in key.items())
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m spark_jobs.verify", description=__doc__.split("\n\n")[0])
+    which = p.add_mutually_exclusive_group(required=True)
+    which.add_argument("--flow", help="name of a deployed flow (its spec is read from async_triggers.flows)")
+    which.add_argument("--spec", help="a flow specification file (JSON, as in docs/design.md)")
+    p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=9042)
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
+    p.add_argument("--json", action="store_true",
+                   help="print the results as one line of JSON: a list with one object per target table "
+                        "(flow, seconds, table, key_columns, expected, present, missing, unexpected, wrong_value, "
+                        "missing_sample, unexpected_sample)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    from .errors import SparkSetupError
+    from .session import build_session
+
+    contact_points = tuple(h.strip() for h in args.contact_points.split(",") if h.strip())
+    started = time.monotonic()
+    try:
+        spec = None
+        if args.spec:
+            try:
+                with open(args.spec) as f:
+                    spec = json.load(f)
+            except (OSError, ValueError) as e:
+                raise VerifyError(f"cannot read the specification {args.spec}: {e}") from e
+        name = args.flow or spec.get("name", args.spec)
+        spark = build_session(master=args.master, contact_points=contact_points, port=args.port,
+                              app_name=f"verify-{name}", home=args.home)
+        try:
+            if spec is None:
+                spec = load_spec(spark, args.flow)
+            results = verify_with_session(spark, spec)
+        except VerifyError:
+            raise
+        except Exception as e:
+            raise VerifyError(f"verifying flow '{name}' failed: {_first_line(e)}") from e
+    except (VerifyError, SparkSetupError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    elapsed = time.monotonic() - started
+    if args.json:
+        # one line, the last of stdout: a list with one object per target table
+        print(json.dumps([{"flow": name, "seconds": round(elapsed, 2), **r.as_dict()} for r in results],
+                         default=str))
+    else:
+        print(format_report(name, results, elapsed))
+    return 0 if all(r.ok for r in results) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
