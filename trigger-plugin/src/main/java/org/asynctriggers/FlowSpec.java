@@ -71,10 +71,16 @@ public final class FlowSpec
         public final Map<String, Expression> columns;
         public final Fanout fanout;
         public final Mode mode;
+        /**
+         * lineage mode: the non-key source columns the target's rows depend on (its key, or its fan-out's match);
+         * their values at a write are the "image" a lineage entry records, from which the rows are recomputed
+         */
+        public final List<String> lineageColumns;
 
         Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
-               Map<String, Expression> columns, Fanout fanout, Mode mode)
+               Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns)
         {
+            this.lineageColumns = List.copyOf(lineageColumns);
             this.index = index;
             this.keyspace = keyspace;
             this.table = table;

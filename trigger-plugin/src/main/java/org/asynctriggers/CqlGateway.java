@@ -1,0 +1,47 @@
+package org.asynctriggers;
+
+import java.nio.ByteBuffer;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+
+/**
+ * The only way the executor talks to Cassandra: prepare once, execute with bound serialized values. The real
+ * implementation ({@link QueryProcessorGateway}) goes through the coordinator path (StorageProxy), never local-only
+ * execution; tests use an in-memory fake.
+ */
+public interface CqlGateway
+{
+    /** A prepared statement; {@code handle} is the implementation's own object. */
+    final class Prepared
+    {
+        public final String cql;
+        public final Object handle;
+
+        public Prepared(String cql, Object handle)
+        {
+            this.cql = cql;
+            this.handle = handle;
+        }
+
+        @Override
+        public String toString()
+        {
+            return cql;
+        }
+    }
+
+    /** @throws RuntimeException naming the statement when it does not prepare (missing keyspace/table/column) */
+    Prepared prepare(String cql);
+
+    /** Runs the statement; the rows of a SELECT (column name to value), empty for writes. */
+    List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values);
+
+    /** Pages through a SELECT, fetching {@code pageSize} rows at a time; never holds more than one page. */
+    Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize);
+
+    /** Serializes a Java value for the bind marker at {@code index} (a ByteBuffer is passed through). */
+    ByteBuffer bind(Prepared statement, int index, Object value);
+}

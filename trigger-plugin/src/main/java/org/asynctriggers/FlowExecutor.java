@@ -1,0 +1,455 @@
+package org.asynctriggers;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.asynctriggers.api.FlowHandler;
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.api.TaskContext;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Executes the tasks of one flow version (docs/design.md, "Execution"). Every derived write and delete carries the
+ * source write's timestamp, so re-execution and reordering converge under last-write-wins. Statements are prepared
+ * once, in the constructor for the fixed ones (a flow whose tables do not prepare is not applied), lazily for the
+ * few shapes that depend on what a task knows (a column subset, a key prefix).
+ */
+public final class FlowExecutor
+{
+    private static final Logger logger = LoggerFactory.getLogger(FlowExecutor.class);
+
+    private final FlowSpec spec;
+    private final CqlGateway gateway;
+    private final FlowHandler handler;
+    private final ColumnTypes types;
+    private final Map<String, CqlGateway.Prepared> statements = new ConcurrentHashMap<>();
+    /** non-key source columns a task may have to read back, in spec order */
+    private final List<String> readColumns;
+    private final ByteBuffer flowNameBytes;
+
+    public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
+    {
+        this.spec = spec;
+        this.gateway = gateway;
+        this.handler = handler;
+        this.types = types;
+        this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
+        this.readColumns = neededNonKeyColumns(spec);
+
+        if (!readColumns.isEmpty())
+            statement(sourceReadCql());
+        boolean lineage = false;
+        for (FlowSpec.Target target : spec.targets)
+        {
+            statement(Cql.insert(target.keyspace, target.table, new ArrayList<>(target.columns.keySet())));
+            statement(Cql.delete(target.keyspace, target.table, target.primaryKey()));
+            if (target.fanout != null)
+                statement(fanoutCql(target.fanout));
+            lineage |= target.mode == FlowSpec.Mode.LINEAGE;
+        }
+        if (lineage)
+        {
+            statement(Cql.lineageInsert());
+            statement(Cql.lineageSelect());
+            statement(Cql.lineageDelete());
+        }
+    }
+
+    private static List<String> neededNonKeyColumns(FlowSpec spec)
+    {
+        Set<String> needed = new LinkedHashSet<>();
+        if (spec.handler != null)
+            needed.addAll(spec.source.columns.keySet());
+        for (FlowSpec.Target target : spec.targets)
+        {
+            for (Expression e : target.columns.values())
+                if (e.scope == Expression.Scope.SOURCE)
+                    needed.add(e.column);
+            if (target.fanout != null)
+                for (Expression e : target.fanout.match.values())
+                    needed.add(e.column);
+        }
+        needed.removeAll(spec.source.primaryKey());
+        return new ArrayList<>(needed);
+    }
+
+    private String sourceReadCql()
+    {
+        return Cql.select(spec.source.keyspace, spec.source.table, readColumns, spec.source.primaryKey());
+    }
+
+    private static String fanoutCql(FlowSpec.Fanout fanout)
+    {
+        return Cql.select(fanout.keyspace, fanout.table, fanout.columns, new ArrayList<>(fanout.match.keySet()));
+    }
+
+    private CqlGateway.Prepared statement(String cql)
+    {
+        return statements.computeIfAbsent(cql, gateway::prepare);
+    }
+
+    /** Never throws: a failure is returned for the retry policy. */
+    public ExecutionResult execute(Task task)
+    {
+        try
+        {
+            run(task);
+            return ExecutionResult.success();
+        }
+        catch (Exception | AssertionError e)
+        {
+            return ExecutionResult.failure(e);
+        }
+    }
+
+    private void run(Task task) throws Exception
+    {
+        Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
+        boolean fullKey = task.key().size() == spec.source.primaryKeySize();
+        if (task.operation() != Operation.DELETE && fullKey)
+            fillMissing(task, values);
+
+        if (handler != null)
+        {
+            handler.execute(new Context(task, values));
+            return;
+        }
+
+        boolean lineage = false;
+        for (FlowSpec.Target target : spec.targets)
+        {
+            if (target.mode == FlowSpec.Mode.LINEAGE)
+            {
+                lineage = true;
+                if (task.operation() != Operation.DELETE && fullKey)
+                    writeLineageTarget(task, target, values);
+            }
+            else
+            {
+                direct(task, target, values);
+            }
+        }
+        if (lineage)
+        {
+            if (!fullKey)
+            {
+                logger.warn("Flow '{}': a {} without a full source key cannot be traced through the lineage; skipped: {}",
+                            spec.name, task.operation().eventName(), task);
+                return;
+            }
+            if (task.operation() == Operation.DELETE)
+                execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), empty(), bigint(task.timestamp()), bigint(task.timestamp()));
+            converge(task);
+        }
+    }
+
+    /** Step 1: read the source row for the columns a target needs that the update did not carry. */
+    private void fillMissing(Task task, Map<String, ByteBuffer> values)
+    {
+        boolean missing = false;
+        for (String column : readColumns)
+            missing |= !values.containsKey(column);
+        if (!missing)
+            return;
+        List<Map<String, ByteBuffer>> rows = gateway.execute(statement(sourceReadCql()), spec.readConsistency, task.key());
+        if (rows.isEmpty())
+            return; // deleted since: the delete's own task cleans up
+        for (Map.Entry<String, ByteBuffer> e : rows.get(0).entrySet())
+            values.putIfAbsent(e.getKey(), e.getValue());
+    }
+
+    private void direct(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        eachRow(task, target, values, row -> apply(task, target, values, row));
+    }
+
+    /**
+     * Calls {@code action} once with no fan-out row for a target without fan-out, else once per row of the fan-out,
+     * paging through it (a 100,000-row fan-out is never loaded whole).
+     */
+    private void eachRow(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Consumer<Map<String, ByteBuffer>> action)
+    {
+        if (target.fanout == null)
+        {
+            action.accept(null);
+            return;
+        }
+        List<ByteBuffer> match = new ArrayList<>();
+        for (Map.Entry<String, Expression> e : target.fanout.match.entrySet())
+        {
+            ByteBuffer value = e.getValue().valueIn(values, null);
+            if (value == null)
+            {
+                logger.warn("Flow '{}': {} cannot fan out, '{}' is unknown for {}", spec.name, target, e.getValue(), task);
+                return;
+            }
+            match.add(value);
+        }
+        Iterator<Map<String, ByteBuffer>> rows = gateway.page(statement(fanoutCql(target.fanout)), spec.readConsistency, match, spec.pageSize);
+        while (rows.hasNext())
+            action.accept(rows.next());
+    }
+
+    private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        if (task.operation() == Operation.DELETE)
+            deleteDerived(task, target, values, fanoutRow, task.timestamp());
+        else
+            writeTarget(task, target, values, fanoutRow);
+    }
+
+    /** The target's full primary key, or null when a component is unknown or null. */
+    private static List<ByteBuffer> targetKey(FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        List<ByteBuffer> key = new ArrayList<>();
+        for (String column : target.primaryKey())
+        {
+            ByteBuffer value = target.columns.get(column).valueIn(values, fanoutRow);
+            if (value == null)
+                return null;
+            key.add(value);
+        }
+        return key;
+    }
+
+    /** Writes the columns whose value is known (a partial update never blanks the others) at the task's timestamp. */
+    private boolean writeTarget(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        if (targetKey(target, values, fanoutRow) == null)
+        {
+            logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
+            return false;
+        }
+        List<String> columns = new ArrayList<>();
+        List<ByteBuffer> bound = new ArrayList<>();
+        for (Map.Entry<String, Expression> e : target.columns.entrySet())
+        {
+            if (!e.getValue().isKnownIn(values, fanoutRow))
+                continue;
+            columns.add(e.getKey());
+            bound.add(e.getValue().valueIn(values, fanoutRow));
+        }
+        bound.add(bigint(task.timestamp()));
+        gateway.execute(statement(Cql.insert(target.keyspace, target.table, columns)), spec.writeConsistency, bound);
+        return true;
+    }
+
+    /**
+     * Deletes what the task's key names in the target: the full key, or, for a range or partition deletion, the
+     * longest known clustering prefix of a fully known partition key.
+     */
+    private void deleteDerived(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp)
+    {
+        List<String> columns = new ArrayList<>();
+        List<ByteBuffer> bound = new ArrayList<>();
+        bound.add(bigint(timestamp));
+        for (String column : target.primaryKey())
+        {
+            ByteBuffer value = target.columns.get(column).valueIn(values, fanoutRow);
+            if (value == null)
+                break;
+            columns.add(column);
+            bound.add(value);
+        }
+        if (columns.size() < target.partitionKey.size())
+        {
+            logger.warn("Flow '{}': {} key cannot be computed from the deleted source key (it needs a non-key column: "
+                        + "use mode 'lineage'); nothing deleted for {}", spec.name, target, task);
+            return;
+        }
+        gateway.execute(statement(Cql.delete(target.keyspace, target.table, columns)), spec.writeConsistency, bound);
+    }
+
+    /**
+     * Step 1 of a lineage target: record the image (its lineage columns' values) at the task's timestamp, then write
+     * the rows derived from it. No image (a lineage column is null) is recorded as the sentinel, so that older rows
+     * are cleaned up and an older task executed later cannot resurrect its rows.
+     */
+    private void writeLineageTarget(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        ByteBuffer ts = bigint(task.timestamp());
+        List<ByteBuffer> image = image(target, values);
+        if (image == null || (target.fanout == null && targetKey(target, values, null) == null))
+        {
+            execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), empty(), ts, ts);
+            return;
+        }
+        execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+        eachRow(task, target, values, row -> writeTarget(task, target, values, row));
+    }
+
+    private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        List<ByteBuffer> image = new ArrayList<>(target.lineageColumns.size());
+        for (String column : target.lineageColumns)
+        {
+            ByteBuffer value = values.get(column);
+            if (value == null)
+                return null;
+            image.add(value);
+        }
+        return image;
+    }
+
+    /** Lineage entries carry the target's index so that several lineage targets of a flow share one source key. */
+    private static ByteBuffer lineageKey(FlowSpec.Target target, List<ByteBuffer> image)
+    {
+        List<ByteBuffer> components = new ArrayList<>(image.size() + 1);
+        components.add(ByteBuffer.allocate(4).putInt(0, target.index));
+        components.addAll(image);
+        return KeyCodec.encode(components);
+    }
+
+    /** The source row as far as a lineage entry knows it: the source key and the entry's image. */
+    private Map<String, ByteBuffer> imageValues(Task task, FlowSpec.Target target, List<ByteBuffer> image)
+    {
+        Map<String, ByteBuffer> values = new LinkedHashMap<>();
+        List<String> keyNames = spec.source.primaryKey();
+        List<ByteBuffer> key = task.key();
+        for (int i = 0; i < keyNames.size(); i++)
+            values.put(keyNames.get(i), key.get(i));
+        for (int i = 0; i < target.lineageColumns.size(); i++)
+            values.put(target.lineageColumns.get(i), image.get(i));
+        return values;
+    }
+
+    /**
+     * Step 3: every lineage entry older than the newest one names a derived row that no longer derives from the
+     * source row: delete it and its entry at the newest timestamp. Whichever task reads last sees all entries.
+     */
+    private void converge(Task task)
+    {
+        ByteBuffer sourceKey = task.serializedKey();
+        List<Map<String, ByteBuffer>> entries = gateway.execute(statement(Cql.lineageSelect()), spec.readConsistency, List.of(flowNameBytes, sourceKey));
+        long max = task.timestamp();
+        for (Map<String, ByteBuffer> entry : entries)
+            max = Math.max(max, entry.get("ts").getLong(entry.get("ts").position()));
+        for (Map<String, ByteBuffer> entry : entries)
+        {
+            long ts = entry.get("ts").getLong(entry.get("ts").position());
+            if (ts >= max)
+                continue;
+            ByteBuffer targetKey = entry.get("target_key");
+            if (targetKey.hasRemaining())
+            {
+                List<ByteBuffer> components = KeyCodec.decode(targetKey);
+                int index = components.get(0).getInt(components.get(0).position());
+                if (index < 0 || index >= spec.targets.size())
+                {
+                    logger.warn("Flow '{}': lineage entry names target {} which this version does not have; entry dropped", spec.name, index);
+                }
+                else if (components.size() - 1 != spec.targets.get(index).lineageColumns.size())
+                {
+                    logger.warn("Flow '{}': lineage entry of target {} does not match its lineage columns {}; entry dropped",
+                                spec.name, index, spec.targets.get(index).lineageColumns);
+                }
+                else
+                {
+                    FlowSpec.Target target = spec.targets.get(index);
+                    Map<String, ByteBuffer> old = imageValues(task, target, components.subList(1, components.size()));
+                    long deleteAt = max;
+                    eachRow(task, target, old, row -> deleteDerived(task, target, old, row, deleteAt));
+                }
+            }
+            execute(Cql.lineageDelete(), spec.writeConsistency, bigint(max), flowNameBytes, sourceKey, targetKey);
+        }
+    }
+
+    private void execute(String cql, ConsistencyLevel consistency, ByteBuffer... values)
+    {
+        gateway.execute(statement(cql), consistency, List.of(values));
+    }
+
+    private static ByteBuffer bigint(long value)
+    {
+        return ByteBuffer.allocate(8).putLong(0, value);
+    }
+
+    private static ByteBuffer empty()
+    {
+        return ByteBuffer.allocate(0);
+    }
+
+    /** What a handler sees; CQL it runs goes through the same gateway at the flow's write consistency. */
+    private final class Context implements TaskContext
+    {
+        private final Task task;
+        private final Map<String, ByteBuffer> values;
+
+        Context(Task task, Map<String, ByteBuffer> values)
+        {
+            this.task = task;
+            this.values = Collections.unmodifiableMap(values);
+        }
+
+        @Override
+        public String flowName()
+        {
+            return spec.name;
+        }
+
+        @Override
+        public Operation operation()
+        {
+            return task.operation();
+        }
+
+        @Override
+        public long timestamp()
+        {
+            return task.timestamp();
+        }
+
+        @Override
+        public Map<String, ByteBuffer> key()
+        {
+            Map<String, ByteBuffer> key = new LinkedHashMap<>();
+            List<String> names = spec.source.primaryKey();
+            List<ByteBuffer> components = task.key();
+            for (int i = 0; i < components.size(); i++)
+                key.put(names.get(i), components.get(i));
+            return Collections.unmodifiableMap(key);
+        }
+
+        @Override
+        public Map<String, ByteBuffer> values()
+        {
+            return values;
+        }
+
+        @Override
+        public Object get(String column)
+        {
+            ByteBuffer value = values.get(column);
+            if (value == null)
+                return null;
+            AbstractType<?> type = types.typeOf(column);
+            if (type == null)
+                throw new IllegalArgumentException("flow '" + spec.name + "': unknown source column '" + column + "'");
+            return type.compose(value.duplicate());
+        }
+
+        @Override
+        public List<Map<String, ByteBuffer>> execute(String cql, Object... values)
+        {
+            CqlGateway.Prepared prepared = statement(cql);
+            List<ByteBuffer> bound = new ArrayList<>(values.length);
+            for (int i = 0; i < values.length; i++)
+                bound.add(gateway.bind(prepared, i, values[i]));
+            return gateway.execute(prepared, spec.writeConsistency, bound);
+        }
+    }
+}

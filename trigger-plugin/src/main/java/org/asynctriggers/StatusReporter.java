@@ -1,0 +1,77 @@
+package org.asynctriggers;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
+import java.util.Collection;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** Writes each flow's counters to {@code async_triggers.flow_status} (one row per flow and node, TTL 30 s). */
+final class StatusReporter
+{
+    private static final Logger logger = LoggerFactory.getLogger(StatusReporter.class);
+
+    private final CqlGateway gateway;
+    private final Supplier<Collection<Flow>> flows;
+    private final Supplier<String> node;
+    private final LongSupplier wallClockMillis;
+    private CqlGateway.Prepared insert;
+
+    StatusReporter(CqlGateway gateway, Supplier<Collection<Flow>> flows, Supplier<String> node, LongSupplier wallClockMillis)
+    {
+        this.gateway = gateway;
+        this.flows = flows;
+        this.node = node;
+        this.wallClockMillis = wallClockMillis;
+    }
+
+    /** Never throws. */
+    void report()
+    {
+        try
+        {
+            Collection<Flow> current = flows.get();
+            if (current.isEmpty())
+                return;
+            if (insert == null)
+                insert = gateway.prepare(Cql.statusInsert());
+            ByteBuffer nodeBytes = text(node.get());
+            ByteBuffer updated = bigint(wallClockMillis.getAsLong());
+            for (Flow flow : current)
+            {
+                FlowMetrics m = flow.metrics;
+                gateway.execute(insert, ConsistencyLevel.ONE,
+                                Arrays.asList(text(flow.spec.name), nodeBytes, bigint(m.getPendingTasks()),
+                                              bigint(m.getActiveTasks()), bigint(m.getCompletedTasks()),
+                                              bigint(m.getFailedTasks()), bigint(m.getRetriedTasks()),
+                                              bigint(m.getOldestPendingTaskAgeMillis()), integer(m.getMaxPoolSize()),
+                                              integer(m.getQueueCapacity()), updated));
+            }
+        }
+        catch (RuntimeException e)
+        {
+            insert = null;
+            logger.debug("Could not write async_triggers.flow_status: {}", e.getMessage());
+        }
+    }
+
+    private static ByteBuffer text(String s)
+    {
+        return ByteBuffer.wrap(s.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static ByteBuffer bigint(long v)
+    {
+        return ByteBuffer.allocate(8).putLong(0, v);
+    }
+
+    private static ByteBuffer integer(int v)
+    {
+        return ByteBuffer.allocate(4).putInt(0, v);
+    }
+}

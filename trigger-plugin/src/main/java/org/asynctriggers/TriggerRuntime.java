@@ -1,0 +1,464 @@
+package org.asynctriggers;
+
+import java.lang.management.ManagementFactory;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.Function;
+import java.util.function.LongSupplier;
+import java.util.function.Supplier;
+
+import javax.management.InstanceNotFoundException;
+import javax.management.MBeanServer;
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+
+import org.apache.cassandra.db.partitions.Partition;
+import org.apache.cassandra.utils.FBUtilities;
+import org.asynctriggers.api.FlowHandler;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Everything the plugin runs on one node, one instance per class loader: the flows (queue, pool, executor, MBean
+ * each), the config poller and the status reporter on one control thread.
+ *
+ * <p>{@code nodetool reloadtriggers} creates a new class loader and drops the old trigger instances without a close
+ * hook. The new runtime therefore, on its control thread: (1) reads the flows and starts its own pools, so writes
+ * routed to the new trigger class are queued at once; (2) finds the previous runtime's MBean and invokes its
+ * {@code shutdown} through JMX, which closes its queues, drains them, joins its threads and unregisters its MBeans;
+ * (3) registers its own MBeans under the now free names. A node ends with one worker pool per flow.
+ */
+public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
+{
+    private static final Logger logger = LoggerFactory.getLogger(TriggerRuntime.class);
+
+    public static final ObjectName NAME = objectName("org.asynctriggers:type=Runtime");
+    static final long POLL_MILLIS = 2_000;
+    static final long DRAIN_MILLIS = 30_000;
+    static final long ENQUEUE_TIMEOUT_MILLIS = 2_000;
+    static final long READY_WAIT_MILLIS = 10_000;
+
+    private static volatile TriggerRuntime instance;
+
+    private final String id = UUID.randomUUID().toString();
+    private final CqlGateway gateway;
+    private final MBeanServer mbeans;
+    private final ThreadFactory threadFactory;
+    private final LongSupplier nanoClock;
+    private final FullQueuePolicy fullQueuePolicy;
+    private final RetryPolicy retryPolicy;
+    private final TaskProcessor.Sleeper sleeper;
+    private final Function<FlowSpec, ColumnTypes> columnTypes;
+    private final ClassLoader handlerLoader;
+    private final long drainMillis;
+    private final FlowConfigSource configSource;
+    private final StatusReporter statusReporter;
+    private final CountDownLatch ready = new CountDownLatch(1);
+
+    /** copy-on-write snapshots: augment reads them without locking */
+    private volatile Map<String, Flow> flowsByName = Collections.emptyMap();
+    private volatile Map<String, List<Flow>> flowsByTable = Collections.emptyMap();
+    private volatile boolean shutdown;
+    private ScheduledExecutorService control;
+    private boolean tookOver;
+
+    TriggerRuntime(CqlGateway gateway, MBeanServer mbeans, ThreadFactory threadFactory, LongSupplier nanoClock,
+                   FullQueuePolicy fullQueuePolicy, RetryPolicy retryPolicy, TaskProcessor.Sleeper sleeper,
+                   Function<FlowSpec, ColumnTypes> columnTypes, ClassLoader handlerLoader, Supplier<String> nodeName,
+                   LongSupplier wallClockMillis, long drainMillis)
+    {
+        this.gateway = gateway;
+        this.mbeans = mbeans;
+        this.threadFactory = threadFactory;
+        this.nanoClock = nanoClock;
+        this.fullQueuePolicy = fullQueuePolicy;
+        this.retryPolicy = retryPolicy;
+        this.sleeper = sleeper;
+        this.columnTypes = columnTypes;
+        this.handlerLoader = handlerLoader;
+        this.drainMillis = drainMillis;
+        this.configSource = new FlowConfigSource(gateway, this);
+        this.statusReporter = new StatusReporter(gateway, () -> flowsByName.values(), nodeName, wallClockMillis);
+    }
+
+    /** The runtime of this class loader, created and started on first use (the first augment after a (re)load). */
+    public static TriggerRuntime get()
+    {
+        TriggerRuntime current = instance;
+        return current != null ? current : create();
+    }
+
+    private static synchronized TriggerRuntime create()
+    {
+        if (instance == null)
+        {
+            TriggerRuntime runtime =
+                new TriggerRuntime(new QueryProcessorGateway(), ManagementFactory.getPlatformMBeanServer(), Thread::new,
+                                   System::nanoTime, new FullQueuePolicy.BlockThenFail(ENQUEUE_TIMEOUT_MILLIS),
+                                   RetryPolicy.DEFAULT, Thread::sleep,
+                                   spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table),
+                                   TriggerRuntime.class.getClassLoader(),
+                                   () -> FBUtilities.getBroadcastAddressAndPort().getHostAddress(false),
+                                   System::currentTimeMillis, DRAIN_MILLIS);
+            runtime.start();
+            instance = runtime;
+        }
+        return instance;
+    }
+
+    private static ObjectName objectName(String name)
+    {
+        try
+        {
+            return new ObjectName(name);
+        }
+        catch (MalformedObjectNameException e)
+        {
+            throw new IllegalArgumentException(e);
+        }
+    }
+
+    /** Starts the control thread: first poll, takeover of a previous runtime, then polling and status every 2 s. */
+    synchronized void start()
+    {
+        AtomicInteger n = new AtomicInteger();
+        control = new ScheduledThreadPoolExecutor(1, runnable -> {
+            Thread thread = threadFactory.newThread(runnable);
+            thread.setName("async-trigger-control-" + n.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        });
+        control.execute(this::firstCycle);
+        control.scheduleWithFixedDelay(this::cycle, POLL_MILLIS, POLL_MILLIS, TimeUnit.MILLISECONDS);
+    }
+
+    /** The steps of the control thread, callable directly by tests. */
+    void firstCycle()
+    {
+        try
+        {
+            configSource.poll();
+        }
+        finally
+        {
+            ready.countDown();
+        }
+        takeOver();
+        registerFlowMBeans();
+    }
+
+    void cycle()
+    {
+        if (shutdown)
+            return;
+        try
+        {
+            configSource.poll();
+            registerFlowMBeans();
+            statusReporter.report();
+        }
+        catch (RuntimeException e)
+        {
+            logger.error("Unexpected error in the async trigger control thread", e);
+        }
+    }
+
+    /** Waits (once, after a load) until the flows were read, so no write slips through an empty runtime. */
+    boolean awaitReady(long millis)
+    {
+        try
+        {
+            return ready.await(millis, TimeUnit.MILLISECONDS);
+        }
+        catch (InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    synchronized void takeOver()
+    {
+        if (tookOver || shutdown)
+            return;
+        tookOver = true;
+        try
+        {
+            if (mbeans.isRegistered(NAME))
+            {
+                Object previous = mbeans.getAttribute(NAME, "Id");
+                logger.info("Async trigger runtime {} taking over from runtime {} (reloadtriggers)", id, previous);
+                mbeans.invoke(NAME, "shutdown", new Object[0], new String[0]);
+            }
+        }
+        catch (InstanceNotFoundException e)
+        {
+            // it went away on its own between the two calls
+        }
+        catch (Exception e)
+        {
+            logger.error("Could not shut the previous async trigger runtime down; its threads may linger", e);
+        }
+        try
+        {
+            if (mbeans.isRegistered(NAME))
+                mbeans.unregisterMBean(NAME);
+            mbeans.registerMBean(this, NAME);
+        }
+        catch (Exception e)
+        {
+            logger.error("Could not register {}", NAME, e);
+        }
+    }
+
+    private void registerFlowMBeans()
+    {
+        if (!tookOver)
+            return;
+        for (Flow flow : flowsByName.values())
+        {
+            if (flow.registered)
+                continue;
+            try
+            {
+                if (!mbeans.isRegistered(flow.objectName))
+                {
+                    mbeans.registerMBean(flow.metrics, flow.objectName);
+                    flow.registered = true;
+                }
+            }
+            catch (Exception e)
+            {
+                logger.debug("Could not register {} yet: {}", flow.objectName, e.getMessage());
+            }
+        }
+    }
+
+    private void unregister(Flow flow)
+    {
+        if (!flow.registered)
+            return;
+        try
+        {
+            mbeans.unregisterMBean(flow.objectName);
+        }
+        catch (Exception e)
+        {
+            logger.debug("Could not unregister {}: {}", flow.objectName, e.getMessage());
+        }
+        flow.registered = false;
+    }
+
+    // ---- FlowRegistry ----
+
+    @Override
+    public Map<String, Long> appliedVersions()
+    {
+        Map<String, Long> versions = new HashMap<>();
+        flowsByName.forEach((name, flow) -> versions.put(name, flow.spec.version));
+        return versions;
+    }
+
+    @Override
+    public void apply(FlowSpec spec)
+    {
+        Flow started;
+        synchronized (this)
+        {
+            if (shutdown)
+                return;
+            FlowHandler handler = spec.handler == null ? null : instantiateHandler(spec);
+            FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec));
+            started = new Flow(spec, executor, fullQueuePolicy, retryPolicy, sleeper, threadFactory, nanoClock);
+            started.start();
+        }
+        Flow previous = swap(spec.name, started);
+        if (previous != null)
+            retire(previous);
+        registerFlowMBeans();
+    }
+
+    @Override
+    public void remove(String name)
+    {
+        Flow previous = swap(name, null);
+        if (previous != null)
+            retire(previous);
+    }
+
+    private synchronized Flow swap(String name, Flow replacement)
+    {
+        Map<String, Flow> byName = new HashMap<>(flowsByName);
+        Flow previous = replacement == null ? byName.remove(name) : byName.put(name, replacement);
+        Map<String, List<Flow>> byTable = new HashMap<>();
+        for (Flow flow : byName.values())
+            byTable.computeIfAbsent(tableKey(flow.spec.source.keyspace, flow.spec.source.table), k -> new ArrayList<>()).add(flow);
+        flowsByName = Collections.unmodifiableMap(byName);
+        flowsByTable = Collections.unmodifiableMap(byTable);
+        return previous;
+    }
+
+    /** Stops a replaced or removed flow version: its queued tasks still run, with the version they were made for. */
+    private void retire(Flow flow)
+    {
+        flow.stop(drainMillis);
+        unregister(flow);
+    }
+
+    private FlowHandler instantiateHandler(FlowSpec spec)
+    {
+        try
+        {
+            Class<?> type = Class.forName(spec.handler, true, handlerLoader);
+            if (!FlowHandler.class.isAssignableFrom(type))
+                throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " does not implement " + FlowHandler.class.getName());
+            return (FlowHandler) type.getConstructor().newInstance();
+        }
+        catch (ClassNotFoundException e)
+        {
+            throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " is not on the trigger class path");
+        }
+        catch (ReflectiveOperationException e)
+        {
+            throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " cannot be instantiated: " + e);
+        }
+    }
+
+    private static String tableKey(String keyspace, String table)
+    {
+        return keyspace + '.' + table;
+    }
+
+    // ---- the write path ----
+
+    /** True when some flow watches the table; cheap, no allocation. */
+    boolean watches(String keyspace, String table)
+    {
+        return flowsByTable.containsKey(tableKey(keyspace, table));
+    }
+
+    /**
+     * Maps the update to tasks of every flow on its table and queues them. Does no I/O; throws only what the
+     * full-queue policy throws.
+     */
+    void enqueue(Partition update)
+    {
+        if (ready.getCount() > 0 && !awaitReady(READY_WAIT_MILLIS))
+            logger.warn("Async trigger flows not loaded after {} ms; writes are not being queued yet", READY_WAIT_MILLIS);
+        if (!watches(update.metadata().keyspace, update.metadata().name))
+            return;
+        enqueue(update.metadata().keyspace, update.metadata().name, TaskExtractor.extract(update));
+    }
+
+    /** The seam below the extraction: queues the changes for every flow on the table that handles their event. */
+    void enqueue(String keyspace, String table, List<SourceChange> changes)
+    {
+        List<Flow> flows = flowsByTable.get(tableKey(keyspace, table));
+        if (flows == null)
+            return;
+        for (Flow flow : flows)
+            for (SourceChange change : changes)
+                if (flow.spec.handles(change.operation))
+                    enqueue(flow, change);
+    }
+
+    private void enqueue(Flow flow, SourceChange change)
+    {
+        FullQueuePolicy.Outcome outcome = flow.enqueue(Task.of(flow.spec, change, nanoClock.getAsLong()));
+        if (outcome != FullQueuePolicy.Outcome.CLOSED)
+            return;
+        // the flow was replaced between the lookup and the offer: hand the change to the new version
+        Flow current = flowsByName.get(flow.spec.name);
+        if (current != null && current != flow
+            && current.enqueue(Task.of(current.spec, change, nanoClock.getAsLong())) != FullQueuePolicy.Outcome.CLOSED)
+            return;
+        logger.warn("Flow '{}' is stopping ({}); task not queued: {}", flow.spec.name,
+                    shutdown ? "runtime replaced by reloadtriggers" : "flow removed", change);
+    }
+
+    // ---- TriggerRuntimeMBean ----
+
+    @Override
+    public void shutdown()
+    {
+        ScheduledExecutorService toStop;
+        synchronized (this)
+        {
+            if (shutdown)
+                return;
+            shutdown = true;
+            toStop = control;
+        }
+        logger.info("Async trigger runtime {} shutting down", id);
+        ready.countDown();
+        if (toStop != null)
+        {
+            toStop.shutdownNow();
+            try
+            {
+                if (!toStop.awaitTermination(DRAIN_MILLIS, TimeUnit.MILLISECONDS))
+                    logger.warn("Async trigger control thread did not stop");
+            }
+            catch (InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        }
+        Collection<Flow> flows = new ArrayList<>(flowsByName.values());
+        for (Flow flow : flows)
+            flow.queue.close();
+        for (Flow flow : flows)
+            retire(flow);
+        flowsByName = Collections.emptyMap();
+        flowsByTable = Collections.emptyMap();
+        try
+        {
+            if (mbeans.isRegistered(NAME) && id.equals(mbeans.getAttribute(NAME, "Id")))
+                mbeans.unregisterMBean(NAME);
+        }
+        catch (Exception e)
+        {
+            logger.debug("Could not unregister {}: {}", NAME, e.getMessage());
+        }
+        logger.info("Async trigger runtime {} stopped", id);
+    }
+
+    @Override
+    public String[] getFlowNames()
+    {
+        return flowsByName.keySet().toArray(new String[0]);
+    }
+
+    @Override
+    public boolean isReady()
+    {
+        return ready.getCount() == 0;
+    }
+
+    @Override
+    public String getId()
+    {
+        return id;
+    }
+
+    boolean isShutdown()
+    {
+        return shutdown;
+    }
+
+    Collection<Flow> flows()
+    {
+        return flowsByName.values();
+    }
+}

@@ -1,0 +1,144 @@
+package org.asynctriggers;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The worker threads of one flow, named {@code async-trigger-<flow>-worker-<n>}, daemon. {@link #start()} and
+ * {@link #stop(long)} are paired: stop closes the queue, lets the workers drain it up to a deadline, interrupts
+ * what is left and joins every thread, so nothing survives a reload.
+ */
+public final class WorkerPool
+{
+    private static final Logger logger = LoggerFactory.getLogger(WorkerPool.class);
+    private static final long POLL_MILLIS = 100;
+
+    private final String flow;
+    private final int size;
+    private final ThreadFactory threadFactory;
+    private final FlowQueue queue;
+    private final Consumer<Task> processor;
+    private final List<Thread> threads = new ArrayList<>();
+    private volatile boolean stopping;
+    private boolean started;
+
+    public WorkerPool(String flow, int size, ThreadFactory threadFactory, FlowQueue queue, Consumer<Task> processor)
+    {
+        if (size <= 0)
+            throw new IllegalArgumentException("pool size must be strictly positive, found: " + size);
+        this.flow = flow;
+        this.size = size;
+        this.threadFactory = threadFactory;
+        this.queue = queue;
+        this.processor = processor;
+    }
+
+    public static String threadName(String flow, int n)
+    {
+        return "async-trigger-" + flow + "-worker-" + n;
+    }
+
+    public synchronized void start()
+    {
+        if (started)
+            throw new IllegalStateException("worker pool of flow '" + flow + "' already started");
+        started = true;
+        for (int n = 1; n <= size; n++)
+        {
+            Thread thread = threadFactory.newThread(this::runWorker);
+            thread.setName(threadName(flow, n));
+            thread.setDaemon(true);
+            threads.add(thread);
+        }
+        threads.forEach(Thread::start);
+    }
+
+    public int size()
+    {
+        return size;
+    }
+
+    private void runWorker()
+    {
+        while (true)
+        {
+            Task task;
+            try
+            {
+                task = queue.poll(POLL_MILLIS, TimeUnit.MILLISECONDS);
+            }
+            catch (InterruptedException e)
+            {
+                return;
+            }
+            if (task == null)
+            {
+                // drained: only a closed queue can be considered finished
+                if (stopping && queue.size() == 0)
+                    return;
+                continue;
+            }
+            try
+            {
+                processor.accept(task);
+            }
+            catch (Throwable t)
+            {
+                // the processor counts and logs its failures; this only guards the thread itself
+                logger.error("Unexpected error in worker of flow '{}' on {}", flow, task, t);
+            }
+        }
+    }
+
+    /**
+     * Stops accepting, waits up to {@code drainMillis} for the queued tasks to run, then interrupts and joins.
+     * @return the number of tasks left in the queue (dropped)
+     */
+    public int stop(long drainMillis)
+    {
+        List<Thread> toJoin;
+        synchronized (this)
+        {
+            queue.close();
+            stopping = true;
+            toJoin = new ArrayList<>(threads);
+            threads.clear();
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(drainMillis);
+        for (Thread thread : toJoin)
+            joinUntil(thread, deadline);
+        for (Thread thread : toJoin)
+            if (thread.isAlive())
+                thread.interrupt();
+        for (Thread thread : toJoin)
+            joinUntil(thread, System.nanoTime() + TimeUnit.SECONDS.toNanos(5));
+        for (Thread thread : toJoin)
+            if (thread.isAlive())
+                logger.warn("Worker {} of flow '{}' did not stop within 5 s after interruption", thread.getName(), flow);
+        int left = queue.size();
+        if (left > 0)
+            logger.warn("Flow '{}' stopped with {} queued tasks not executed", flow, left);
+        return left;
+    }
+
+    private static void joinUntil(Thread thread, long deadlineNanos)
+    {
+        long remaining = deadlineNanos - System.nanoTime();
+        if (remaining <= 0 || thread == Thread.currentThread())
+            return;
+        try
+        {
+            thread.join(Math.max(1, TimeUnit.NANOSECONDS.toMillis(remaining)));
+        }
+        catch (InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+        }
+    }
+}

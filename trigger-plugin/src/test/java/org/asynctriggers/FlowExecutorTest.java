@@ -1,0 +1,439 @@
+package org.asynctriggers;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.stream.Collectors;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.marshal.LongType;
+import org.apache.cassandra.db.marshal.UTF8Type;
+import org.asynctriggers.api.FlowHandler;
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.api.TaskContext;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.Fixtures.bigint;
+import static org.asynctriggers.Fixtures.longOf;
+import static org.asynctriggers.Fixtures.row;
+import static org.asynctriggers.Fixtures.string;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class FlowExecutorTest
+{
+    private static void assertSuccess(ExecutionResult result)
+    {
+        if (!result.isSuccess())
+            throw new AssertionError("task failed", result.cause());
+    }
+
+    @Nested
+    class Timeline
+    {
+        private final FakeGateway gateway = Fixtures.twitterGateway();
+        private final FlowSpec spec = FlowSpecParser.parse(Fixtures.TIMELINE, null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        private void follow(long user, long follower)
+        {
+            gateway.insert("twitter", "followers", row("user_id", user, "follower_id", follower), 1);
+        }
+
+        private List<Long> timelineOwners()
+        {
+            return gateway.rows("twitter", "timeline").stream().map(r -> longOf(r.get("user_id"))).sorted().collect(Collectors.toList());
+        }
+
+        @Test
+        void shouldWriteTheDirectTargetAtTheSourceTimestampAndWriteConsistency()
+        {
+            Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+            assertSuccess(executor.execute(insert));
+            List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
+            assertEquals(1, rows.size());
+            assertEquals("hi", string(rows.get(0).get("body")));
+            assertEquals(42, longOf(rows.get(0).get("user_id")));
+            assertEquals(1000, gateway.table("twitter", "timeline").cells.values().iterator().next().get("body").ts);
+            int write = gateway.executed.indexOf("INSERT INTO \"twitter\".\"timeline\" (\"user_id\", \"tweet_id\", \"author_id\", \"body\") VALUES (?, ?, ?, ?) USING TIMESTAMP ?");
+            assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(write));
+        }
+
+        @Test
+        void shouldFanOutPageByPage()
+        {
+            for (long follower = 100; follower < 107; follower++)
+                follow(42, follower);
+            follow(43, 999);
+            Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+            assertSuccess(executor.execute(insert));
+            assertEquals(List.of(42L, 100L, 101L, 102L, 103L, 104L, 105L, 106L), timelineOwners());
+            assertEquals(3, gateway.pagesFetched);
+            assertEquals(3, gateway.largestPage);
+            int page = gateway.executed.indexOf("SELECT \"follower_id\" FROM \"twitter\".\"followers\" WHERE \"user_id\" = ?");
+            assertEquals(ConsistencyLevel.ONE, gateway.consistencies.get(page));
+        }
+
+        @Test
+        void shouldReadTheSourceRowForColumnsAPartialUpdateLacks()
+        {
+            gateway.insert("twitter", "tweets", row("tweet_id", 7L, "author_id", 42L, "body", "old"), 900);
+            Task update = Fixtures.task(spec, Operation.UPDATE, 1000, List.of(bigint(7)), row("tweet_id", 7L, "body", "new"));
+            assertSuccess(executor.execute(update));
+            assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\" FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"));
+            List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
+            assertEquals(1, rows.size());
+            assertEquals("new", string(rows.get(0).get("body")), "the update's own value wins over the read");
+        }
+
+        @Test
+        void shouldNotReadWhenTheUpdateCarriesEverything()
+        {
+            Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+            executor.execute(insert);
+            assertFalse(gateway.executed.stream().anyMatch(c -> c.contains("\"tweets\"")));
+        }
+
+        @Test
+        void shouldSkipATargetWhoseKeyADeleteCannotName()
+        {
+            Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+            executor.execute(insert);
+            Task delete = Fixtures.task(spec, Operation.DELETE, 2000, List.of(bigint(7)), row("tweet_id", 7L));
+            assertSuccess(executor.execute(delete));
+            assertEquals(1, gateway.rows("twitter", "timeline").size(), "author_id is not in the key of a deleted tweet");
+        }
+
+        @Test
+        void shouldFailWhenATableDoesNotPrepare()
+        {
+            FakeGateway empty = new FakeGateway().withAsyncTriggersKeyspace();
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> new FlowExecutor(spec, empty, null, c -> null));
+            assertEquals("table twitter.tweets does not exist", e.getMessage());
+        }
+    }
+
+    static final String COPY = "{\"name\": \"copy\","
+        + "\"source\": {\"keyspace\": \"app\", \"table\": \"events\", \"partition_key\": [\"p\"], \"clustering\": [\"c\"],"
+        + "  \"columns\": {\"p\": \"bigint\", \"c\": \"bigint\", \"v\": \"text\"}},"
+        + "\"targets\": [{\"keyspace\": \"app\", \"table\": \"events_copy\", \"partition_key\": [\"p\"], \"clustering\": [\"c\"],"
+        + "  \"columns\": {\"p\": \"source.p\", \"c\": \"source.c\", \"v\": \"source.v\"}}]}";
+
+    @Nested
+    class DirectDeletes
+    {
+        private final FakeGateway gateway = new FakeGateway().withAsyncTriggersKeyspace()
+                                                             .table("app", "events", List.of("p"), List.of("c"))
+                                                             .table("app", "events_copy", List.of("p"), List.of("c"));
+        private final FlowSpec spec = FlowSpecParser.parse(COPY, null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        private Task insert(long p, long c, String v, long ts)
+        {
+            return Fixtures.task(spec, Operation.INSERT, ts, List.of(bigint(p), bigint(c)), row("p", p, "c", c, "v", v));
+        }
+
+        @Test
+        void shouldDeleteTheDerivedRowAtTheSourceTimestamp()
+        {
+            assertSuccess(executor.execute(insert(1, 1, "a", 10)));
+            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
+            assertEquals(List.of(), gateway.rows("app", "events_copy"));
+            assertTrue(gateway.executed.contains("DELETE FROM \"app\".\"events_copy\" USING TIMESTAMP ? WHERE \"p\" = ? AND \"c\" = ?"));
+        }
+
+        @Test
+        void shouldConvergeWhenTheDeleteRunsBeforeTheInsert()
+        {
+            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
+            assertSuccess(executor.execute(insert(1, 1, "a", 10)));
+            assertEquals(List.of(), gateway.rows("app", "events_copy"));
+        }
+
+        @Test
+        void shouldDeleteAPartitionOrRangeByTheKnownPrefix()
+        {
+            executor.execute(insert(1, 1, "a", 10));
+            executor.execute(insert(1, 2, "b", 10));
+            executor.execute(insert(2, 1, "c", 10));
+            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1)), row("p", 1L))));
+            assertEquals(1, gateway.rows("app", "events_copy").size());
+            assertTrue(gateway.executed.contains("DELETE FROM \"app\".\"events_copy\" USING TIMESTAMP ? WHERE \"p\" = ?"));
+        }
+
+        @Test
+        void shouldNotBlankColumnsAPartialUpdateDidNotCarryWhenTheRowIsGone()
+        {
+            executor.execute(insert(1, 1, "a", 10));
+            // the source row is not in the fake's events table, so the read finds nothing: v stays as it was
+            Task update = Fixtures.task(spec, Operation.UPDATE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L));
+            assertSuccess(executor.execute(update));
+            assertEquals("a", string(gateway.rows("app", "events_copy").get(0).get("v")));
+        }
+
+        @Test
+        void shouldWriteANullCellAsNull()
+        {
+            executor.execute(insert(1, 1, "a", 10));
+            Task update = Fixtures.task(spec, Operation.UPDATE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L, "v", null));
+            assertSuccess(executor.execute(update));
+            assertNull(gateway.rows("app", "events_copy").get(0).get("v"));
+        }
+    }
+
+    @Nested
+    class Lineage
+    {
+        private final FakeGateway gateway = Fixtures.usersGateway();
+        private final FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        private Task named(String name, long ts)
+        {
+            return Fixtures.task(spec, Operation.INSERT, ts, List.of(bigint(1)), row("id", 1L, "name", name, "email", name + "@x"));
+        }
+
+        private Task delete(long ts)
+        {
+            return Fixtures.task(spec, Operation.DELETE, ts, List.of(bigint(1)), row("id", 1L));
+        }
+
+        private List<String> names()
+        {
+            return gateway.rows("app", "users_by_name").stream().map(r -> string(r.get("name"))).sorted().collect(Collectors.toList());
+        }
+
+        private void run(Task... tasks)
+        {
+            for (Task t : tasks)
+                assertSuccess(executor.execute(t));
+        }
+
+        @Test
+        void shouldKeepOnlyTheLaterNameWhenTasksArriveInOrder()
+        {
+            run(named("ann", 10), named("bob", 20));
+            assertEquals(List.of("bob"), names());
+            assertEquals(1, gateway.rows(Cql.KEYSPACE, "lineage").size());
+        }
+
+        @Test
+        void shouldKeepOnlyTheLaterNameWhenTasksArriveReordered()
+        {
+            run(named("bob", 20), named("ann", 10));
+            assertEquals(List.of("bob"), names());
+        }
+
+        @Test
+        void shouldConvergeWhenAnOldTaskIsExecutedAgain()
+        {
+            Task ann = named("ann", 10);
+            run(ann, named("bob", 20), ann, ann);
+            assertEquals(List.of("bob"), names());
+            assertEquals(1, gateway.rows(Cql.KEYSPACE, "lineage").size());
+        }
+
+        @Test
+        void shouldDeleteTheDerivedRowOfADeletedSource()
+        {
+            run(named("ann", 10), delete(20));
+            assertEquals(List.of(), names());
+            List<Map<String, ByteBuffer>> lineage = gateway.rows(Cql.KEYSPACE, "lineage");
+            assertEquals(1, lineage.size());
+            assertFalse(lineage.get(0).get("target_key").hasRemaining(), "only the sentinel is left");
+        }
+
+        @Test
+        void shouldConvergeWhenTheDeleteRunsBeforeTheInsert()
+        {
+            run(delete(20), named("ann", 10));
+            assertEquals(List.of(), names());
+        }
+
+        @Test
+        void shouldResurrectAfterADeleteWithANewerInsert()
+        {
+            run(named("ann", 10), delete(20), named("cy", 30), named("ann", 10));
+            assertEquals(List.of("cy"), names());
+        }
+
+        @Test
+        void shouldDropTheDerivedRowWhenTheNameBecomesNull()
+        {
+            Task nulled = Fixtures.task(spec, Operation.UPDATE, 20, List.of(bigint(1)), row("id", 1L, "name", null, "email", "x"));
+            run(named("ann", 10), nulled, named("ann", 10));
+            assertEquals(List.of(), names());
+        }
+
+        @Test
+        void shouldConvergeForEveryOrderOfThreeWrites()
+        {
+            List<Task> tasks = List.of(named("ann", 10), named("bob", 20), named("cy", 30));
+            for (List<Task> order : permutations(tasks))
+            {
+                FakeGateway fresh = Fixtures.usersGateway();
+                FlowExecutor ex = new FlowExecutor(spec, fresh, null, c -> null);
+                order.forEach(t -> assertSuccess(ex.execute(t)));
+                List<String> names = fresh.rows("app", "users_by_name").stream().map(r -> string(r.get("name"))).collect(Collectors.toList());
+                assertEquals(List.of("cy"), names, "order " + order.stream().map(Task::timestamp).collect(Collectors.toList()));
+            }
+        }
+    }
+
+    /** The Twitter flow as ctl renders it: both timeline targets keep lineage of the tweet's author. */
+    @Nested
+    class TwitterLineage
+    {
+        private final FakeGateway gateway = Fixtures.twitterGateway();
+        private final FlowSpec spec = FlowSpecParser.parse(golden("twitter_timeline.json"), "twitter_timeline", 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        TwitterLineage()
+        {
+            for (long follower = 100; follower < 107; follower++)
+                gateway.insert("twitter", "followers", row("user_id", 42L, "follower_id", follower), 1);
+        }
+
+        private Task tweet(long ts)
+        {
+            return Fixtures.task(spec, Operation.INSERT, ts, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+        }
+
+        private Task delete(long ts)
+        {
+            // a deleted tweet carries its key only: the author comes from the lineage
+            return Fixtures.task(spec, Operation.DELETE, ts, List.of(bigint(7)), row("tweet_id", 7L));
+        }
+
+        private int timelineRows()
+        {
+            return gateway.rows("twitter", "timeline").size();
+        }
+
+        @Test
+        void shouldRemoveADeletedTweetFromEveryTimeline()
+        {
+            assertSuccess(executor.execute(tweet(1000)));
+            assertEquals(8, timelineRows());
+            assertSuccess(executor.execute(delete(2000)));
+            assertEquals(0, timelineRows());
+        }
+
+        @Test
+        void shouldKeepADeleteThatOvertakesTheTweet()
+        {
+            assertSuccess(executor.execute(delete(2000)));
+            assertSuccess(executor.execute(tweet(1000)));
+            assertEquals(0, timelineRows());
+        }
+
+        @Test
+        void shouldStayDeletedWhenTheTweetIsReExecuted()
+        {
+            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(executor.execute(delete(2000)));
+            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(executor.execute(delete(2000)));
+            assertEquals(0, timelineRows());
+        }
+
+        @Test
+        void shouldReadTheFanoutPageByPageWhenCleaningUp()
+        {
+            assertSuccess(executor.execute(tweet(1000)));
+            int pagesBefore = gateway.pagesFetched;
+            assertSuccess(executor.execute(delete(2000)));
+            assertTrue(gateway.pagesFetched > pagesBefore, "the clean-up recomputes the fan-out from the recorded author");
+        }
+    }
+
+    private static String golden(String name)
+    {
+        try
+        {
+            return java.nio.file.Files.readString(java.nio.file.Paths.get("..", "tests", "golden", name));
+        }
+        catch (java.io.IOException e)
+        {
+            throw new java.io.UncheckedIOException(e);
+        }
+    }
+
+    private static List<List<Task>> permutations(List<Task> tasks)
+    {
+        if (tasks.size() <= 1)
+            return List.of(tasks);
+        List<List<Task>> out = new ArrayList<>();
+        for (Task head : tasks)
+        {
+            List<Task> rest = new ArrayList<>(tasks);
+            rest.remove(head);
+            for (List<Task> tail : permutations(rest))
+            {
+                List<Task> p = new ArrayList<>();
+                p.add(head);
+                p.addAll(tail);
+                out.add(p);
+            }
+        }
+        out.sort(Comparator.comparing(List::toString));
+        return out;
+    }
+
+    /** Nested stub handler, as Cassandra's TriggersTest does with its triggers. */
+    public static class RecordingHandler implements FlowHandler
+    {
+        static final List<TaskContext> seen = new CopyOnWriteArrayList<>();
+
+        @Override
+        public void execute(TaskContext ctx)
+        {
+            seen.add(ctx);
+            ctx.execute("INSERT INTO \"app\".\"audit\" (\"id\", \"name\") VALUES (?, ?) USING TIMESTAMP ?",
+                        ctx.key().get("id"), ctx.get("name"), ctx.timestamp());
+        }
+    }
+
+    @Test
+    void shouldRunAHandlerWithComposedValuesAndBoundCql()
+    {
+        FakeGateway gateway = Fixtures.usersGateway().table("app", "audit", List.of("id"), List.of());
+        String json = Fixtures.USERS_BY_NAME.replaceFirst("\"targets\": \\[.*\\]\\}$", java.util.regex.Matcher.quoteReplacement("\"handler\": \"" + RecordingHandler.class.getName() + "\"}"));
+        FlowSpec spec = FlowSpecParser.parse(json, null, 1);
+        ColumnTypes types = c -> c.equals("id") ? LongType.instance : UTF8Type.instance;
+        FlowExecutor executor = new FlowExecutor(spec, gateway, new RecordingHandler(), types);
+        gateway.insert("app", "users", row("id", 1L, "name", "ann", "email", "old@x"), 5);
+        RecordingHandler.seen.clear();
+
+        assertSuccess(executor.execute(Fixtures.task(spec, Operation.UPDATE, 10, List.of(bigint(1)), row("id", 1L, "email", "new@x"))));
+
+        TaskContext ctx = RecordingHandler.seen.get(0);
+        assertEquals("users_by_name", ctx.flowName());
+        assertEquals(Operation.UPDATE, ctx.operation());
+        assertEquals(1L, ctx.get("id"));
+        assertEquals("ann", ctx.get("name"), "read back from the source row");
+        assertEquals("new@x", ctx.get("email"));
+        List<Map<String, ByteBuffer>> audit = gateway.rows("app", "audit");
+        assertEquals("ann", string(audit.get(0).get("name")));
+        assertEquals(10, gateway.table("app", "audit").cells.values().iterator().next().get("name").ts);
+    }
+
+    @Test
+    void shouldReturnAFailureInsteadOfThrowing()
+    {
+        FakeGateway gateway = Fixtures.usersGateway();
+        FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
+        FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+        gateway.failNext = 1;
+        ExecutionResult result = executor.execute(Fixtures.task(spec, Operation.INSERT, 10, List.of(bigint(1)), row("id", 1L, "name", "a", "email", "e")));
+        assertFalse(result.isSuccess());
+        assertEquals("injected failure", result.cause().getMessage());
+    }
+}

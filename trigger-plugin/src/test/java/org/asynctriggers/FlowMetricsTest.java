@@ -1,0 +1,52 @@
+package org.asynctriggers;
+
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class FlowMetricsTest
+{
+    private final AtomicLong now = new AtomicLong();
+    private final FlowQueue queue = new BoundedFlowQueue(10);
+    private final FlowMetrics metrics = new FlowMetrics(queue, 4, now::get);
+
+    @Test
+    void shouldReportTheAgeOfTheOldestPendingTask()
+    {
+        assertEquals(0, metrics.getOldestPendingTaskAgeMillis());
+        queue.offer(FlowQueueContractTest.task(TimeUnit.MILLISECONDS.toNanos(100)));
+        now.set(TimeUnit.MILLISECONDS.toNanos(350));
+        assertEquals(250, metrics.getOldestPendingTaskAgeMillis());
+        assertEquals(1, metrics.getPendingTasks());
+    }
+
+    @Test
+    void shouldCountOutcomes()
+    {
+        metrics.taskStarted();
+        metrics.taskStarted();
+        assertEquals(2, metrics.getActiveTasks());
+        metrics.taskFinished(true);
+        metrics.taskFinished(false);
+        metrics.retried();
+        assertEquals(0, metrics.getActiveTasks());
+        assertEquals(1, metrics.getCompletedTasks());
+        assertEquals(1, metrics.getFailedTasks());
+        assertEquals(1, metrics.getRetriedTasks());
+        assertEquals(4, metrics.getMaxPoolSize());
+        assertEquals(10, metrics.getQueueCapacity());
+    }
+
+    @Test
+    void shouldQuoteObjectNameValues()
+    {
+        javax.management.ObjectName name = FlowMetrics.objectName("ks", "t", "a,b=c");
+        assertEquals("org.asynctriggers", name.getDomain());
+        assertEquals("Flow", name.getKeyProperty("type"));
+        assertEquals("a,b=c", javax.management.ObjectName.unquote(name.getKeyProperty("flow")));
+        assertEquals("ks", javax.management.ObjectName.unquote(name.getKeyProperty("keyspace")));
+    }
+}

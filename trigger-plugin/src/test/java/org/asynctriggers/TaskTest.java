@@ -1,0 +1,77 @@
+package org.asynctriggers;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.nio.ByteBuffer;
+import java.util.List;
+
+import org.asynctriggers.api.Operation;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.Fixtures.bigint;
+import static org.asynctriggers.Fixtures.row;
+import static org.asynctriggers.Fixtures.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TaskTest
+{
+    private final Task task = new Task("f", 3, List.of(bigint(1), text("k")), Operation.UPDATE, 42, row("v", "x", "gone", null), 7);
+
+    @Test
+    void shouldSurviveJavaSerialization() throws Exception
+    {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes))
+        {
+            out.writeObject(task);
+        }
+        Task copy;
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray())))
+        {
+            copy = (Task) in.readObject();
+        }
+        assertEquals(task.toString(), copy.toString());
+        assertEquals(task.key(), copy.key());
+        assertEquals(task.values(), copy.values());
+        assertEquals(7, copy.createdNanos());
+        assertEquals(3, copy.flowVersion());
+    }
+
+    @Test
+    void shouldKeepANullValueDistinctFromAnAbsentOne()
+    {
+        assertTrue(task.values().containsKey("gone"));
+        assertNull(task.values().get("gone"));
+        assertFalse(task.values().containsKey("other"));
+    }
+
+    @Test
+    void shouldHandOutWritableCopiesThatCannotChangeTheTask()
+    {
+        ByteBuffer v = task.values().get("v");
+        assertFalse(v.isReadOnly(), "Cassandra's FastByteOperations mistakes read-only heap buffers for direct ones");
+        v.put(0, (byte) 'y');
+        assertEquals(text("x"), task.values().get("v"));
+    }
+
+    @Test
+    void shouldRoundTripKeysThroughTheKeyCodec()
+    {
+        assertEquals(task.key(), KeyCodec.decode(task.serializedKey()));
+        assertEquals(List.of(), KeyCodec.decode(KeyCodec.encode(List.of())));
+        assertEquals(List.of(ByteBuffer.allocate(0)), KeyCodec.decode(KeyCodec.encode(List.of(ByteBuffer.allocate(0)))));
+    }
+
+    @Test
+    void shouldRejectACorruptKeyBlob()
+    {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KeyCodec.decode(ByteBuffer.wrap(new byte[]{ 0, 0, 0, 9, 1 })));
+        assertEquals("corrupt key blob: component length 9 with 1 bytes left", e.getMessage());
+    }
+}
