@@ -129,6 +129,9 @@ def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Pa
         "spark.driver.memory": "1g",
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
+        # the connector prefers the Cassandra replica hosts (127.0.0.x) for each split; no Spark executor runs
+        # there, and delay scheduling then left a task of a union of two scans unscheduled forever (seen here)
+        "spark.locality.wait": "0s",
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
         "spark.driver.host": "127.0.0.1",

@@ -65,6 +65,10 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final FlowConfigSource configSource;
     private final StatusReporter statusReporter;
     private final CountDownLatch ready = new CountDownLatch(1);
+    private static final long REFRESH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
+    private static final long REFRESH_WAIT_MILLIS = 2_000;
+    /** table to the last time a write on it, watched by no flow, made us read the flows */
+    private final Map<String, Long> lastRefresh = new java.util.concurrent.ConcurrentHashMap<>();
 
     /** copy-on-write snapshots: augment reads them without locking */
     private volatile Map<String, Flow> flowsByName = Collections.emptyMap();
@@ -356,9 +360,45 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     {
         if (ready.getCount() > 0 && !awaitReady(READY_WAIT_MILLIS))
             logger.warn("Async trigger flows not loaded after {} ms; writes are not being queued yet", READY_WAIT_MILLIS);
-        if (!watches(update.metadata().keyspace, update.metadata().name))
+        String keyspace = update.metadata().keyspace, table = update.metadata().name;
+        if (!watches(keyspace, table) && !(refreshFor(keyspace, table) && watches(keyspace, table)))
             return;
-        enqueue(update.metadata().keyspace, update.metadata().name, TaskExtractor.extract(update));
+        enqueue(keyspace, table, TaskExtractor.extract(update));
+    }
+
+    /**
+     * A write reached our trigger on a table no applied flow watches: `ctl trigger deploy` writes the flow before it
+     * creates the trigger, so the flow is there to read now rather than at the next poll. Reads it once on the
+     * control thread (at most once a second per table, so a trigger left on a table whose flows were dropped costs
+     * little) and waits a bounded time for it.
+     * @return true when a refresh ran
+     */
+    private boolean refreshFor(String keyspace, String table)
+    {
+        long now = nanoClock.getAsLong();
+        String key = tableKey(keyspace, table);
+        Long last = lastRefresh.get(key);
+        if (last != null && now - last < REFRESH_INTERVAL_NANOS)
+            return false;
+        lastRefresh.put(key, now);
+        ScheduledExecutorService executor = control;
+        if (executor == null || shutdown)
+            return false;
+        try
+        {
+            executor.submit(configSource::poll).get(REFRESH_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+            return true;
+        }
+        catch (InterruptedException e)
+        {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+        catch (Exception e)
+        {
+            logger.warn("Could not refresh the async trigger flows for {}.{}: {}", keyspace, table, e.toString());
+            return false;
+        }
     }
 
     /** The seam below the extraction: queues the changes for every flow on the table that handles their event. */

@@ -83,6 +83,31 @@ class TriggerRuntimeTest
     }
 
     @Test
+    void shouldReadANewFlowAtOnceWhenAWriteArrivesBeforeTheNextPoll() throws Exception
+    {
+        org.apache.cassandra.config.DatabaseDescriptor.clientInitialization(false);
+        org.apache.cassandra.schema.TableMetadata users =
+            org.apache.cassandra.schema.TableMetadata.builder("app", "users")
+                                                     .partitioner(org.apache.cassandra.dht.Murmur3Partitioner.instance)
+                                                     .addPartitionKeyColumn("id", org.apache.cassandra.db.marshal.LongType.instance)
+                                                     .addRegularColumn("name", org.apache.cassandra.db.marshal.UTF8Type.instance)
+                                                     .addRegularColumn("email", org.apache.cassandra.db.marshal.UTF8Type.instance)
+                                                     .build();
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.start();
+        assertTrue(first.awaitReady(5_000));
+        assertFalse(first.watches("app", "users"));
+        // ctl writes the flow, then creates the trigger: the first write can come before the next 2 s poll
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        org.apache.cassandra.db.partitions.PartitionUpdate.SimpleBuilder write =
+            org.apache.cassandra.db.partitions.PartitionUpdate.simpleBuilder(users, 1L).timestamp(10);
+        write.row().add("name", "ann").add("email", "e");
+        first.enqueue(write.build());
+        assertTrue(first.watches("app", "users"), "the write made the runtime read the flows at once");
+        waitFor(() -> gateway.rows("app", "users_by_name").size() == 1);
+    }
+
+    @Test
     void shouldQueueAndExecuteTasksOfMatchingFlowsOnly() throws Exception
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
