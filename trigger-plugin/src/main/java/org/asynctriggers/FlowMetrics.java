@@ -23,6 +23,8 @@ public final class FlowMetrics implements FlowMetricsMBean
     private final LongAdder currentlyBlocked = new LongAdder();
     private final LongAdder totalBlocked = new LongAdder();
     private final LongAdder rejected = new LongAdder();
+    /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
+    private volatile FlowMetrics previous;
 
     public FlowMetrics(FlowQueue queue, int poolSize, LongSupplier nanoClock)
     {
@@ -42,6 +44,26 @@ public final class FlowMetrics implements FlowMetricsMBean
         {
             throw new IllegalArgumentException(e);
         }
+    }
+
+    /** Counts of the version this one replaces (still draining) show in this one's from now on. */
+    void continueFrom(FlowMetrics replaced)
+    {
+        previous = replaced;
+    }
+
+    /** The replaced version stopped: its final counts become this one's, and the link is dropped. */
+    void absorbPrevious()
+    {
+        FlowMetrics p = previous;
+        if (p == null)
+            return;
+        completed.add(p.getCompletedTasks());
+        failed.add(p.getFailedTasks());
+        retried.add(p.getRetriedTasks());
+        totalBlocked.add(p.getTotalBlockedTasks());
+        rejected.add(p.getRejectedTasks());
+        previous = null;
     }
 
     void taskStarted()
@@ -79,31 +101,36 @@ public final class FlowMetrics implements FlowMetricsMBean
     @Override
     public long getPendingTasks()
     {
-        return queue.size();
+        FlowMetrics p = previous;
+        return queue.size() + (p == null ? 0 : p.getPendingTasks());
     }
 
     @Override
     public long getActiveTasks()
     {
-        return active.sum();
+        FlowMetrics p = previous;
+        return active.sum() + (p == null ? 0 : p.getActiveTasks());
     }
 
     @Override
     public long getCompletedTasks()
     {
-        return completed.sum();
+        FlowMetrics p = previous;
+        return completed.sum() + (p == null ? 0 : p.getCompletedTasks());
     }
 
     @Override
     public long getFailedTasks()
     {
-        return failed.sum();
+        FlowMetrics p = previous;
+        return failed.sum() + (p == null ? 0 : p.getFailedTasks());
     }
 
     @Override
     public long getRetriedTasks()
     {
-        return retried.sum();
+        FlowMetrics p = previous;
+        return retried.sum() + (p == null ? 0 : p.getRetriedTasks());
     }
 
     @Override
@@ -136,12 +163,14 @@ public final class FlowMetrics implements FlowMetricsMBean
     @Override
     public long getTotalBlockedTasks()
     {
-        return totalBlocked.sum();
+        FlowMetrics p = previous;
+        return totalBlocked.sum() + (p == null ? 0 : p.getTotalBlockedTasks());
     }
 
     @Override
     public long getRejectedTasks()
     {
-        return rejected.sum();
+        FlowMetrics p = previous;
+        return rejected.sum() + (p == null ? 0 : p.getRejectedTasks());
     }
 }

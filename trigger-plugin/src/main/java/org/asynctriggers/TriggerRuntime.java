@@ -289,7 +289,11 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
         Flow previous = swap(spec.name, started);
         if (previous != null)
+        {
+            started.metrics.continueFrom(previous.metrics);
             retire(previous);
+            started.metrics.absorbPrevious();
+        }
         registerFlowMBeans();
     }
 

@@ -23,6 +23,39 @@ class FlowMetricsTest
         assertEquals(1, metrics.getPendingTasks());
     }
 
+    private static int drain(FlowQueue q)
+    {
+        try
+        {
+            return q.poll(0, TimeUnit.MILLISECONDS) == null ? 0 : 1;
+        }
+        catch (InterruptedException e)
+        {
+            throw new AssertionError(e);
+        }
+    }
+
+    @Test
+    void shouldKeepCountingAcrossARedeployOfTheFlow()
+    {
+        metrics.taskStarted();
+        metrics.taskFinished(true);
+        queue.offer(FlowQueueContractTest.task(0));                 // still queued in the old version
+        FlowMetrics next = new FlowMetrics(new BoundedFlowQueue(10), 4, now::get);
+        next.continueFrom(metrics);
+        assertEquals(1, next.getCompletedTasks());
+        assertEquals(1, next.getPendingTasks());
+        metrics.taskStarted();                                       // the old version drains its queue
+        assertEquals(1, drain(queue));
+        metrics.taskFinished(true);
+        assertEquals(2, next.getCompletedTasks());
+        next.absorbPrevious();                                       // the old version stopped
+        next.taskStarted();
+        next.taskFinished(true);
+        assertEquals(3, next.getCompletedTasks());
+        assertEquals(0, next.getPendingTasks());
+    }
+
     @Test
     void shouldCountOutcomes()
     {
