@@ -24,6 +24,7 @@ def demo(ctx: typer.Context,
         report = demo_mod.run(settings, nodes=nodes, users=users, tweets=tweets, min_celebrity=min_celebrity,
                               master=master, progress=lambda m: typer.echo(f"-- {m}", err=True))
     typer.echo("\n".join(report.lines()))
-    typer.echo(f"demo finished in {time.monotonic() - started:.0f} s")
+    typer.echo(f"demo finished in {time.monotonic() - started:.0f} s; the cluster '{name}' is still up "
+               f"(ctl cluster status --name {name}; ctl cluster down --name {name})")
     if report.missing:
         raise typer.Exit(1)

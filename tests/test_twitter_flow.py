@@ -79,3 +79,29 @@ def test_should_verify_with_spark_that_nothing_is_missing(twitter, session, clus
     timeline = [t for t in report if t["table"] == "twitter.timeline"][0]
     assert timeline["missing"] == 0 and timeline["unexpected"] == 0
     assert timeline["expected"] == timeline["present"] > 2500
+
+
+def worker_threads(pid: int) -> dict[str, int]:
+    """The plugin's threads in a node's JVM, by name prefix (from a thread dump)."""
+    import re
+    import subprocess
+    dump = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
+    names = re.findall(r'^"(async-trigger-[^"]*?)(?:-\d+)?"', dump, re.MULTILINE)
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+def test_should_run_exactly_one_worker_pool_per_flow_after_reloadtriggers(twitter, session, cluster_settings):
+    from pycontrol import cluster as cluster_mod
+    from pycontrol.cluster import cql_query
+    node1 = [n for n in cluster_mod.node_status(cluster_settings) if n.name == "node1"][0]
+    for _ in range(2):
+        cluster_mod.nodetool(cluster_settings, "node1", ["reloadtriggers"])
+        # the new class loader's runtime starts on the next write this node coordinates, and takes over
+        cql_query(node1.address, "INSERT INTO twitter.tweets (tweet_id, author_id, body) VALUES (now(), 3, 'x')")
+        drain(session, FLOW)
+    threads = worker_threads(node1.pid)
+    assert threads.get("async-trigger-twitter_timeline-worker") == 2, threads
+    assert threads.get("async-trigger-control") == 1, threads
