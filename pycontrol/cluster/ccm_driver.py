@@ -333,7 +333,11 @@ def _signal_and_wait(node, sig: int, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while _alive(node) and time.monotonic() < deadline:
             time.sleep(0.2)
-    gone = not _alive(node)
+        # the pid can read as gone while the kernel still tears the JVM down with its sockets: a node is
+        # stopped when its CQL port no longer answers (seen here right after a kill -9)
+        while health.port_open(_address(node), CQL_PORT, timeout=0.5) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    gone = not _alive(node) and not health.port_open(_address(node), CQL_PORT, timeout=0.5)
     if gone:
         _mark_down(node)
     return gone
