@@ -114,6 +114,9 @@ class Flow:
     write_consistency: str = "ONE"
     queue: Queue = Queue()
     page_size: int = 500
+    # A task starts no sooner than this after its write reached the coordinator, so the source write finishes on
+    # its replicas before its fan-out competes with it (the report queues tasks after the replicas' acks).
+    start_delay_ms: int = 20
     handler: str | None = None
 
     @property

@@ -60,6 +60,8 @@ def _check_options(flow: Flow) -> None:
                           ("page_size", flow.page_size)):
         if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
             raise ValidationError(flow.name, f"'{option}' must be strictly positive, found: {value!r}")
+    if not isinstance(flow.start_delay_ms, int) or isinstance(flow.start_delay_ms, bool) or flow.start_delay_ms < 0:
+        raise ValidationError(flow.name, f"'start_delay_ms' must be a non-negative integer, found: {flow.start_delay_ms!r}")
     if flow.handler is not None and flow.steps:
         raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
     if flow.handler is None and not flow.steps:
@@ -157,6 +159,7 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
         "write_consistency": flow.write_consistency,
         "queue": {"capacity": flow.queue.capacity, "workers": flow.queue.workers},
         "page_size": flow.page_size,
+        "start_delay_ms": flow.start_delay_ms,
         "handler": flow.handler,
         "targets": targets,
     }

@@ -159,6 +159,7 @@ def test_should_reject_partial_fanout_match():
     (dict(queue=Queue(capacity=0)), "flow 'tl': 'queue.capacity' must be strictly positive, found: 0"),
     (dict(queue=Queue(workers=-1)), "flow 'tl': 'queue.workers' must be strictly positive, found: -1"),
     (dict(page_size=0), "flow 'tl': 'page_size' must be strictly positive, found: 0"),
+    (dict(start_delay_ms=-5), "flow 'tl': 'start_delay_ms' must be a non-negative integer, found: -5"),
     (dict(handler="com.example.Index"), "flow 'tl': a flow has either steps or a handler class, not both"),
     (dict(steps=[]), "flow 'tl': a flow needs at least one step (Write or FanOut) or a handler class"),
     (dict(steps=[], handler="not a class"), "flow 'tl': 'handler' must be a fully qualified Java class name, "

@@ -25,7 +25,8 @@ final class Flow
         this.queue = new BoundedFlowQueue(spec.queueCapacity);
         this.metrics = new FlowMetrics(queue, spec.workers, nanoClock);
         this.pool = new WorkerPool(spec.name, spec.workers, threadFactory, queue,
-                                   new TaskProcessor(spec.name, executor, metrics, retry, sleeper));
+                                   new TaskProcessor(spec.name, executor, metrics, retry, sleeper, nanoClock,
+                                                     spec.startDelayMillis));
         this.objectName = FlowMetrics.objectName(spec.source.keyspace, spec.source.table, spec.name);
     }
 

@@ -114,14 +114,21 @@ public final class FlowSpec
     public final int queueCapacity;
     public final int workers;
     public final int pageSize;
+    /**
+     * a task starts no sooner than this after its write reached the coordinator: augment runs before the write is
+     * sent to the replicas, and the report's master queues tasks only after their replicas acknowledged (Figure 4,
+     * M2 before M4); the delay lets the source write finish first instead of competing with its own fan-out
+     */
+    public final int startDelayMillis;
     /** null for declarative flows */
     public final String handler;
     public final List<Target> targets;
 
     FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
-             ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, String handler,
-             List<Target> targets)
+             ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
+             String handler, List<Target> targets)
     {
+        this.startDelayMillis = startDelayMillis;
         this.name = name;
         this.version = version;
         this.source = source;

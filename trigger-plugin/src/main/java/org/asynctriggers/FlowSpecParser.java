@@ -27,6 +27,7 @@ public final class FlowSpecParser
     static final int DEFAULT_CAPACITY = 10_000;
     static final int DEFAULT_WORKERS = 2;
     static final int DEFAULT_PAGE_SIZE = 500;
+    static final int DEFAULT_START_DELAY_MS = 20;
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final List<String> CONSISTENCIES = Arrays.stream(ConsistencyLevel.values())
@@ -73,9 +74,10 @@ public final class FlowSpecParser
         int capacity = positiveInt(ctx, queue, "capacity", "queue.capacity", DEFAULT_CAPACITY);
         int workers = positiveInt(ctx, queue, "workers", "queue.workers", DEFAULT_WORKERS);
         int pageSize = positiveInt(ctx, root, "page_size", "page_size", DEFAULT_PAGE_SIZE);
+        int startDelay = nonNegativeInt(ctx, root, "start_delay_ms", DEFAULT_START_DELAY_MS);
         String handler = parseHandler(ctx, root.get("handler"));
         List<FlowSpec.Target> targets = parseTargets(ctx, root.get("targets"), source, handler != null);
-        return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, handler, targets);
+        return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, handler, targets);
     }
 
     private static final class Context
@@ -197,6 +199,16 @@ public final class FlowSpecParser
         if (cl.isSerialConsistency())
             throw ctx.error("'" + option + "' cannot be a serial consistency, found: " + node);
         return cl;
+    }
+
+    private static int nonNegativeInt(Context ctx, JsonNode parent, String field, int dflt)
+    {
+        JsonNode node = parent.get(field);
+        if (node == null || node.isNull())
+            return dflt;
+        if (!node.canConvertToInt() || !node.isIntegralNumber() || node.asInt() < 0)
+            throw ctx.error("'" + field + "' must be a non-negative integer, found: " + node);
+        return node.asInt();
     }
 
     private static int positiveInt(Context ctx, JsonNode parent, String field, String option, int dflt)

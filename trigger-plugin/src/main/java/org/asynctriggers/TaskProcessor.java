@@ -26,8 +26,20 @@ public final class TaskProcessor implements Consumer<Task>
     private final RetryPolicy retry;
     private final Sleeper sleeper;
 
+    private final java.util.function.LongSupplier nanoClock;
+    private final long startDelayNanos;
+
     public TaskProcessor(String flow, FlowExecutor executor, FlowMetrics metrics, RetryPolicy retry, Sleeper sleeper)
     {
+        this(flow, executor, metrics, retry, sleeper, System::nanoTime, 0);
+    }
+
+    /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
+    public TaskProcessor(String flow, FlowExecutor executor, FlowMetrics metrics, RetryPolicy retry, Sleeper sleeper,
+                         java.util.function.LongSupplier nanoClock, int startDelayMillis)
+    {
+        this.nanoClock = nanoClock;
+        this.startDelayNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(startDelayMillis);
         this.flow = flow;
         this.executor = executor;
         this.metrics = metrics;
@@ -38,6 +50,18 @@ public final class TaskProcessor implements Consumer<Task>
     @Override
     public void accept(Task task)
     {
+        long early = task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
+        if (early > 0)
+        {
+            try
+            {
+                sleeper.sleep(java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(early) + 1);
+            }
+            catch (InterruptedException e)
+            {
+                Thread.currentThread().interrupt(); // stopping: run it now rather than lose it
+            }
+        }
         metrics.taskStarted();
         boolean success = false;
         try

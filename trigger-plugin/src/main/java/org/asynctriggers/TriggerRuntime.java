@@ -66,7 +66,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final StatusReporter statusReporter;
     private final CountDownLatch ready = new CountDownLatch(1);
     private static final long REFRESH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
-    private static final long REFRESH_WAIT_MILLIS = 2_000;
+    private static final long REFRESH_WAIT_MILLIS = 1_000;
+    /** one config poll at a time: the control thread's and a write's refresh */
+    private final java.util.concurrent.locks.ReentrantLock refreshLock = new java.util.concurrent.locks.ReentrantLock();
     /** table to the last time a write on it, watched by no flow, made us read the flows */
     private final Map<String, Long> lastRefresh = new java.util.concurrent.ConcurrentHashMap<>();
 
@@ -152,7 +154,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     {
         try
         {
-            configSource.poll();
+            pollFlows();
         }
         finally
         {
@@ -168,13 +170,26 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             return;
         try
         {
-            configSource.poll();
+            pollFlows();
             registerFlowMBeans();
             statusReporter.report();
         }
         catch (RuntimeException e)
         {
             logger.error("Unexpected error in the async trigger control thread", e);
+        }
+    }
+
+    private void pollFlows()
+    {
+        refreshLock.lock();
+        try
+        {
+            configSource.poll();
+        }
+        finally
+        {
+            refreshLock.unlock();
         }
     }
 
@@ -385,23 +400,29 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         if (last != null && now - last < REFRESH_INTERVAL_NANOS)
             return false;
         lastRefresh.put(key, now);
-        ScheduledExecutorService executor = control;
-        if (executor == null || shutdown)
+        if (shutdown)
             return false;
+        // on the writing thread, not queued behind the control thread's work (retiring a flow waits for its drain)
         try
         {
-            executor.submit(configSource::poll).get(REFRESH_WAIT_MILLIS, TimeUnit.MILLISECONDS);
-            return true;
+            if (!refreshLock.tryLock(REFRESH_WAIT_MILLIS, TimeUnit.MILLISECONDS))
+            {
+                logger.warn("Could not refresh the async trigger flows for {}.{} within {} ms", keyspace, table, REFRESH_WAIT_MILLIS);
+                return false;
+            }
         }
         catch (InterruptedException e)
         {
             Thread.currentThread().interrupt();
             return false;
         }
-        catch (Exception e)
+        try
         {
-            logger.warn("Could not refresh the async trigger flows for {}.{}: {}", keyspace, table, e.toString());
-            return false;
+            return configSource.poll();
+        }
+        finally
+        {
+            refreshLock.unlock();
         }
     }
 

@@ -177,6 +177,12 @@ class FlowSpecParserTest
     }
 
     @Test
+    void shouldRejectNegativeStartDelay()
+    {
+        assertRejected("flow 'twitter_timeline': 'start_delay_ms' must be a non-negative integer, found: -1", s -> s.put("start_delay_ms", -1));
+    }
+
+    @Test
     void shouldRejectHandlerThatIsNotAClassName()
     {
         assertRejected("flow 'twitter_timeline': 'handler' must be a fully qualified class name, found: \"not a class\"",

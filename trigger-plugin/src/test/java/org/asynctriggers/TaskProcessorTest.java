@@ -23,6 +23,22 @@ class TaskProcessorTest
     }
 
     @Test
+    void shouldNotStartATaskBeforeItsStartDelay()
+    {
+        // created at 0 ns (Fixtures.task), now 5 ms later, delay 20 ms: waits the remaining 15 ms, then runs
+        TaskProcessor delayed = new TaskProcessor(spec.name, new FlowExecutor(spec, gateway, null, c -> null), metrics,
+                                                  new RetryPolicy(3, 100, 150), sleeps::add, () -> 5_000_000L, 20);
+        delayed.accept(insert());
+        assertEquals(List.of(16L), sleeps);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
+        // an older task starts at once
+        TaskProcessor late = new TaskProcessor(spec.name, new FlowExecutor(spec, gateway, null, c -> null), metrics,
+                                               new RetryPolicy(3, 100, 150), sleeps::add, () -> 30_000_000L, 20);
+        late.accept(insert());
+        assertEquals(List.of(16L), sleeps);
+    }
+
+    @Test
     void shouldRetryWithBackoffThenSucceed()
     {
         gateway.failNext = 2;
