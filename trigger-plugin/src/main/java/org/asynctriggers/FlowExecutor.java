@@ -39,6 +39,12 @@ public final class FlowExecutor
     /** non-key source columns a task may have to read back, in spec order */
     private final List<String> readColumns;
     private final ByteBuffer flowNameBytes;
+    /**
+     * Lineage converges because whichever of two tasks reads last sees the other's entry: that needs reads and
+     * writes of the lineage that overlap (R + W > RF), so they are at least QUORUM whatever the flow's levels.
+     */
+    private final ConsistencyLevel lineageWrite;
+    private final ConsistencyLevel lineageRead;
 
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
     {
@@ -48,6 +54,8 @@ public final class FlowExecutor
         this.types = types;
         this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
         this.readColumns = neededNonKeyColumns(spec);
+        this.lineageWrite = atLeastQuorum(spec.writeConsistency);
+        this.lineageRead = atLeastQuorum(spec.readConsistency);
 
         if (!readColumns.isEmpty())
             statement(sourceReadCql());
@@ -66,6 +74,11 @@ public final class FlowExecutor
             statement(Cql.lineageSelect());
             statement(Cql.lineageDelete());
         }
+    }
+
+    private static ConsistencyLevel atLeastQuorum(ConsistencyLevel level)
+    {
+        return level == ConsistencyLevel.ALL || level == ConsistencyLevel.EACH_QUORUM ? level : ConsistencyLevel.QUORUM;
     }
 
     private static List<String> neededNonKeyColumns(FlowSpec spec)
@@ -151,7 +164,7 @@ public final class FlowExecutor
                 return;
             }
             if (task.operation() == Operation.DELETE)
-                execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), empty(), bigint(task.timestamp()), bigint(task.timestamp()));
+                execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), bigint(task.timestamp()), bigint(task.timestamp()));
             converge(task);
         }
     }
@@ -284,10 +297,10 @@ public final class FlowExecutor
         List<ByteBuffer> image = image(target, values);
         if (image == null || (target.fanout == null && targetKey(target, values, null) == null))
         {
-            execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), empty(), ts, ts);
+            execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), ts, ts);
             return;
         }
-        execute(Cql.lineageInsert(), spec.writeConsistency, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+        execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
         eachRow(task, target, values, row -> writeTarget(task, target, values, row));
     }
 
@@ -333,7 +346,7 @@ public final class FlowExecutor
     private void converge(Task task)
     {
         ByteBuffer sourceKey = task.serializedKey();
-        List<Map<String, ByteBuffer>> entries = gateway.execute(statement(Cql.lineageSelect()), spec.readConsistency, List.of(flowNameBytes, sourceKey));
+        List<Map<String, ByteBuffer>> entries = gateway.execute(statement(Cql.lineageSelect()), lineageRead, List.of(flowNameBytes, sourceKey));
         long max = task.timestamp();
         for (Map<String, ByteBuffer> entry : entries)
             max = Math.max(max, entry.get("ts").getLong(entry.get("ts").position()));
@@ -364,7 +377,7 @@ public final class FlowExecutor
                     eachRow(task, target, old, row -> deleteDerived(task, target, old, row, deleteAt));
                 }
             }
-            execute(Cql.lineageDelete(), spec.writeConsistency, bigint(max), flowNameBytes, sourceKey, targetKey);
+            execute(Cql.lineageDelete(), lineageWrite, bigint(max), flowNameBytes, sourceKey, targetKey);
         }
     }
 

@@ -345,6 +345,16 @@ class FlowExecutorTest
         }
 
         @Test
+        void shouldReadAndWriteTheLineageAtQuorumWhenTheFlowSaysOne()
+        {
+            assertSuccess(executor.execute(tweet(1000)));
+            for (int i = 0; i < gateway.executed.size(); i++)
+                if (gateway.executed.get(i).contains("\"async_triggers\".\"lineage\""))
+                    assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(i), gateway.executed.get(i));
+            assertTrue(gateway.executed.stream().anyMatch(q -> q.startsWith("SELECT") && q.contains("\"lineage\"")));
+        }
+
+        @Test
         void shouldReadTheFanoutPageByPageWhenCleaningUp()
         {
             assertSuccess(executor.execute(tweet(1000)));
