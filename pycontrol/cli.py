@@ -12,9 +12,12 @@ app = typer.Typer(help="Asynchronous triggers for Apache Cassandra: clusters, fl
 @app.callback()
 def _root(ctx: typer.Context,
           home: str = typer.Option(None, help="Cache directory (default ~/.cache/async-triggers)."),
-          contact_points: str = typer.Option(None, "--contact-points", help="Comma-separated CQL hosts.")):
+          contact_points: str = typer.Option(None, "--contact-points", help="Comma-separated CQL hosts."),
+          install_dir: str = typer.Option(None, "--install-dir",
+                                          help="An official Apache Cassandra 5.0 binary distribution to use instead "
+                                               "of the one assembled from Maven.")):
     cps = tuple(p for p in contact_points.split(",") if p) if contact_points else None
-    ctx.obj = config_mod.load(home=home, contact_points=cps)
+    ctx.obj = config_mod.load(home=home, contact_points=cps, install_dir=install_dir)
 
 
 def _register() -> None:
