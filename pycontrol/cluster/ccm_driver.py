@@ -343,16 +343,22 @@ def _signal_and_wait(node, sig: int, timeout: float) -> bool:
     return gone
 
 
+def _still_running(node, progress: Progress) -> bool:
+    """True when the node runs; otherwise says so and records it as down (ccm may still think it is up)."""
+    if _alive(node):
+        return True
+    progress(f"{node.name} is not running")
+    _mark_down(node)
+    return False
+
+
 @_quiet_ccm
 def stop_node(settings: Settings, node: str, name: str | None = None, progress: Progress | None = None,
               timeout: float = 60.0) -> NodeStatus:
     """Stop one node gracefully (SIGTERM: Cassandra drains), kill -9 after `timeout` seconds."""
     progress = progress or _noop
-    cluster = _require_cluster(settings, name)
-    n = _node(cluster, node)
-    if not _alive(n):
-        progress(f"{n.name} is not running")
-        _mark_down(n)
+    n = _node(_require_cluster(settings, name), node)
+    if not _still_running(n, progress):
         return _status(n)
     progress(f"stopping {n.name} (pid {n.pid})")
     if not _signal_and_wait(n, signal.SIGTERM, timeout):
@@ -367,11 +373,8 @@ def kill_node(settings: Settings, node: str, name: str | None = None,
               progress: Progress | None = None) -> NodeStatus:
     """kill -9 the node's JVM (for fault tests) and wait until the process is gone."""
     progress = progress or _noop
-    cluster = _require_cluster(settings, name)
-    n = _node(cluster, node)
-    if not _alive(n):
-        progress(f"{n.name} is not running")
-        _mark_down(n)
+    n = _node(_require_cluster(settings, name), node)
+    if not _still_running(n, progress):
         return _status(n)
     progress(f"kill -9 {n.name} (pid {n.pid})")
     if not _signal_and_wait(n, signal.SIGKILL, 15.0):
