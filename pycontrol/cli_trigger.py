@@ -8,12 +8,13 @@ from pathlib import Path
 
 import typer
 
-from . import deploy as deploy_mod, render, schema as schema_mod, status as status_mod, validate
+from . import cli_dlq, deploy as deploy_mod, render, schema as schema_mod, status as status_mod, validate
 from .cli_common import errors_to_exit
 from .cql import connect
 from .flows import load_flow_file
 
 app = typer.Typer(help="Define, deploy and watch flows.", no_args_is_help=True)
+app.add_typer(cli_dlq.app, name="dlq")
 
 
 def _progress(msg: str) -> None:

@@ -105,6 +105,16 @@ class Queue:
 
 
 @dataclasses.dataclass(frozen=True)
+class Retry:
+    """How a failed task is retried: exponential backoff with jitter, up to a number of attempts and an age;
+    then it becomes a dead letter (``ctl trigger dlq``)."""
+    max_attempts: int = 5
+    initial_backoff_ms: int = 100
+    max_backoff_ms: int = 10_000
+    max_age_ms: int = 600_000
+
+
+@dataclasses.dataclass(frozen=True)
 class Flow:
     name: str
     source: str
@@ -117,6 +127,7 @@ class Flow:
     # A task starts no sooner than this after its write reached the coordinator, so the source write finishes on
     # its replicas before its fan-out competes with it (the report queues tasks after the replicas' acks).
     start_delay_ms: int = 20
+    retry: Retry = Retry()
     handler: str | None = None
 
     @property

@@ -4,6 +4,7 @@ Pure functions: nothing here touches a cluster. Every error names the flow and t
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Iterable, Mapping
 
@@ -62,6 +63,18 @@ def _check_options(flow: Flow) -> None:
             raise ValidationError(flow.name, f"'{option}' must be strictly positive, found: {value!r}")
     if not isinstance(flow.start_delay_ms, int) or isinstance(flow.start_delay_ms, bool) or flow.start_delay_ms < 0:
         raise ValidationError(flow.name, f"'start_delay_ms' must be a non-negative integer, found: {flow.start_delay_ms!r}")
+    r = flow.retry
+    for option, value, positive in (("retry.max_attempts", r.max_attempts, True),
+                                     ("retry.initial_backoff_ms", r.initial_backoff_ms, False),
+                                     ("retry.max_age_ms", r.max_age_ms, True)):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ValidationError(flow.name, f"'{option}' must be an integer, found: {value!r}")
+        if value < (1 if positive else 0):
+            rule = "strictly positive" if positive else "a non-negative integer"
+            raise ValidationError(flow.name, f"'{option}' must be {rule}, found: {value!r}")
+    if not isinstance(r.max_backoff_ms, int) or r.max_backoff_ms < r.initial_backoff_ms:
+        raise ValidationError(flow.name, f"'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' "
+                                         f"({r.initial_backoff_ms}), found: {r.max_backoff_ms!r}")
     if flow.handler is not None and flow.steps:
         raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
     if flow.handler is None and not flow.steps:
@@ -160,6 +173,7 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
         "queue": {"capacity": flow.queue.capacity, "workers": flow.queue.workers},
         "page_size": flow.page_size,
         "start_delay_ms": flow.start_delay_ms,
+        "retry": dataclasses.asdict(flow.retry),
         "handler": flow.handler,
         "targets": targets,
     }

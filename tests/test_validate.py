@@ -5,7 +5,7 @@ import pytest
 
 from pycontrol import schema, validate
 from pycontrol.errors import ValidationError
-from pycontrol.flows import FanOut, Flow, Queue, Write, row, source
+from pycontrol.flows import FanOut, Flow, Queue, Retry, Write, row, source
 
 TWEETS = schema.TableSchema("twitter", "tweets", ("tweet_id",), (),
                             {"tweet_id": "timeuuid", "author_id": "bigint", "body": "text"})
@@ -159,6 +159,13 @@ def test_should_reject_partial_fanout_match():
     (dict(queue=Queue(capacity=0)), "flow 'tl': 'queue.capacity' must be strictly positive, found: 0"),
     (dict(queue=Queue(workers=-1)), "flow 'tl': 'queue.workers' must be strictly positive, found: -1"),
     (dict(page_size=0), "flow 'tl': 'page_size' must be strictly positive, found: 0"),
+    (dict(retry=Retry(max_attempts=0)), "flow 'tl': 'retry.max_attempts' must be strictly positive, found: 0"),
+    (dict(retry=Retry(max_age_ms=0)), "flow 'tl': 'retry.max_age_ms' must be strictly positive, found: 0"),
+    (dict(retry=Retry(initial_backoff_ms=-1)),
+     "flow 'tl': 'retry.initial_backoff_ms' must be a non-negative integer, found: -1"),
+    (dict(retry=Retry(max_attempts="many")), "flow 'tl': 'retry.max_attempts' must be an integer, found: 'many'"),
+    (dict(retry=Retry(initial_backoff_ms=100, max_backoff_ms=50)),
+     "flow 'tl': 'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (100), found: 50"),
     (dict(start_delay_ms=-5), "flow 'tl': 'start_delay_ms' must be a non-negative integer, found: -5"),
     (dict(handler="com.example.Index"), "flow 'tl': a flow has either steps or a handler class, not both"),
     (dict(steps=[]), "flow 'tl': a flow needs at least one step (Write or FanOut) or a handler class"),

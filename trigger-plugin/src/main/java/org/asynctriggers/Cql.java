@@ -78,4 +78,32 @@ public final class Cql
         String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
         return "INSERT INTO " + table(KEYSPACE, "flow_status") + " (" + names(columns) + ") VALUES (" + markers + ") USING TTL 30";
     }
+
+    static final List<String> DEAD_LETTER_COLUMNS = List.of("flow", "id", "node", "op", "ts", "source_key", "task", "error",
+                                                            "attempts", "failed_at");
+
+    public static String deadLetterInsert()
+    {
+        return insert(KEYSPACE, "dead_letters", DEAD_LETTER_COLUMNS);
+    }
+
+    public static String deadLetterTaskSelect()
+    {
+        return select(KEYSPACE, "dead_letters", List.of("task"), List.of("flow", "id"));
+    }
+
+    public static String deadLetterDelete()
+    {
+        return delete(KEYSPACE, "dead_letters", List.of("flow", "id"));
+    }
+
+    public static String deadLetterRetriesSelect()
+    {
+        return select(KEYSPACE, "dead_letter_retries", List.of("flow", "id"), List.of("node"));
+    }
+
+    public static String deadLetterRetryDelete()
+    {
+        return delete(KEYSPACE, "dead_letter_retries", List.of("node", "flow", "id"));
+    }
 }

@@ -23,6 +23,8 @@ public final class FlowMetrics implements FlowMetricsMBean
     private final LongAdder currentlyBlocked = new LongAdder();
     private final LongAdder totalBlocked = new LongAdder();
     private final LongAdder rejected = new LongAdder();
+    /** failed tasks waiting for their retry: pending too, or a drained queue would hide work still to do */
+    private final LongAdder awaitingRetry = new LongAdder();
     /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
     private volatile FlowMetrics previous;
 
@@ -77,9 +79,25 @@ public final class FlowMetrics implements FlowMetricsMBean
         (success ? completed : failed).increment();
     }
 
-    void retried()
+    /** A task waiting for its retry became a dead letter (its flow stopped): it failed without being active. */
+    void retryAbandoned()
     {
+        awaitingRetry.decrement();
+        failed.increment();
+    }
+
+    /** A task waiting for its retry is back in the queue. */
+    void retryQueued()
+    {
+        awaitingRetry.decrement();
+    }
+
+    /** An execution failed and the task waits for its retry: no longer active, not finished either. */
+    void taskRetrying()
+    {
+        active.decrement();
         retried.increment();
+        awaitingRetry.increment();
     }
 
     void blockStarted()
@@ -102,7 +120,7 @@ public final class FlowMetrics implements FlowMetricsMBean
     public long getPendingTasks()
     {
         FlowMetrics p = previous;
-        return queue.size() + (p == null ? 0 : p.getPendingTasks());
+        return queue.size() + awaitingRetry.sum() + (p == null ? 0 : p.getPendingTasks());
     }
 
     @Override

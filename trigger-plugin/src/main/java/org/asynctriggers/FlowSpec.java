@@ -120,15 +120,18 @@ public final class FlowSpec
      * M2 before M4); the delay lets the source write finish first instead of competing with its own fan-out
      */
     public final int startDelayMillis;
+    /** how a failed task is retried before it becomes a dead letter */
+    public final RetryPolicy retry;
     /** null for declarative flows */
     public final String handler;
     public final List<Target> targets;
 
     FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
              ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
-             String handler, List<Target> targets)
+             RetryPolicy retry, String handler, List<Target> targets)
     {
         this.startDelayMillis = startDelayMillis;
+        this.retry = retry;
         this.name = name;
         this.version = version;
         this.source = source;

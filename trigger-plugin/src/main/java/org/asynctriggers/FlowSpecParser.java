@@ -75,9 +75,11 @@ public final class FlowSpecParser
         int workers = positiveInt(ctx, queue, "workers", "queue.workers", DEFAULT_WORKERS);
         int pageSize = positiveInt(ctx, root, "page_size", "page_size", DEFAULT_PAGE_SIZE);
         int startDelay = nonNegativeInt(ctx, root, "start_delay_ms", DEFAULT_START_DELAY_MS);
+        RetryPolicy retry = parseRetry(ctx, root.get("retry"));
         String handler = parseHandler(ctx, root.get("handler"));
         List<FlowSpec.Target> targets = parseTargets(ctx, root.get("targets"), source, handler != null);
-        return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, handler, targets);
+        return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, retry,
+                            handler, targets);
     }
 
     private static final class Context
@@ -222,6 +224,34 @@ public final class FlowSpecParser
         if (value <= 0)
             throw ctx.error("'" + option + "' must be strictly positive, found: " + value);
         return value;
+    }
+
+    private static RetryPolicy parseRetry(Context ctx, JsonNode node)
+    {
+        if (node == null || node.isNull())
+            return RetryPolicy.DEFAULT;
+        if (!node.isObject())
+            throw ctx.error("'retry' must be an object, found: " + node);
+        RetryPolicy dflt = RetryPolicy.DEFAULT;
+        int maxAttempts = positiveInt(ctx, node, "max_attempts", "retry.max_attempts", dflt.maxAttempts);
+        int initial = integer(ctx, node, "initial_backoff_ms", "retry.initial_backoff_ms", (int) dflt.initialBackoffMillis);
+        if (initial < 0)
+            throw ctx.error("'retry.initial_backoff_ms' must be a non-negative integer, found: " + initial);
+        int max = integer(ctx, node, "max_backoff_ms", "retry.max_backoff_ms", Math.max(initial, (int) dflt.maxBackoffMillis));
+        if (max < initial)
+            throw ctx.error("'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (" + initial + "), found: " + max);
+        int maxAge = positiveInt(ctx, node, "max_age_ms", "retry.max_age_ms", (int) dflt.maxAgeMillis);
+        return new RetryPolicy(maxAttempts, initial, max, maxAge);
+    }
+
+    private static int integer(Context ctx, JsonNode parent, String field, String option, int dflt)
+    {
+        JsonNode node = parent.get(field);
+        if (node == null || node.isNull())
+            return dflt;
+        if (!node.canConvertToInt() || !node.isIntegralNumber())
+            throw ctx.error("'" + option + "' must be an integer, found: " + node);
+        return node.asInt();
     }
 
     private static String parseHandler(Context ctx, JsonNode node)

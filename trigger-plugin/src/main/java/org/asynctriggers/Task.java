@@ -28,6 +28,8 @@ public final class Task implements Serializable
     /** column name to value; a null value is a null (tombstoned) cell; absent columns were not in the update */
     private final LinkedHashMap<String, byte[]> values;
     private final long createdNanos;
+    /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
+    private final int attempts;
 
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, long createdNanos)
@@ -42,6 +44,32 @@ public final class Task implements Serializable
         this.values = new LinkedHashMap<>();
         values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
         this.createdNanos = createdNanos;
+        this.attempts = 0;
+    }
+
+    /** Shares the immutable key and values: only the bookkeeping of a retry differs. */
+    private Task(Task task, long createdNanos, int attempts)
+    {
+        this.flow = task.flow;
+        this.flowVersion = task.flowVersion;
+        this.key = task.key;
+        this.operation = task.operation;
+        this.timestamp = task.timestamp;
+        this.values = task.values;
+        this.createdNanos = createdNanos;
+        this.attempts = attempts;
+    }
+
+    /** The same task after one more failed execution, to be queued again. */
+    Task failedOnce()
+    {
+        return new Task(this, createdNanos, attempts + 1);
+    }
+
+    /** The task of a dead letter an operator asked to retry: a fresh start, so it gets all its attempts and age again. */
+    Task restarted(long createdNanos)
+    {
+        return new Task(this, createdNanos, 0);
     }
 
     static Task of(FlowSpec flow, SourceChange change, long createdNanos)
@@ -82,6 +110,12 @@ public final class Task implements Serializable
         return createdNanos;
     }
 
+    /** Failed executions so far. */
+    public int attempts()
+    {
+        return attempts;
+    }
+
     /**
      * Fresh copies (never read-only views: Cassandra's FastByteOperations takes a buffer without an accessible
      * array for a direct one and reads native memory from it).
@@ -107,17 +141,58 @@ public final class Task implements Serializable
         return Collections.unmodifiableMap(out);
     }
 
-    @Override
-    public String toString()
+    /** Only a task and what it holds may come out of a blob read back from a table. */
+    private static final java.io.ObjectInputFilter ONLY_TASKS = java.io.ObjectInputFilter.Config.createFilter(
+        Task.class.getName() + ";" + Operation.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
+        + "java.util.HashMap;java.util.Map$Entry;[B;!*");
+
+    /** The dead letters' {@code task} column. */
+    ByteBuffer serialize()
     {
-        StringBuilder sb = new StringBuilder();
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes))
+        {
+            out.writeObject(this);
+        }
+        catch (java.io.IOException e)
+        {
+            throw new java.io.UncheckedIOException(e); // in memory: only if a field stopped being serializable
+        }
+        return ByteBuffer.wrap(bytes.toByteArray());
+    }
+
+    static Task deserialize(ByteBuffer blob)
+    {
+        byte[] bytes = bytes(blob);
+        try (java.io.ObjectInputStream in = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes)))
+        {
+            in.setObjectInputFilter(ONLY_TASKS);
+            return (Task) in.readObject();
+        }
+        catch (java.io.IOException | ClassNotFoundException | ClassCastException e)
+        {
+            throw new IllegalArgumentException("not a serialized task: " + e, e);
+        }
+    }
+
+    /** The key components in hex, colon-separated, for log lines. */
+    String keyHex()
+    {
+        StringBuilder sb = new StringBuilder("0x");
         for (byte[] component : key)
         {
-            if (sb.length() > 0)
+            if (sb.length() > 2)
                 sb.append(':');
             for (byte b : component)
                 sb.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
         }
-        return operation.eventName() + " key=0x" + sb + " ts=" + timestamp + " flow=" + flow + " v" + flowVersion;
+        return sb.toString();
+    }
+
+    @Override
+    public String toString()
+    {
+        return operation.eventName() + " key=" + keyHex() + " ts=" + timestamp + " flow=" + flow + " v" + flowVersion
+               + (attempts == 0 ? "" : " attempts=" + attempts);
     }
 }

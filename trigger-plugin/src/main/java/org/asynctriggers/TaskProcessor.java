@@ -2,17 +2,13 @@ package org.asynctriggers;
 
 import java.util.function.Consumer;
 
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-
 /**
- * What a worker does with a task: execute, retry failures with backoff, count, and give up loudly. The point where
- * dead letters (instead of dropping) and the replica acknowledgement (hash(t) to the slaves) slot in.
+ * What a worker does with a task: execute it once and count it; a failure goes to {@link Retries}, which queues it
+ * again later or makes it a dead letter, so the worker is at once free for the next task. The point where the replica
+ * acknowledgement (hash(t) to the slaves) slots in.
  */
 public final class TaskProcessor implements Consumer<Task>
 {
-    private static final Logger logger = LoggerFactory.getLogger(TaskProcessor.class);
-
     /** Injected so tests do not sleep. */
     @FunctionalInterface
     public interface Sleeper
@@ -20,30 +16,23 @@ public final class TaskProcessor implements Consumer<Task>
         void sleep(long millis) throws InterruptedException;
     }
 
-    private final String flow;
     private final FlowExecutor executor;
     private final FlowMetrics metrics;
-    private final RetryPolicy retry;
+    private final Retries retries;
     private final Sleeper sleeper;
 
     private final java.util.function.LongSupplier nanoClock;
     private final long startDelayNanos;
 
-    public TaskProcessor(String flow, FlowExecutor executor, FlowMetrics metrics, RetryPolicy retry, Sleeper sleeper)
-    {
-        this(flow, executor, metrics, retry, sleeper, System::nanoTime, 0);
-    }
-
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
-    public TaskProcessor(String flow, FlowExecutor executor, FlowMetrics metrics, RetryPolicy retry, Sleeper sleeper,
-                         java.util.function.LongSupplier nanoClock, int startDelayMillis)
+    TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
+                  java.util.function.LongSupplier nanoClock, int startDelayMillis)
     {
         this.nanoClock = nanoClock;
         this.startDelayNanos = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(startDelayMillis);
-        this.flow = flow;
         this.executor = executor;
         this.metrics = metrics;
-        this.retry = retry;
+        this.retries = retries;
         this.sleeper = sleeper;
     }
 
@@ -63,41 +52,18 @@ public final class TaskProcessor implements Consumer<Task>
             }
         }
         metrics.taskStarted();
-        boolean success = false;
+        ExecutionResult result;
         try
         {
-            for (int attempt = 1; ; attempt++)
-            {
-                ExecutionResult result = executor.execute(task);
-                if (result.isSuccess())
-                {
-                    success = true;
-                    return;
-                }
-                if (attempt >= retry.maxAttempts)
-                {
-                    logger.error("Flow '{}': dropping task after {} failed attempts: {}", flow, attempt, task, result.cause());
-                    return;
-                }
-                long backoff = retry.backoffMillis(attempt);
-                logger.warn("Flow '{}': attempt {} failed on {}, retrying in {} ms: {}", flow, attempt, task, backoff,
-                            String.valueOf(result.cause()));
-                metrics.retried();
-                try
-                {
-                    sleeper.sleep(backoff);
-                }
-                catch (InterruptedException e)
-                {
-                    Thread.currentThread().interrupt();
-                    logger.error("Flow '{}': interrupted while retrying, dropping task: {}", flow, task, result.cause());
-                    return;
-                }
-            }
+            result = executor.execute(task);
         }
-        finally
+        catch (RuntimeException | AssertionError e)
         {
-            metrics.taskFinished(success);
+            result = ExecutionResult.failure(e); // the executor returns its failures; this is a bug there, still retried
         }
+        if (result.isSuccess())
+            metrics.taskFinished(true);
+        else
+            retries.failed(task, result.cause());
     }
 }

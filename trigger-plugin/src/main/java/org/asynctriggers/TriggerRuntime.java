@@ -57,7 +57,10 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final ThreadFactory threadFactory;
     private final LongSupplier nanoClock;
     private final FullQueuePolicy fullQueuePolicy;
-    private final RetryPolicy retryPolicy;
+    private final RetryScheduler.Factory retrySchedulers;
+    private final RetryPolicy.Jitter jitter;
+    private final DeadLetters deadLetters;
+    private final DeadLetterRetries deadLetterRetries;
     private final TaskProcessor.Sleeper sleeper;
     private final Function<FlowSpec, ColumnTypes> columnTypes;
     private final ClassLoader handlerLoader;
@@ -80,22 +83,26 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private boolean tookOver;
 
     TriggerRuntime(CqlGateway gateway, MBeanServer mbeans, ThreadFactory threadFactory, LongSupplier nanoClock,
-                   FullQueuePolicy fullQueuePolicy, RetryPolicy retryPolicy, TaskProcessor.Sleeper sleeper,
-                   Function<FlowSpec, ColumnTypes> columnTypes, ClassLoader handlerLoader, Supplier<String> nodeName,
-                   LongSupplier wallClockMillis, long drainMillis)
+                   FullQueuePolicy fullQueuePolicy, RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter,
+                   TaskProcessor.Sleeper sleeper, Function<FlowSpec, ColumnTypes> columnTypes, ClassLoader handlerLoader,
+                   Supplier<String> nodeName, LongSupplier wallClockMillis, long drainMillis)
     {
         this.gateway = gateway;
         this.mbeans = mbeans;
         this.threadFactory = threadFactory;
         this.nanoClock = nanoClock;
         this.fullQueuePolicy = fullQueuePolicy;
-        this.retryPolicy = retryPolicy;
+        this.retrySchedulers = retrySchedulers;
+        this.jitter = jitter;
         this.sleeper = sleeper;
         this.columnTypes = columnTypes;
         this.handlerLoader = handlerLoader;
         this.drainMillis = drainMillis;
         this.configSource = new FlowConfigSource(gateway, this);
         this.statusReporter = new StatusReporter(gateway, () -> flowsByName.values(), nodeName, wallClockMillis);
+        this.deadLetters = new DeadLetters(gateway, nodeName, wallClockMillis);
+        this.deadLetterRetries = new DeadLetterRetries(gateway, nodeName, name -> flowsByName.get(name), nanoClock,
+                                                       wallClockMillis);
     }
 
     /** The runtime of this class loader, created and started on first use (the first augment after a (re)load). */
@@ -112,7 +119,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             TriggerRuntime runtime =
                 new TriggerRuntime(new QueryProcessorGateway(), ManagementFactory.getPlatformMBeanServer(), Thread::new,
                                    System::nanoTime, new FullQueuePolicy.BlockThenFail(ENQUEUE_TIMEOUT_MILLIS),
-                                   RetryPolicy.DEFAULT, Thread::sleep,
+                                   RetryScheduler.onThreads(Thread::new), RetryPolicy.Jitter.RANDOM, Thread::sleep,
                                    spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table),
                                    TriggerRuntime.class.getClassLoader(),
                                    () -> FBUtilities.getBroadcastAddressAndPort().getHostAddress(false),
@@ -135,7 +142,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
     }
 
-    /** Starts the control thread: first poll, takeover of a previous runtime, then polling and status every 2 s. */
+    /** Starts the control thread: first poll, takeover of a previous runtime, then polling, status and dead-letter retry requests every 2 s. */
     synchronized void start()
     {
         AtomicInteger n = new AtomicInteger();
@@ -173,6 +180,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             pollFlows();
             registerFlowMBeans();
             statusReporter.report();
+            deadLetterRetries.poll();
         }
         catch (RuntimeException e)
         {
@@ -299,7 +307,8 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
                 return;
             FlowHandler handler = spec.handler == null ? null : instantiateHandler(spec);
             FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec));
-            started = new Flow(spec, executor, fullQueuePolicy, retryPolicy, sleeper, threadFactory, nanoClock);
+            started = new Flow(spec, executor, fullQueuePolicy, retrySchedulers, jitter, deadLetters, sleeper,
+                               threadFactory, nanoClock);
             started.start();
         }
         Flow previous = swap(spec.name, started);

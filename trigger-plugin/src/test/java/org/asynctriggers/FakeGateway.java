@@ -113,6 +113,8 @@ final class FakeGateway implements CqlGateway
         table(Cql.KEYSPACE, "lineage", List.of("flow", "source_key"), List.of("target_key"));
         table(Cql.KEYSPACE, "flows", List.of("name"), List.of());
         table(Cql.KEYSPACE, "flow_status", List.of("flow"), List.of("node"));
+        table(Cql.KEYSPACE, "dead_letters", List.of("flow"), List.of("id"));
+        table(Cql.KEYSPACE, "dead_letter_retries", List.of("node"), List.of("flow", "id"));
         return this;
     }
 

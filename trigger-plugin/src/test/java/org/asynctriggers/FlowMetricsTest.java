@@ -61,13 +61,15 @@ class FlowMetricsTest
     {
         metrics.taskStarted();
         metrics.taskStarted();
-        assertEquals(2, metrics.getActiveTasks());
+        metrics.taskStarted();
+        assertEquals(3, metrics.getActiveTasks());
         metrics.taskFinished(true);
         metrics.taskFinished(false);
-        metrics.retried();
+        metrics.taskRetrying();
         assertEquals(0, metrics.getActiveTasks());
+        metrics.retryAbandoned();
         assertEquals(1, metrics.getCompletedTasks());
-        assertEquals(1, metrics.getFailedTasks());
+        assertEquals(2, metrics.getFailedTasks());
         assertEquals(1, metrics.getRetriedTasks());
         assertEquals(4, metrics.getMaxPoolSize());
         assertEquals(10, metrics.getQueueCapacity());

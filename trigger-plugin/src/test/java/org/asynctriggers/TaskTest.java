@@ -74,4 +74,31 @@ class TaskTest
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KeyCodec.decode(ByteBuffer.wrap(new byte[]{ 0, 0, 0, 9, 1 })));
         assertEquals("corrupt key blob: component length 9 with 1 bytes left", e.getMessage());
     }
+
+    @Test
+    void shouldCarryItsAttemptsThroughSerialization()
+    {
+        Task retried = task.failedOnce().failedOnce();
+        assertEquals(0, task.attempts(), "immutable: the original is unchanged");
+        Task copy = Task.deserialize(retried.serialize());
+        assertEquals(2, copy.attempts());
+        assertEquals(7, copy.createdNanos());
+        assertEquals(task.values(), copy.values());
+        Task restarted = copy.restarted(99);
+        assertEquals(0, restarted.attempts());
+        assertEquals(99, restarted.createdNanos());
+        assertEquals(task.toString(), restarted.toString());
+    }
+
+    @Test
+    void shouldRefuseToDeserializeAnythingButATask() throws Exception
+    {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes))
+        {
+            out.writeObject(new java.util.concurrent.atomic.AtomicLong(3));
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Task.deserialize(ByteBuffer.wrap(bytes.toByteArray())));
+        assertTrue(e.getMessage().startsWith("not a serialized task: "), e.getMessage());
+    }
 }

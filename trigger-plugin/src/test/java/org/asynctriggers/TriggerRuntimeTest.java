@@ -37,7 +37,8 @@ class TriggerRuntimeTest
     private TriggerRuntime runtime(TrackingThreadFactory threads, FakeGateway gw)
     {
         return new TriggerRuntime(gw, mbeans, threads, System::nanoTime, new FullQueuePolicy.BlockThenFail(100),
-                                  new RetryPolicy(1, 0, 0), millis -> {}, spec -> column -> null,
+                                  RetryScheduler.onThreads(threads), (min, max) -> max, millis -> {},
+                                  spec -> column -> null,
                                   getClass().getClassLoader(), () -> "127.0.0.1", () -> 1_000L, 5_000);
     }
 
@@ -77,7 +78,8 @@ class TriggerRuntimeTest
         assertEquals(first.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
         assertEquals(FlowSpecParser.DEFAULT_CAPACITY, mbeans.getAttribute(USERS_FLOW, "QueueCapacity"));
         assertEquals(FlowSpecParser.DEFAULT_WORKERS, mbeans.getAttribute(USERS_FLOW, "MaxPoolSize"));
-        assertEquals(2L, threads.alive());
+        assertEquals(3L, threads.alive(), "two workers and the retry thread");
+        assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry") && t.isDaemon()));
         assertTrue(first.watches("app", "users"));
         assertFalse(first.watches("app", "other"));
     }
@@ -141,7 +143,7 @@ class TriggerRuntimeTest
         assertEquals(second.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
         Set<ObjectName> flowBeans = mbeans.queryNames(new ObjectName("org.asynctriggers:type=Flow,*"), null);
         assertEquals(Set.of(USERS_FLOW), flowBeans);
-        assertEquals(2L, newThreads.alive(), "one pool per flow");
+        assertEquals(3L, newThreads.alive(), "one pool and one retry thread per flow");
 
         second.enqueue("app", "users", List.of(userNamed(4, "dee", 10)));
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
@@ -166,7 +168,7 @@ class TriggerRuntimeTest
             t.join(5_000);
             assertFalse(t.isAlive());
         }
-        assertEquals(3L, threads.alive());
+        assertEquals(4L, threads.alive(), "three workers and the retry thread of version 2");
     }
 
     @Test
@@ -182,6 +184,7 @@ class TriggerRuntimeTest
         assertFalse(mbeans.isRegistered(USERS_FLOW));
         assertFalse(first.watches("app", "users"));
         threads.assertAllEnded(5_000);
+        assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry")));
     }
 
     @Test
@@ -237,6 +240,7 @@ class TriggerRuntimeTest
 
         threads.assertAllEnded(5_000);
         assertTrue(threads.threads.stream().anyMatch(t -> t.getName().startsWith("async-trigger-control-")));
+        assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry")));
         assertEquals(Set.of(), mbeans.queryNames(new ObjectName("org.asynctriggers:*"), null));
     }
 
@@ -256,6 +260,83 @@ class TriggerRuntimeTest
             });
             assertTrue(e.getMessage().startsWith("async trigger queue of flow 'users_by_name' is full (capacity 1)"));
         }
+    }
+
+    @Test
+    void shouldRetryAFailingTaskOnTheRetryThreadUntilItSucceeds() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"",
+               "\"retry\": {\"initial_backoff_ms\": 1, \"max_backoff_ms\": 5}, \"targets\""), 1);
+        TrackingThreadFactory threads = new TrackingThreadFactory();
+        first = runtime(threads, gateway);
+        first.firstCycle();
+        gateway.failNext = 2;
+
+        first.enqueue("app", "users", List.of(userNamed(1, "ann", 10), userNamed(2, "bob", 10)));
+
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 2L);
+        assertEquals(2, gateway.rows("app", "users_by_name").size());
+        assertEquals(2L, mbeans.getAttribute(USERS_FLOW, "RetriedTasks"));
+        assertEquals(0L, mbeans.getAttribute(USERS_FLOW, "FailedTasks"));
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+        first.shutdown();
+        threads.assertAllEnded(5_000);
+    }
+
+    private static final java.nio.ByteBuffer DEAD_LETTER_ID = java.nio.ByteBuffer.wrap(new byte[]{ 1, 2, 3, 4, 5, 6, 0x11, 8, 9, 10, 11, 12, 13, 14, 15, 16 });
+
+    private void deadLetter(String flow, SourceChange change)
+    {
+        FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME.replace("{\"name\": \"users_by_name\"", "{\"name\": \"" + flow + "\""), null, 1);
+        Task task = Task.of(spec, change, 0).failedOnce().failedOnce();
+        assertEquals(flow, task.flow());
+        new DeadLetters(gateway, () -> "127.0.0.1", () -> 1_000L, () -> DEAD_LETTER_ID)
+            .write(task, 3, new RuntimeException("boom"), "test");
+        assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+    }
+
+    private void requestRetry(String node, String flow)
+    {
+        gateway.insert(Cql.KEYSPACE, "dead_letter_retries", row("node", node, "flow", flow, "id", DEAD_LETTER_ID), 5);
+    }
+
+    @Test
+    void shouldQueueADeadLetterAgainOnRequestThenDeleteTheRequestAndTheDeadLetter() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.firstCycle();
+        deadLetter("users_by_name", userNamed(5, "eve", 10));
+        requestRetry("127.0.0.1", "users_by_name");
+        requestRetry("10.0.0.2", "users_by_name"); // another node's request: not ours to serve
+
+        first.cycle();
+
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+        assertEquals("eve", Fixtures.string(gateway.rows("app", "users_by_name").get(0).get("name")));
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+        var requests = gateway.rows(Cql.KEYSPACE, "dead_letter_retries");
+        assertEquals(1, requests.size());
+        assertEquals("10.0.0.2", Fixtures.string(requests.get(0).get("node")));
+        assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterDelete())));
+        assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterRetryDelete())));
+    }
+
+    @Test
+    void shouldKeepARetryRequestUntilItsFlowRunsHere() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.firstCycle();
+        deadLetter("ghost", userNamed(5, "eve", 10));
+        requestRetry("127.0.0.1", "ghost");
+
+        first.cycle();
+        first.cycle();
+
+        assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+        assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letter_retries").size());
+        assertEquals(0, gateway.rows("app", "users_by_name").size());
     }
 
     interface Condition

@@ -1,0 +1,59 @@
+"""`ctl trigger dlq ...`: list, show, retry and purge dead letters."""
+from __future__ import annotations
+
+import json
+
+import typer
+
+from . import dlq
+from .cli_common import errors_to_exit
+from .cql import connect
+
+app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_cmd(ctx: typer.Context, flow: str = typer.Argument(None, help="Only this flow."),
+             limit: int = typer.Option(100, help="At most this many."),
+             as_json: bool = typer.Option(False, "--json")):
+    """Dead letters, newest first per flow."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            letters = dlq.list_letters(session, flow, limit)
+    if as_json:
+        typer.echo(json.dumps([d.as_dict() for d in letters], indent=2))
+        return
+    if not letters:
+        typer.echo("no dead letters")
+    for d in letters:
+        when = d.failed_at.strftime("%Y-%m-%d %H:%M:%S") if d.failed_at else "?"
+        typer.echo(f"{d.flow:<20} {d.id}  {when}  {d.op:<6} attempts={d.attempts} node={d.node}  {d.error[:80]}")
+
+
+@app.command("show")
+def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str = typer.Argument(...)):
+    """One dead letter, whole."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            letter = dlq.show(session, flow, letter_id)
+    typer.echo(json.dumps(letter.as_dict(), indent=2))
+
+
+@app.command("retry")
+def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = typer.Argument(None),
+              everything: bool = typer.Option(False, "--all", help="Every dead letter of the flow.")):
+    """Queue the tasks again on the nodes that gave up on them (a letter goes once its task is queued)."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            letters = dlq.retry(session, flow, ids or (), everything)
+    typer.echo(f"asked to retry {len(letters)} dead letter(s) of {flow}")
+
+
+@app.command("purge")
+def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = typer.Argument(None),
+              everything: bool = typer.Option(False, "--all", help="Every dead letter of the flow.")):
+    """Delete dead letters."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            n = dlq.purge(session, flow, ids or (), everything)
+    typer.echo(f"purged {n} dead letter(s) of {flow}")

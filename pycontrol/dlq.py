@@ -1,0 +1,108 @@
+"""Dead letters: tasks whose retries ran out (docs/design.md, "Retries and dead letters")."""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import uuid
+from typing import Sequence
+
+from cassandra import ConsistencyLevel
+from cassandra.query import SimpleStatement
+
+from . import render
+from .errors import DeployError
+
+_KS = render.ident(render.KEYSPACE)
+
+
+@dataclasses.dataclass(frozen=True)
+class DeadLetter:
+    flow: str
+    id: uuid.UUID
+    node: str
+    op: str
+    ts: int
+    source_key: str          # hex of the serialized source key
+    error: str
+    attempts: int
+    failed_at: dt.datetime | None
+
+    def as_dict(self) -> dict:
+        d = dataclasses.asdict(self)
+        d["id"] = str(self.id)
+        d["failed_at"] = self.failed_at.isoformat() if self.failed_at else None
+        return d
+
+
+def _statement(cql: str, consistency=ConsistencyLevel.QUORUM) -> SimpleStatement:
+    return SimpleStatement(cql, consistency_level=consistency)
+
+
+def _has_tables(session) -> bool:
+    ks = session.cluster.metadata.keyspaces.get(render.KEYSPACE)
+    return ks is not None and "dead_letters" in ks.tables
+
+
+def list_letters(session, flow: str | None = None, limit: int = 100) -> list[DeadLetter]:
+    if not _has_tables(session):
+        return []
+    cols = '"flow", "id", "node", "op", "ts", "source_key", "error", "attempts", "failed_at"'
+    if flow:
+        rows = session.execute(_statement(f'SELECT {cols} FROM {_KS}."dead_letters" WHERE "flow" = %s LIMIT %s'),
+                               (flow, limit))
+    else:
+        rows = session.execute(_statement(f'SELECT {cols} FROM {_KS}."dead_letters" LIMIT %s'), (limit,))
+    return [DeadLetter(flow=r.flow, id=r.id, node=r.node or "", op=r.op or "", ts=r.ts or 0,
+                       source_key=(r.source_key or b"").hex(), error=r.error or "", attempts=r.attempts or 0,
+                       failed_at=r.failed_at) for r in rows]
+
+
+def _parse_id(flow: str, text: str) -> uuid.UUID:
+    try:
+        return uuid.UUID(text)
+    except ValueError as e:
+        raise DeployError(f"dead letter id of flow '{flow}' must be a UUID, found: {text!r}") from e
+
+
+def show(session, flow: str, letter_id: str) -> DeadLetter:
+    wanted = _parse_id(flow, letter_id)
+    for letter in list_letters(session, flow, limit=100_000):
+        if letter.id == wanted:
+            return letter
+    raise DeployError(f"flow '{flow}' has no dead letter {letter_id}")
+
+
+def _select(session, flow: str, ids: Sequence[str], everything: bool) -> list[DeadLetter]:
+    if not ids and not everything:
+        raise DeployError("name the dead letters (their ids) or pass --all")
+    letters = list_letters(session, flow, limit=100_000)
+    if everything:
+        return letters
+    wanted = {_parse_id(flow, i) for i in ids}
+    found = [letter for letter in letters if letter.id in wanted]
+    missing = wanted - {letter.id for letter in found}
+    if missing:
+        raise DeployError(f"flow '{flow}' has no dead letter {', '.join(sorted(map(str, missing)))}")
+    return found
+
+
+def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> list[DeadLetter]:
+    """Ask the node that gave up on each letter to queue its task again (it deletes the letter when it does)."""
+    letters = _select(session, flow, ids, everything)
+    insert = session.prepare(f'INSERT INTO {_KS}."dead_letter_retries" ("node", "flow", "id") VALUES (?, ?, ?)')
+    insert.consistency_level = ConsistencyLevel.QUORUM
+    for letter in letters:
+        session.execute(insert, (letter.node, letter.flow, letter.id))
+    return letters
+
+
+def purge(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> int:
+    letters = _select(session, flow, ids, everything)
+    if everything:
+        session.execute(_statement(f'DELETE FROM {_KS}."dead_letters" WHERE "flow" = %s'), (flow,))
+    else:
+        delete = session.prepare(f'DELETE FROM {_KS}."dead_letters" WHERE "flow" = ? AND "id" = ?')
+        delete.consistency_level = ConsistencyLevel.QUORUM
+        for letter in letters:
+            session.execute(delete, (flow, letter.id))
+    return len(letters)
