@@ -92,11 +92,11 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
 
 def _print_status(statuses) -> None:
     header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
-             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7}"
+             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9}"
     typer.echo(header)
     for s in statuses:
         typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
-                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7}")
+                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9}")
 
 
 @app.command("status")

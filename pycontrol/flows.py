@@ -104,6 +104,19 @@ class Queue:
     workers: int = 2
 
 
+OVERFLOW_POLICIES = ("block", "spill", "discard", "elastic")
+
+
+@dataclasses.dataclass(frozen=True)
+class Overflow:
+    """What a node does with a task when the flow's queue is full (AsterixDB's policies, seed 001 §4.5):
+    ``spill`` to local disk (default), ``block`` the writer up to ``block_timeout_ms`` then fail its write,
+    ``discard`` (counted), or ``elastic`` (grow the pool up to ``max_workers``, then block)."""
+    policy: str = "spill"
+    block_timeout_ms: int = 2_000
+    max_workers: int | None = None   # elastic only; default: the queue's workers
+
+
 @dataclasses.dataclass(frozen=True)
 class Retry:
     """How a failed task is retried: exponential backoff with jitter, up to a number of attempts and an age;
@@ -128,6 +141,7 @@ class Flow:
     # its replicas before its fan-out competes with it (the report queues tasks after the replicas' acks).
     start_delay_ms: int = 20
     retry: Retry = Retry()
+    overflow: Overflow = Overflow()
     handler: str | None = None
 
     @property

@@ -12,7 +12,8 @@ from cassandra.query import SimpleStatement
 from . import render
 from .errors import ClusterError
 
-COLUMNS = ("pending", "active", "completed", "failed", "retried", "oldest_pending_ms", "workers", "capacity")
+COLUMNS = ("pending", "active", "completed", "failed", "retried", "oldest_pending_ms", "workers", "capacity",
+           "spilled", "discarded")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -27,6 +28,8 @@ class NodeStatus:
     oldest_pending_ms: int
     workers: int
     capacity: int
+    spilled: int
+    discarded: int
     updated: dt.datetime | None
 
     def as_dict(self) -> dict:

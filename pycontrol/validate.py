@@ -9,7 +9,7 @@ import re
 from typing import Iterable, Mapping
 
 from .errors import ValidationError
-from .flows import CONSISTENCY_LEVELS, EVENTS, FanOut, Flow, Ref, Write
+from .flows import CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -75,6 +75,16 @@ def _check_options(flow: Flow) -> None:
     if not isinstance(r.max_backoff_ms, int) or r.max_backoff_ms < r.initial_backoff_ms:
         raise ValidationError(flow.name, f"'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' "
                                          f"({r.initial_backoff_ms}), found: {r.max_backoff_ms!r}")
+    o = flow.overflow
+    if o.policy not in OVERFLOW_POLICIES:
+        raise ValidationError(flow.name, f"'overflow.policy' must be one of {', '.join(OVERFLOW_POLICIES)}, "
+                                         f"found: {o.policy!r}")
+    if not isinstance(o.block_timeout_ms, int) or isinstance(o.block_timeout_ms, bool) or o.block_timeout_ms < 0:
+        raise ValidationError(flow.name, f"'overflow.block_timeout_ms' must be a non-negative integer, "
+                                         f"found: {o.block_timeout_ms!r}")
+    if o.max_workers is not None and (not isinstance(o.max_workers, int) or o.max_workers < flow.queue.workers):
+        raise ValidationError(flow.name, f"'overflow.max_workers' must be at least 'queue.workers' "
+                                         f"({flow.queue.workers}), found: {o.max_workers!r}")
     if flow.handler is not None and flow.steps:
         raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
     if flow.handler is None and not flow.steps:
@@ -174,6 +184,8 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
         "page_size": flow.page_size,
         "start_delay_ms": flow.start_delay_ms,
         "retry": dataclasses.asdict(flow.retry),
+        "overflow": {"policy": flow.overflow.policy, "block_timeout_ms": flow.overflow.block_timeout_ms,
+                     "max_workers": flow.overflow.max_workers or flow.queue.workers},
         "handler": flow.handler,
         "targets": targets,
     }

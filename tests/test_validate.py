@@ -5,7 +5,7 @@ import pytest
 
 from pycontrol import schema, validate
 from pycontrol.errors import ValidationError
-from pycontrol.flows import FanOut, Flow, Queue, Retry, Write, row, source
+from pycontrol.flows import FanOut, Flow, Overflow, Queue, Retry, Write, row, source
 
 TWEETS = schema.TableSchema("twitter", "tweets", ("tweet_id",), (),
                             {"tweet_id": "timeuuid", "author_id": "bigint", "body": "text"})
@@ -166,6 +166,12 @@ def test_should_reject_partial_fanout_match():
     (dict(retry=Retry(max_attempts="many")), "flow 'tl': 'retry.max_attempts' must be an integer, found: 'many'"),
     (dict(retry=Retry(initial_backoff_ms=100, max_backoff_ms=50)),
      "flow 'tl': 'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (100), found: 50"),
+    (dict(overflow=Overflow(policy="drop")),
+     "flow 'tl': 'overflow.policy' must be one of block, spill, discard, elastic, found: 'drop'"),
+    (dict(overflow=Overflow(block_timeout_ms=-1)),
+     "flow 'tl': 'overflow.block_timeout_ms' must be a non-negative integer, found: -1"),
+    (dict(overflow=Overflow(policy="elastic", max_workers=1)),
+     "flow 'tl': 'overflow.max_workers' must be at least 'queue.workers' (2), found: 1"),
     (dict(start_delay_ms=-5), "flow 'tl': 'start_delay_ms' must be a non-negative integer, found: -5"),
     (dict(handler="com.example.Index"), "flow 'tl': a flow has either steps or a handler class, not both"),
     (dict(steps=[]), "flow 'tl': a flow needs at least one step (Write or FanOut) or a handler class"),

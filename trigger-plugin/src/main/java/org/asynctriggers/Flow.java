@@ -1,13 +1,14 @@
 package org.asynctriggers;
 
+import java.nio.file.Path;
 import java.util.concurrent.ThreadFactory;
 import java.util.function.LongSupplier;
 
 import javax.management.ObjectName;
 
 /**
- * One running flow version on this node: its queue, worker pool, retry scheduler, metrics and executor, started and
- * stopped together.
+ * One running flow version on this node: its queue, worker pool, retry scheduler, metrics, executor, full-queue
+ * policy (its {@code overflow} option) and, for the spill policy, its spill and drainer, started and stopped together.
  */
 final class Flow
 {
@@ -19,22 +20,57 @@ final class Flow
     private final RetryScheduler retryScheduler;
     final ObjectName objectName;
     private final FullQueuePolicy policy;
+    /** null unless the policy is spill */
+    private final SpillStore spill;
+    private final ThreadFactory threadFactory;
     /** set by the runtime once the MBean is registered (it may have to wait for a previous runtime to unregister) */
     volatile boolean registered;
 
-    Flow(FlowSpec spec, FlowExecutor executor, FullQueuePolicy policy, RetryScheduler.Factory retrySchedulers,
+    /** @param spillDir the flow's spill directory (used by the spill policy only) */
+    Flow(FlowSpec spec, FlowExecutor executor, Path spillDir, RetryScheduler.Factory retrySchedulers,
          RetryPolicy.Jitter jitter, DeadLetters deadLetters, TaskProcessor.Sleeper sleeper, ThreadFactory threadFactory,
          LongSupplier nanoClock)
     {
+        this(spec, executor::execute, spillDir, retrySchedulers, jitter, deadLetters, sleeper, threadFactory,
+             nanoClock, WorkerPool.DEFAULT_IDLE_MILLIS);
+    }
+
+    Flow(FlowSpec spec, TaskProcessor.Executor executor, Path spillDir, RetryScheduler.Factory retrySchedulers,
+         RetryPolicy.Jitter jitter, DeadLetters deadLetters, TaskProcessor.Sleeper sleeper, ThreadFactory threadFactory,
+         LongSupplier nanoClock, long idleWorkerMillis)
+    {
         this.spec = spec;
-        this.policy = policy;
+        this.threadFactory = threadFactory;
         this.queue = new BoundedFlowQueue(spec.queueCapacity);
         this.metrics = new FlowMetrics(queue, spec.workers, nanoClock);
         this.retryScheduler = retrySchedulers.create(spec.name);
         this.retries = new Retries(spec.name, spec.retry, jitter, retryScheduler, queue, metrics, deadLetters, nanoClock);
-        this.pool = new WorkerPool(spec.name, spec.workers, threadFactory, queue,
+        FlowSpec.Overflow overflow = spec.overflow;
+        boolean elastic = overflow.policy == FlowSpec.Overflow.Policy.ELASTIC;
+        this.pool = new WorkerPool(spec.name, spec.workers, elastic ? overflow.maxWorkers : spec.workers,
+                                   idleWorkerMillis, threadFactory, queue,
                                    new TaskProcessor(executor, metrics, retries, sleeper, nanoClock,
                                                      spec.startDelayMillis));
+        metrics.poolSize(pool::currentSize);
+        switch (overflow.policy)
+        {
+            case BLOCK:
+                spill = null;
+                policy = new FullQueuePolicy.BlockThenFail(overflow.blockTimeoutMillis);
+                break;
+            case DISCARD:
+                spill = null;
+                policy = new FullQueuePolicy.Discard(nanoClock);
+                break;
+            case ELASTIC:
+                spill = null;
+                policy = new FullQueuePolicy.Elastic(pool, overflow.blockTimeoutMillis);
+                break;
+            default:
+                spill = new SpillStore(spec.name, spillDir, nanoClock);
+                metrics.spilledPending(spill::pending);
+                policy = new FullQueuePolicy.Spill(spill, overflow.blockTimeoutMillis);
+        }
         this.objectName = FlowMetrics.objectName(spec.source.keyspace, spec.source.table, spec.name);
     }
 
@@ -42,6 +78,8 @@ final class Flow
     {
         retryScheduler.start();
         pool.start();
+        if (spill != null)
+            spill.start(threadFactory, queue);
     }
 
     FullQueuePolicy.Outcome enqueue(Task task)
@@ -49,11 +87,18 @@ final class Flow
         return policy.enqueue(spec.name, queue, task, metrics);
     }
 
-    /** Workers first: while they drain, their failures still schedule retries, which then become dead letters. */
+    /**
+     * Workers first: while they drain, their failures still schedule retries, which then become dead letters. The
+     * spill's drainer stops before them; what is still spilled stays on disk for the next version or run.
+     */
     int stop(long drainMillis)
     {
+        if (spill != null)
+            spill.stopDrainer();
         int left = pool.stop(drainMillis);
         retries.stop();
+        if (spill != null)
+            spill.close();
         return left;
     }
 }

@@ -15,6 +15,12 @@ public final class FlowMetrics implements FlowMetricsMBean
 {
     private final FlowQueue queue;
     private final int poolSize;
+    /** the pool's current size (elastic pools change it); must not throw */
+    private volatile java.util.function.IntSupplier currentPoolSize;
+    /** tasks on disk now (spill policy); must not throw */
+    private volatile LongSupplier spilledPending = () -> 0;
+    private final LongAdder spilled = new LongAdder();
+    private final LongAdder discarded = new LongAdder();
     private final LongSupplier nanoClock;
     private final LongAdder active = new LongAdder();
     private final LongAdder completed = new LongAdder();
@@ -32,6 +38,7 @@ public final class FlowMetrics implements FlowMetricsMBean
     {
         this.queue = queue;
         this.poolSize = poolSize;
+        this.currentPoolSize = () -> poolSize;
         this.nanoClock = nanoClock;
     }
 
@@ -46,6 +53,26 @@ public final class FlowMetrics implements FlowMetricsMBean
         {
             throw new IllegalArgumentException(e);
         }
+    }
+
+    void poolSize(java.util.function.IntSupplier current)
+    {
+        currentPoolSize = current;
+    }
+
+    void spilledPending(LongSupplier onDisk)
+    {
+        spilledPending = onDisk;
+    }
+
+    void spilled()
+    {
+        spilled.increment();
+    }
+
+    void discarded()
+    {
+        discarded.increment();
     }
 
     /** Counts of the version this one replaces (still draining) show in this one's from now on. */
@@ -65,6 +92,8 @@ public final class FlowMetrics implements FlowMetricsMBean
         retried.add(p.getRetriedTasks());
         totalBlocked.add(p.getTotalBlockedTasks());
         rejected.add(p.getRejectedTasks());
+        spilled.add(p.getSpilledTasks());
+        discarded.add(p.getDiscardedTasks());
         previous = null;
     }
 
@@ -120,7 +149,7 @@ public final class FlowMetrics implements FlowMetricsMBean
     public long getPendingTasks()
     {
         FlowMetrics p = previous;
-        return queue.size() + awaitingRetry.sum() + (p == null ? 0 : p.getPendingTasks());
+        return queue.size() + awaitingRetry.sum() + onDisk() + (p == null ? 0 : p.getPendingTasks());
     }
 
     @Override
@@ -160,10 +189,51 @@ public final class FlowMetrics implements FlowMetricsMBean
         return Math.max(0, TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - oldest));
     }
 
+    private long onDisk()
+    {
+        try
+        {
+            return spilledPending.getAsLong();
+        }
+        catch (RuntimeException e)
+        {
+            return 0;
+        }
+    }
+
+    /** The current pool size: {@code queue.workers}, more while an elastic pool has grown. */
     @Override
     public int getMaxPoolSize()
     {
-        return poolSize;
+        try
+        {
+            return currentPoolSize.getAsInt();
+        }
+        catch (RuntimeException e)
+        {
+            return poolSize;
+        }
+    }
+
+    @Override
+    public long getSpilledTasks()
+    {
+        FlowMetrics p = previous;
+        return spilled.sum() + (p == null ? 0 : p.getSpilledTasks());
+    }
+
+    @Override
+    public long getSpilledPending()
+    {
+        FlowMetrics p = previous;
+        return onDisk() + (p == null ? 0 : p.getSpilledPending());
+    }
+
+    @Override
+    public long getDiscardedTasks()
+    {
+        FlowMetrics p = previous;
+        return discarded.sum() + (p == null ? 0 : p.getDiscardedTasks());
     }
 
     @Override

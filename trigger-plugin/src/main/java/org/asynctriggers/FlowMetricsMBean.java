@@ -24,4 +24,13 @@ public interface FlowMetricsMBean
     long getTotalBlockedTasks();
 
     long getRejectedTasks();
+
+    /** tasks written to the spill file since the flow started (spill policy) */
+    long getSpilledTasks();
+
+    /** spilled tasks on disk now, not yet back in the queue; also counted in {@link #getPendingTasks()} */
+    long getSpilledPending();
+
+    /** tasks dropped on a full queue (discard policy) */
+    long getDiscardedTasks();
 }

@@ -4,8 +4,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The node-local queue of one flow. Bounded; once {@link #close() closed} it refuses new tasks but still hands out
- * what it holds, so workers can drain it. Implementations: {@link BoundedFlowQueue}; a later spill-to-disk queue
- * satisfies the same contract (FlowQueueContractTest).
+ * what it holds, so workers can drain it. Implementation: {@link BoundedFlowQueue} (FlowQueueContractTest); the spill
+ * policy keeps its overflow beside the queue, in {@link SpillStore}.
  */
 public interface FlowQueue
 {

@@ -105,6 +105,24 @@ public final class FlowSpec
         }
     }
 
+    /** What augment does when the flow's queue is full (docs/design.md, "Full queues"). */
+    public static final class Overflow
+    {
+        public enum Policy { BLOCK, SPILL, DISCARD, ELASTIC }
+
+        public final Policy policy;
+        public final long blockTimeoutMillis;
+        /** elastic: the pool's upper bound; at least {@code queue.workers} */
+        public final int maxWorkers;
+
+        Overflow(Policy policy, long blockTimeoutMillis, int maxWorkers)
+        {
+            this.policy = policy;
+            this.blockTimeoutMillis = blockTimeoutMillis;
+            this.maxWorkers = maxWorkers;
+        }
+    }
+
     public final String name;
     public final long version;
     public final Source source;
@@ -122,14 +140,16 @@ public final class FlowSpec
     public final int startDelayMillis;
     /** how a failed task is retried before it becomes a dead letter */
     public final RetryPolicy retry;
+    public final Overflow overflow;
     /** null for declarative flows */
     public final String handler;
     public final List<Target> targets;
 
     FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
              ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
-             RetryPolicy retry, String handler, List<Target> targets)
+             RetryPolicy retry, Overflow overflow, String handler, List<Target> targets)
     {
+        this.overflow = overflow;
         this.startDelayMillis = startDelayMillis;
         this.retry = retry;
         this.name = name;

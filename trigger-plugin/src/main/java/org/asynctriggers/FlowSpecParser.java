@@ -28,6 +28,8 @@ public final class FlowSpecParser
     static final int DEFAULT_WORKERS = 2;
     static final int DEFAULT_PAGE_SIZE = 500;
     static final int DEFAULT_START_DELAY_MS = 20;
+    static final int DEFAULT_BLOCK_TIMEOUT_MS = 2_000;
+    static final FlowSpec.Overflow.Policy DEFAULT_OVERFLOW = FlowSpec.Overflow.Policy.SPILL;
 
     private static final ObjectMapper MAPPER = new ObjectMapper();
     private static final List<String> CONSISTENCIES = Arrays.stream(ConsistencyLevel.values())
@@ -76,10 +78,11 @@ public final class FlowSpecParser
         int pageSize = positiveInt(ctx, root, "page_size", "page_size", DEFAULT_PAGE_SIZE);
         int startDelay = nonNegativeInt(ctx, root, "start_delay_ms", DEFAULT_START_DELAY_MS);
         RetryPolicy retry = parseRetry(ctx, root.get("retry"));
+        FlowSpec.Overflow overflow = parseOverflow(ctx, root.get("overflow"), workers);
         String handler = parseHandler(ctx, root.get("handler"));
         List<FlowSpec.Target> targets = parseTargets(ctx, root.get("targets"), source, handler != null);
         return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, retry,
-                            handler, targets);
+                            overflow, handler, targets);
     }
 
     private static final class Context
@@ -242,6 +245,33 @@ public final class FlowSpecParser
             throw ctx.error("'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (" + initial + "), found: " + max);
         int maxAge = positiveInt(ctx, node, "max_age_ms", "retry.max_age_ms", (int) dflt.maxAgeMillis);
         return new RetryPolicy(maxAttempts, initial, max, maxAge);
+    }
+
+    private static FlowSpec.Overflow parseOverflow(Context ctx, JsonNode node, int workers)
+    {
+        if (node == null || node.isNull())
+            return new FlowSpec.Overflow(DEFAULT_OVERFLOW, DEFAULT_BLOCK_TIMEOUT_MS, workers);
+        if (!node.isObject())
+            throw ctx.error("'overflow' must be an object, found: " + node);
+        FlowSpec.Overflow.Policy policy = parseOverflowPolicy(ctx, node.get("policy"));
+        int timeout = integer(ctx, node, "block_timeout_ms", "overflow.block_timeout_ms", DEFAULT_BLOCK_TIMEOUT_MS);
+        if (timeout < 0)
+            throw ctx.error("'overflow.block_timeout_ms' must be a non-negative integer, found: " + timeout);
+        int maxWorkers = integer(ctx, node, "max_workers", "overflow.max_workers", workers);
+        if (maxWorkers < workers)
+            throw ctx.error("'overflow.max_workers' must be at least 'queue.workers' (" + workers + "), found: " + maxWorkers);
+        return new FlowSpec.Overflow(policy, timeout, maxWorkers);
+    }
+
+    private static FlowSpec.Overflow.Policy parseOverflowPolicy(Context ctx, JsonNode node)
+    {
+        if (node == null || node.isNull())
+            return DEFAULT_OVERFLOW;
+        if (node.isTextual())
+            for (FlowSpec.Overflow.Policy policy : FlowSpec.Overflow.Policy.values())
+                if (policy.name().toLowerCase(Locale.ROOT).equals(node.asText()))
+                    return policy;
+        throw ctx.error("'overflow.policy' must be one of block, spill, discard, elastic, found: " + node);
     }
 
     private static int integer(Context ctx, JsonNode parent, String field, String option, int dflt)

@@ -50,7 +50,8 @@ final class StatusReporter
                                               bigint(m.getActiveTasks()), bigint(m.getCompletedTasks()),
                                               bigint(m.getFailedTasks()), bigint(m.getRetriedTasks()),
                                               bigint(m.getOldestPendingTaskAgeMillis()), integer(m.getMaxPoolSize()),
-                                              integer(m.getQueueCapacity()), updated));
+                                              integer(m.getQueueCapacity()), bigint(m.getSpilledTasks()),
+                                              bigint(m.getDiscardedTasks()), updated));
             }
         }
         catch (RuntimeException e)

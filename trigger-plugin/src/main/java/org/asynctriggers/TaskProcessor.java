@@ -16,7 +16,14 @@ public final class TaskProcessor implements Consumer<Task>
         void sleep(long millis) throws InterruptedException;
     }
 
-    private final FlowExecutor executor;
+    /** What runs a task: the flow's {@link FlowExecutor}; tests inject slow or recording ones. */
+    @FunctionalInterface
+    interface Executor
+    {
+        ExecutionResult execute(Task task);
+    }
+
+    private final Executor executor;
     private final FlowMetrics metrics;
     private final Retries retries;
     private final Sleeper sleeper;
@@ -26,6 +33,12 @@ public final class TaskProcessor implements Consumer<Task>
 
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
     TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
+                  java.util.function.LongSupplier nanoClock, int startDelayMillis)
+    {
+        this((Executor) executor::execute, metrics, retries, sleeper, nanoClock, startDelayMillis);
+    }
+
+    TaskProcessor(Executor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
                   java.util.function.LongSupplier nanoClock, int startDelayMillis)
     {
         this.nanoClock = nanoClock;

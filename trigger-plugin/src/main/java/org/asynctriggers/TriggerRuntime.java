@@ -23,6 +23,7 @@ import javax.management.MBeanServer;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 
+import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.db.partitions.Partition;
 import org.apache.cassandra.utils.FBUtilities;
 import org.asynctriggers.api.FlowHandler;
@@ -46,7 +47,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     public static final ObjectName NAME = objectName("org.asynctriggers:type=Runtime");
     static final long POLL_MILLIS = 2_000;
     static final long DRAIN_MILLIS = 30_000;
-    static final long ENQUEUE_TIMEOUT_MILLIS = 2_000;
+    static final String SPILL_DIRECTORY = "async_triggers_spill";
     static final long READY_WAIT_MILLIS = 10_000;
 
     private static volatile TriggerRuntime instance;
@@ -56,7 +57,8 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final MBeanServer mbeans;
     private final ThreadFactory threadFactory;
     private final LongSupplier nanoClock;
-    private final FullQueuePolicy fullQueuePolicy;
+    /** flow name to its spill directory (docs/design.md, "Full queues") */
+    private final Function<String, java.nio.file.Path> spillDirs;
     private final RetryScheduler.Factory retrySchedulers;
     private final RetryPolicy.Jitter jitter;
     private final DeadLetters deadLetters;
@@ -83,7 +85,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private boolean tookOver;
 
     TriggerRuntime(CqlGateway gateway, MBeanServer mbeans, ThreadFactory threadFactory, LongSupplier nanoClock,
-                   FullQueuePolicy fullQueuePolicy, RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter,
+                   Function<String, java.nio.file.Path> spillDirs, RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter,
                    TaskProcessor.Sleeper sleeper, Function<FlowSpec, ColumnTypes> columnTypes, ClassLoader handlerLoader,
                    Supplier<String> nodeName, LongSupplier wallClockMillis, long drainMillis)
     {
@@ -91,7 +93,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         this.mbeans = mbeans;
         this.threadFactory = threadFactory;
         this.nanoClock = nanoClock;
-        this.fullQueuePolicy = fullQueuePolicy;
+        this.spillDirs = spillDirs;
         this.retrySchedulers = retrySchedulers;
         this.jitter = jitter;
         this.sleeper = sleeper;
@@ -118,7 +120,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         {
             TriggerRuntime runtime =
                 new TriggerRuntime(new QueryProcessorGateway(), ManagementFactory.getPlatformMBeanServer(), Thread::new,
-                                   System::nanoTime, new FullQueuePolicy.BlockThenFail(ENQUEUE_TIMEOUT_MILLIS),
+                                   System::nanoTime, TriggerRuntime::spillDir,
                                    RetryScheduler.onThreads(Thread::new), RetryPolicy.Jitter.RANDOM, Thread::sleep,
                                    spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table),
                                    TriggerRuntime.class.getClassLoader(),
@@ -128,6 +130,13 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             instance = runtime;
         }
         return instance;
+    }
+
+    /** {@code <first data directory>/async_triggers_spill/<flow>} */
+    static java.nio.file.Path spillDir(String flow)
+    {
+        java.nio.file.Path root = java.nio.file.Paths.get(DatabaseDescriptor.getAllDataFileLocations()[0], SPILL_DIRECTORY);
+        return SpillStore.dirOf(root, flow);
     }
 
     private static ObjectName objectName(String name)
@@ -307,7 +316,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
                 return;
             FlowHandler handler = spec.handler == null ? null : instantiateHandler(spec);
             FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec));
-            started = new Flow(spec, executor, fullQueuePolicy, retrySchedulers, jitter, deadLetters, sleeper,
+            started = new Flow(spec, executor, spillDirs.apply(spec.name), retrySchedulers, jitter, deadLetters, sleeper,
                                threadFactory, nanoClock);
             started.start();
         }
@@ -403,15 +412,10 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
      */
     private boolean refreshFor(String keyspace, String table)
     {
-        long now = nanoClock.getAsLong();
-        String key = tableKey(keyspace, table);
-        Long last = lastRefresh.get(key);
-        if (last != null && now - last < REFRESH_INTERVAL_NANOS)
-            return false;
-        lastRefresh.put(key, now);
         if (shutdown)
             return false;
-        // on the writing thread, not queued behind the control thread's work (retiring a flow waits for its drain)
+        // on the writing thread, not queued behind the control thread's work (retiring a flow waits for its drain);
+        // writes racing the first one wait for its read rather than pass unqueued
         try
         {
             if (!refreshLock.tryLock(REFRESH_WAIT_MILLIS, TimeUnit.MILLISECONDS))
@@ -427,6 +431,14 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
         try
         {
+            if (watches(keyspace, table))
+                return true; // another write's refresh, or the control thread, read it meanwhile
+            long now = nanoClock.getAsLong();
+            String key = tableKey(keyspace, table);
+            Long last = lastRefresh.get(key);
+            if (last != null && now - last < REFRESH_INTERVAL_NANOS)
+                return false; // a trigger whose flows were all dropped: read at most once a second
+            lastRefresh.put(key, now);
             return configSource.poll();
         }
         finally

@@ -408,4 +408,73 @@ class FlowSpecParserTest
         assertRejected("flow 'twitter_timeline': 'retry.max_age_ms' must be an integer, found: 1.0E12",
                        s -> retry(s).put("max_age_ms", 1e12));
     }
+
+    private static ObjectNode overflow(ObjectNode spec)
+    {
+        return spec.putObject("overflow");
+    }
+
+    @Test
+    void shouldDefaultTheOverflowOptionToSpill()
+    {
+        FlowSpec.Overflow overflow = FlowSpecParser.parse(Fixtures.TIMELINE, "twitter_timeline", 1).overflow;
+        assertEquals(FlowSpec.Overflow.Policy.SPILL, overflow.policy);
+        assertEquals(2_000, overflow.blockTimeoutMillis);
+        assertEquals(FlowSpecParser.DEFAULT_WORKERS, overflow.maxWorkers);
+        assertEquals(5, parsed(s -> s.putObject("queue").put("workers", 5)).overflow.maxWorkers);
+    }
+
+    @Test
+    void shouldParseTheOverflowOption()
+    {
+        FlowSpec.Overflow overflow = parsed(s -> overflow(s).put("policy", "elastic").put("block_timeout_ms", 0)
+                                                            .put("max_workers", 8)).overflow;
+        assertEquals(FlowSpec.Overflow.Policy.ELASTIC, overflow.policy);
+        assertEquals(0, overflow.blockTimeoutMillis);
+        assertEquals(8, overflow.maxWorkers);
+        assertEquals(FlowSpec.Overflow.Policy.BLOCK, parsed(s -> overflow(s).put("policy", "block")).overflow.policy);
+        assertEquals(FlowSpec.Overflow.Policy.DISCARD, parsed(s -> overflow(s).put("policy", "discard")).overflow.policy);
+        assertEquals(FlowSpec.Overflow.Policy.SPILL, parsed(s -> overflow(s).put("block_timeout_ms", 10)).overflow.policy);
+    }
+
+    @Test
+    void shouldRejectANonObjectOverflow()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow' must be an object, found: \"spill\"", s -> s.put("overflow", "spill"));
+    }
+
+    @Test
+    void shouldRejectAnUnknownOverflowPolicy()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow.policy' must be one of block, spill, discard, elastic, found: \"drop\"",
+                       s -> overflow(s).put("policy", "drop"));
+    }
+
+    @Test
+    void shouldRejectANegativeOverflowBlockTimeout()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow.block_timeout_ms' must be a non-negative integer, found: -1",
+                       s -> overflow(s).put("block_timeout_ms", -1));
+    }
+
+    @Test
+    void shouldRejectANonIntegerOverflowBlockTimeout()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow.block_timeout_ms' must be an integer, found: \"2s\"",
+                       s -> overflow(s).put("block_timeout_ms", "2s"));
+    }
+
+    @Test
+    void shouldRejectOverflowMaxWorkersBelowTheQueueWorkers()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow.max_workers' must be at least 'queue.workers' (2), found: 1",
+                       s -> overflow(s).put("max_workers", 1));
+    }
+
+    @Test
+    void shouldRejectNonIntegerOverflowMaxWorkers()
+    {
+        assertRejected("flow 'twitter_timeline': 'overflow.max_workers' must be an integer, found: 2.5",
+                       s -> overflow(s).put("max_workers", 2.5));
+    }
 }

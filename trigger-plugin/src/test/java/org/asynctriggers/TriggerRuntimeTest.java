@@ -31,12 +31,14 @@ class TriggerRuntimeTest
                                                 .table("twitter", "tweets", List.of("tweet_id"), List.of())
                                                 .table("twitter", "timeline", List.of("user_id"), List.of("tweet_id"))
                                                 .table("twitter", "followers", List.of("user_id"), List.of("follower_id"));
+    @org.junit.jupiter.api.io.TempDir
+    java.nio.file.Path spillRoot;
     private TriggerRuntime first;
     private TriggerRuntime second;
 
     private TriggerRuntime runtime(TrackingThreadFactory threads, FakeGateway gw)
     {
-        return new TriggerRuntime(gw, mbeans, threads, System::nanoTime, new FullQueuePolicy.BlockThenFail(100),
+        return new TriggerRuntime(gw, mbeans, threads, System::nanoTime, flow -> spillRoot.resolve(flow),
                                   RetryScheduler.onThreads(threads), (min, max) -> max, millis -> {},
                                   spec -> column -> null,
                                   getClass().getClassLoader(), () -> "127.0.0.1", () -> 1_000L, 5_000);
@@ -78,8 +80,11 @@ class TriggerRuntimeTest
         assertEquals(first.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
         assertEquals(FlowSpecParser.DEFAULT_CAPACITY, mbeans.getAttribute(USERS_FLOW, "QueueCapacity"));
         assertEquals(FlowSpecParser.DEFAULT_WORKERS, mbeans.getAttribute(USERS_FLOW, "MaxPoolSize"));
-        assertEquals(3L, threads.alive(), "two workers and the retry thread");
+        for (String attribute : List.of("SpilledTasks", "SpilledPending", "DiscardedTasks", "CurrentlyBlockedTasks", "TotalBlockedTasks"))
+            assertEquals(0L, mbeans.getAttribute(USERS_FLOW, attribute), attribute);
+        assertEquals(4L, threads.alive(), "two workers, the retry thread and the spill drainer (default overflow policy)");
         assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry") && t.isDaemon()));
+        assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-spill") && t.isDaemon()));
         assertTrue(first.watches("app", "users"));
         assertFalse(first.watches("app", "other"));
     }
@@ -143,7 +148,7 @@ class TriggerRuntimeTest
         assertEquals(second.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
         Set<ObjectName> flowBeans = mbeans.queryNames(new ObjectName("org.asynctriggers:type=Flow,*"), null);
         assertEquals(Set.of(USERS_FLOW), flowBeans);
-        assertEquals(3L, newThreads.alive(), "one pool and one retry thread per flow");
+        assertEquals(4L, newThreads.alive(), "one pool, one retry thread and one spill drainer per flow");
 
         second.enqueue("app", "users", List.of(userNamed(4, "dee", 10)));
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
@@ -168,7 +173,7 @@ class TriggerRuntimeTest
             t.join(5_000);
             assertFalse(t.isAlive());
         }
-        assertEquals(4L, threads.alive(), "three workers and the retry thread of version 2");
+        assertEquals(5L, threads.alive(), "three workers, the retry thread and the spill drainer of version 2");
     }
 
     @Test
@@ -222,6 +227,8 @@ class TriggerRuntimeTest
         assertEquals(1, rows.size());
         assertEquals("127.0.0.1", Fixtures.string(rows.get(0).get("node")));
         assertEquals(FlowSpecParser.DEFAULT_CAPACITY, rows.get(0).get("capacity").getInt(0));
+        assertEquals(0L, rows.get(0).get("spilled").getLong(0));
+        assertEquals(0L, rows.get(0).get("discarded").getLong(0));
         assertTrue(gateway.executed.contains(Cql.statusInsert()));
         assertTrue(Cql.statusInsert().endsWith("USING TTL 30"));
     }
@@ -247,7 +254,8 @@ class TriggerRuntimeTest
     @Test
     void shouldFailTheWriteWhenTheQueueStaysFull()
     {
-        deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 1, \"workers\": 1}, \"targets\""), 1);
+        deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 1, \"workers\": 1}, "
+               + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 100}, \"targets\""), 1);
         FakeGateway blocked = gateway;
         first = runtime(new TrackingThreadFactory(), blocked);
         first.firstCycle();
