@@ -24,6 +24,21 @@ def drain(session, *flows: str, since: dt.datetime | None = None, timeout: float
     return status.wait_drained(session, list(flows), since or dt.datetime.utcnow(), timeout=timeout)
 
 
+def create_schema(settings, cql: str) -> None:
+    from pycontrol.cql import connect
+    from pycontrol.cql_script import run_text
+    with connect(settings) as s:
+        run_text(s, cql)
+
+
+def deploy_flow_text(settings, folder: Path, text: str) -> None:
+    """Write a flow file into ``folder`` and deploy it with the real `ctl`."""
+    flow_file = folder / "flow.py"
+    flow_file.write_text(text)
+    result = run_ctl(settings, "trigger", "deploy", str(flow_file))
+    assert result.returncode == 0, result.stderr
+
+
 def cluster_snapshot(session) -> dict:
     """What a failed deploy must leave as it was: keyspaces, tables, triggers, deployed flows."""
     rows = lambda q: sorted(tuple(r) for r in session.execute(q))

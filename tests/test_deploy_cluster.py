@@ -4,7 +4,7 @@ import textwrap
 
 import pytest
 
-from helpers import cluster_snapshot, run_ctl
+from helpers import cluster_snapshot, create_schema, run_ctl
 
 pytestmark = pytest.mark.cluster
 
@@ -37,11 +37,7 @@ CASES = {
 
 @pytest.fixture(scope="module")
 def val_schema(cluster_settings):
-    from pycontrol.cql import connect
-    with connect(cluster_settings) as s:
-        for st in filter(None, (x.strip() for x in SCHEMA.split(";"))):
-            s.execute(st)
-        s.cluster.control_connection.wait_for_schema_agreement()
+    create_schema(cluster_settings, SCHEMA)
 
 
 @pytest.mark.parametrize("case", sorted(CASES))

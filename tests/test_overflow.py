@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import drain, run_ctl
+from helpers import create_schema, deploy_flow_text, drain, run_ctl
 
 pytestmark = pytest.mark.cluster
 
@@ -23,15 +23,8 @@ FLOWS = [Flow(name={FLOW!r}, source="ovf.src", steps=[Write("ovf.dst", id=source
 
 @pytest.fixture(scope="module")
 def spill_flow(cluster_settings, tmp_path_factory):
-    from pycontrol.cql import connect
-    with connect(cluster_settings) as s:
-        for st in filter(None, (x.strip() for x in SCHEMA.split(";"))):
-            s.execute(st)
-        s.cluster.control_connection.wait_for_schema_agreement()
-    flow_file = tmp_path_factory.mktemp("ovf") / "ovf_flow.py"
-    flow_file.write_text(FLOW_FILE)
-    result = run_ctl(cluster_settings, "trigger", "deploy", str(flow_file))
-    assert result.returncode == 0, result.stderr
+    create_schema(cluster_settings, SCHEMA)
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("ovf"), FLOW_FILE)
 
 
 def test_should_spill_a_burst_of_10000_tasks_to_disk_and_lose_none(spill_flow, session, cluster_settings):
