@@ -5,6 +5,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 CTL   := $(VENV)/bin/ctl
 PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
+AGENT_JAR  := trigger-plugin/target/async-triggers-agent.jar
 PYTEST_ARGS ?=
 
 .PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack clean
@@ -19,11 +20,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-plugin: $(PLUGIN_JAR)
+plugin: $(PLUGIN_JAR) $(AGENT_JAR)
 
-$(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
+# one Maven build makes both: the trigger jar (conf/triggers of every node) and the java agent (-javaagent)
+$(PLUGIN_JAR) $(AGENT_JAR) &: $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
 	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
-	@ls -l $(PLUGIN_JAR)
+	@ls -l $(PLUGIN_JAR) $(AGENT_JAR)
 
 cassandra: venv
 	$(CTL) cluster install

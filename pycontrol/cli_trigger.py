@@ -31,12 +31,14 @@ def render_cmd(ctx: typer.Context,
     """Print (or write) the plugin configuration and the CQL a deploy would run."""
     with errors_to_exit():
         flows = load_flow_file(file)
+        status_columns: set[str] = set()
         if live:
             with connect(ctx.obj) as session:
                 specs = deploy_mod.plan(session, flows)
+                status_columns = deploy_mod.flow_status_columns(session)
         else:
             specs = validate.compile_all(flows, _offline_schema(file))
-        script = render.deploy_script(specs, replication_factor, version=0)
+        script = render.deploy_script(specs, replication_factor, version=0, flow_status_columns=status_columns)
         if out:
             out.mkdir(parents=True, exist_ok=True)
             for s in specs:
@@ -92,18 +94,21 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
 
 def _print_status(statuses) -> None:
     header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
-             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9}"
+             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9} " \
+             f"{'recovered':>9} {'resumed':>7} {'abandoned':>9} {'fanout_rows':>11}"
     typer.echo(header)
     for s in statuses:
         typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
-                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9}")
+                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9} "
+                   f"{s.recovered:>9} {s.resumed:>7} {s.abandoned:>9} {s.fanout_rows:>11}")
 
 
 @app.command("status")
 def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
                watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
                as_json: bool = typer.Option(False, "--json")):
-    """Pending, active, completed, failed, retried tasks and the oldest pending age, per flow and node."""
+    """Pending, active, completed, failed, retried, spilled, discarded, recovered, resumed, abandoned tasks, fan-out
+    rows written and the oldest pending age, per flow and node."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             while True:

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import render, schema as schema_mod, validate
+from . import backup_map, render, schema as schema_mod, validate
 from .errors import DeployError
 from .flows import Flow
 
@@ -63,11 +63,21 @@ def _execute(session, statement: render.Statement) -> None:
         session.execute(SimpleStatement(statement.cql, consistency_level=ConsistencyLevel.QUORUM))
 
 
+def flow_status_columns(session) -> set[str]:
+    """The columns of async_triggers.flow_status now (empty when there is no such table yet)."""
+    rows = session.execute(SimpleStatement(
+        "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
+        consistency_level=ConsistencyLevel.ONE), (render.KEYSPACE, "flow_status"))
+    return {r.column_name for r in rows}
+
+
 def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet) -> DeployResult:
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
     replication = max(1, min(3, len(session.cluster.metadata.all_hosts())))
     version = int(time.time() * 1000)
-    statements = render.deploy_statements(specs, replication, version)
+    # a flow_status made by an older deploy gets the columns today's plugin writes (ALTER TABLE ... ADD)
+    statements = render.deploy_statements(specs, replication, version,
+                                          flow_status_columns=flow_status_columns(session))
     for i, st in enumerate(statements, 1):
         progress(f"[{i}/{len(statements)}] {st.cql.splitlines()[0]}")
         try:
@@ -95,3 +105,7 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
         session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} "
                         f"ON {render.ident(src[0])}.{render.ident(src[1])}")
         progress(f"dropped trigger on {src[0]}.{src[1]} (no other flow uses it)")
+        # after the trigger: no write can add a backup entry any more
+        backup = backup_map.table_name(src[1])
+        session.execute(f"DROP TABLE IF EXISTS {render.ident(src[0])}.{render.ident(backup)}")
+        progress(f"dropped backup map {src[0]}.{backup}")

@@ -128,6 +128,16 @@ class Retry:
 
 
 @dataclasses.dataclass(frozen=True)
+class Backup:
+    """The replica backup map of the flow's tasks (docs/design.md): each task is also written, atomically with
+    its source write, to a companion table on the source row's replicas, so another node executes it when the
+    node that queued it dies. Entries older than ``safety_net_ms`` are executed by their first live replica,
+    whoever queued them."""
+    enabled: bool = True
+    safety_net_ms: int = 300_000
+
+
+@dataclasses.dataclass(frozen=True)
 class Flow:
     name: str
     source: str
@@ -142,6 +152,7 @@ class Flow:
     start_delay_ms: int = 20
     retry: Retry = Retry()
     overflow: Overflow = Overflow()
+    backup: Backup = Backup()
     handler: str | None = None
 
     @property

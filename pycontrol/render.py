@@ -7,16 +7,28 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Sequence
+from typing import Any, Collection, Sequence
 
 import jinja2
 from cassandra.encoder import Encoder
 
+from . import backup_map
 from .errors import ConfigError
 
 KEYSPACE = "async_triggers"
 TRIGGER_NAME = "async_triggers"
 TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"
+# The columns of async_triggers.flow_status, as deploy.cql.jinja creates it (a test holds the two together).
+# A deploy adds the ones an older table lacks.
+FLOW_STATUS_COLUMNS = (
+    ("flow", "text"), ("node", "text"),
+    ("pending", "bigint"), ("active", "bigint"), ("completed", "bigint"), ("failed", "bigint"),
+    ("retried", "bigint"), ("oldest_pending_ms", "bigint"), ("workers", "int"), ("capacity", "int"),
+    ("spilled", "bigint"), ("discarded", "bigint"),
+    ("recovered", "bigint"), ("resumed", "bigint"), ("abandoned", "bigint"), ("fanout_rows", "bigint"),
+    ("updated", "timestamp"),
+)
+FLOW_STATUS_KEY = ("flow", "node")
 
 _encoder = Encoder()
 
@@ -69,23 +81,62 @@ def _render(template: str, bound: bool, **context) -> tuple[str, list]:
     return text, values
 
 
-def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int) -> dict:
+def flow_status_alters(existing: Collection[str]) -> list[str]:
+    """The statements that add to an existing flow_status table the columns it lacks (a table made by an older
+    deploy). ``existing``: its columns now; empty when there is no such table (CREATE TABLE makes it whole)."""
+    if not existing:
+        return []
+    return [f"ALTER TABLE {ident(KEYSPACE)}.{ident('flow_status')} ADD IF NOT EXISTS {ident(column)} {cql_type}"
+            for column, cql_type in FLOW_STATUS_COLUMNS
+            if column not in existing and column not in FLOW_STATUS_KEY]   # a key column cannot be added
+
+
+def _backup_maps(specs: Sequence[dict]) -> list[dict]:
+    """One backup map per source table of the flows, in the order the flows name them."""
+    out, seen = [], set()
+    for s in specs:
+        ks, table = s["source"]["keyspace"], s["source"]["table"]
+        if (ks, table) in seen:
+            continue
+        seen.add((ks, table))
+        keys = backup_map.key_columns([s["source"]["columns"][c] for c in s["source"]["partition_key"]])
+        out.append({
+            "keyspace": ks, "table": backup_map.table_name(table), "source": f"{ks}.{table}",
+            "key_definitions": ", ".join(f"{ident(c)} {t}" for c, t in keys),
+            "value_definitions": ", ".join(f"{ident(c)} {t}" for c, t in backup_map.VALUE_COLUMNS),
+            "partition_key": ", ".join(ident(c) for c, _ in keys),
+            "clustering": ", ".join(ident(c) for c in backup_map.CLUSTERING),
+            "gc_grace_seconds": backup_map.GC_GRACE_SECONDS,
+            "compaction": backup_map.COMPACTION,
+            "comment": backup_map.comment(ks, table),
+        })
+    return out
+
+
+def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int,
+                    flow_status_columns: Collection[str]) -> dict:
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
     return dict(keyspace=KEYSPACE, replication_factor=replication_factor, version=version, flows=flows,
-                trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS)
+                trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
+                flow_status_alters=flow_status_alters(flow_status_columns))
 
 
-def deploy_script(specs: Sequence[dict], replication_factor: int, version: int) -> str:
-    """The deploy CQL as a script a person can read or feed to cqlsh."""
-    text, _ = _render("cql/deploy.cql.jinja", bound=False, **_deploy_context(specs, replication_factor, version))
+def deploy_script(specs: Sequence[dict], replication_factor: int, version: int,
+                  flow_status_columns: Collection[str] = ()) -> str:
+    """The deploy CQL as a script a person can read or feed to cqlsh. ``flow_status_columns``: the columns of
+    an existing async_triggers.flow_status (the script then adds those it lacks)."""
+    text, _ = _render("cql/deploy.cql.jinja", bound=False,
+                      **_deploy_context(specs, replication_factor, version, flow_status_columns))
     return text
 
 
-def deploy_statements(specs: Sequence[dict], replication_factor: int, version: int) -> list[Statement]:
-    """The deploy CQL as statements with bound values, in order."""
-    text, values = _render("cql/deploy.cql.jinja", bound=True, **_deploy_context(specs, replication_factor, version))
+def deploy_statements(specs: Sequence[dict], replication_factor: int, version: int,
+                      flow_status_columns: Collection[str] = ()) -> list[Statement]:
+    """The deploy CQL as statements with bound values, in order (``flow_status_columns``: see deploy_script)."""
+    text, values = _render("cql/deploy.cql.jinja", bound=True,
+                           **_deploy_context(specs, replication_factor, version, flow_status_columns))
     return split_statements(text, values)
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import time
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
@@ -13,7 +13,7 @@ from . import render
 from .errors import ClusterError
 
 COLUMNS = ("pending", "active", "completed", "failed", "retried", "oldest_pending_ms", "workers", "capacity",
-           "spilled", "discarded")
+           "spilled", "discarded", "recovered", "resumed", "abandoned", "fanout_rows")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,6 +31,10 @@ class NodeStatus:
     spilled: int
     discarded: int
     updated: dt.datetime | None
+    recovered: int = 0      # taken over from backup maps
+    resumed: int = 0        # started from a fan-out resume position
+    abandoned: int = 0      # dropped: their source write was never stored
+    fanout_rows: int = 0    # rows written by fan-outs
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -38,14 +42,24 @@ class NodeStatus:
         return d
 
 
+def from_row(row: Mapping) -> NodeStatus:
+    """A status from a flow_status row (a mapping of column to value): a counter that is null (a node with an
+    older plugin) or absent (a table from an older deploy) reads as 0."""
+    return NodeStatus(flow=row["flow"], node=row["node"], updated=row.get("updated"),
+                      **{c: row.get(c) or 0 for c in COLUMNS})
+
+
 def read(session, flows: Sequence[str] | None = None) -> list[NodeStatus]:
-    if render.KEYSPACE not in session.cluster.metadata.keyspaces:
+    keyspace = session.cluster.metadata.keyspaces.get(render.KEYSPACE)
+    table = keyspace.tables.get("flow_status") if keyspace is not None else None
+    if table is None:
         return []
+    present = [c for c in COLUMNS if c in table.columns]   # until a deploy adds the newer ones
     rows = session.execute(SimpleStatement(
-        f'SELECT "flow", "node", {", ".join(COLUMNS)}, "updated" FROM {render.ident(render.KEYSPACE)}."flow_status"',
+        f'SELECT "flow", "node", {", ".join(render.ident(c) for c in present)}, "updated" '
+        f'FROM {render.ident(render.KEYSPACE)}."flow_status"',
         consistency_level=ConsistencyLevel.ONE))
-    out = [NodeStatus(**{k: (getattr(r, k) or 0) if k in COLUMNS else getattr(r, k)
-                         for k in ("flow", "node", *COLUMNS, "updated")}) for r in rows]
+    out = [from_row(r._asdict()) for r in rows]
     if flows:
         out = [s for s in out if s.flow in flows]
     return sorted(out, key=lambda s: (s.flow, s.node))

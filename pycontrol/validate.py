@@ -8,14 +8,17 @@ import dataclasses
 import re
 from typing import Iterable, Mapping
 
+from . import backup_map
 from .errors import ValidationError
-from .flows import CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, FanOut, Flow, Ref, Write
+from .flows import CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Backup, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 JAVA_CLASS_RE = re.compile(r"^([A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$][A-Za-z0-9_$]*$")
 RESERVED_KEYSPACE = "async_triggers"
 _TYPE_ALIASES = {"varchar": "text"}
+SAFETY_NET_MIN_MS = 10_000
+JAVA_INT_MAX = 2**31 - 1
 
 
 def _is_system(keyspace: str) -> bool:
@@ -35,6 +38,9 @@ def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> 
     if keyspace == RESERVED_KEYSPACE:
         raise ValidationError(flow.name, f"{role} '{qualified}' is in the keyspace '{RESERVED_KEYSPACE}', "
                                          "which is reserved for the plugin")
+    if backup_map.is_backup_map(table):
+        raise ValidationError(flow.name, f"{role} '{qualified}' is named like a backup map: tables named "
+                                         f"'{backup_map.PREFIX}<table>' are reserved for the plugin")
     if keyspace not in schema.keyspaces:
         raise ValidationError(flow.name, f"keyspace '{keyspace}' of {role} '{qualified}' does not exist")
     found = schema.table(keyspace, table)
@@ -85,6 +91,16 @@ def _check_options(flow: Flow) -> None:
     if o.max_workers is not None and (not isinstance(o.max_workers, int) or o.max_workers < flow.queue.workers):
         raise ValidationError(flow.name, f"'overflow.max_workers' must be at least 'queue.workers' "
                                          f"({flow.queue.workers}), found: {o.max_workers!r}")
+    b = flow.backup
+    if not isinstance(b, Backup):
+        raise ValidationError(flow.name, f"'backup' must be a Backup(enabled=..., safety_net_ms=...), found: {b!r}")
+    if not isinstance(b.enabled, bool):
+        raise ValidationError(flow.name, f"'backup.enabled' must be True or False, found: {b.enabled!r}")
+    # at least 10 s: younger entries are mostly tasks still queued on a live node; at most a Java int (the plugin)
+    if (not isinstance(b.safety_net_ms, int) or isinstance(b.safety_net_ms, bool)
+            or not SAFETY_NET_MIN_MS <= b.safety_net_ms <= JAVA_INT_MAX):
+        raise ValidationError(flow.name, f"'backup.safety_net_ms' must be an integer from {SAFETY_NET_MIN_MS} to "
+                                         f"{JAVA_INT_MAX}, found: {b.safety_net_ms!r}")
     if flow.handler is not None and flow.steps:
         raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
     if flow.handler is None and not flow.steps:
@@ -167,11 +183,45 @@ def _check_same_type(flow: Flow, table: TableSchema, column: str, ref: Ref, ref_
                                          f"{column_type}, but '{ref}' is {ref_type}")
 
 
+def _check_backup_map(flow: Flow, schema: Schema, src: TableSchema) -> None:
+    """The backup map ``deploy`` creates beside the source must fit Cassandra's limits and, if a table of its
+    name exists already, be one: same partition key types in the same order (else its rows would not live on
+    the source rows' replicas), same columns."""
+    name = backup_map.table_name(src.name)
+    if len(name) > backup_map.MAX_TABLE_NAME:
+        raise ValidationError(flow.name, f"the name of source table '{src.qualified}' is too long for its backup "
+                                         f"map: '{name}' would have {len(name)} characters, Cassandra allows "
+                                         f"{backup_map.MAX_TABLE_NAME} (so a source table name may have at most "
+                                         f"{backup_map.MAX_TABLE_NAME - len(backup_map.PREFIX)})")
+    existing = schema.table(src.keyspace, name)
+    if existing is None:
+        return
+    want = [_norm_type(src.columns[c]) for c in src.partition_key]
+    have = [_norm_type(existing.columns[c]) for c in existing.partition_key]
+    if have != want:
+        raise ValidationError(flow.name, f"the table '{existing.qualified}' exists but is not the backup map of "
+                                         f"'{src.qualified}': its partition key types are ({', '.join(have)}), "
+                                         f"the source's are ({', '.join(want)}); drop or rename it, the deploy "
+                                         "creates the backup map")
+    expected = {c: _norm_type(t) for c, t in backup_map.columns(want)}
+    found = {c: _norm_type(t) for c, t in existing.columns.items()}
+    if (found != expected or list(existing.partition_key) != [c for c, _ in backup_map.key_columns(want)]
+            or tuple(existing.clustering) != backup_map.CLUSTERING):
+        layout = lambda cols: ", ".join(f"{c} {t}" for c, t in sorted(cols.items()))
+        raise ValidationError(flow.name, f"the table '{existing.qualified}' exists but is not the backup map of "
+                                         f"'{src.qualified}': it has columns ({layout(found)}), a backup map has "
+                                         f"({layout(expected)}) with primary key "
+                                         f"(({', '.join(c for c, _ in backup_map.key_columns(want))}), "
+                                         f"{', '.join(backup_map.CLUSTERING)}); drop or rename it, the deploy "
+                                         "creates the backup map")
+
+
 def compile_flow(flow: Flow, schema: Schema) -> dict:
     """Validate one flow against the schema and return its specification (docs/design.md)."""
     _check_options(flow)
     ks, name = flow.source_table
     src = _table(flow, schema, ks, name, "source table")
+    _check_backup_map(flow, schema, src)
     targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in flow.writes()]
     return {
         "name": flow.name,
@@ -186,6 +236,7 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
         "retry": dataclasses.asdict(flow.retry),
         "overflow": {"policy": flow.overflow.policy, "block_timeout_ms": flow.overflow.block_timeout_ms,
                      "max_workers": flow.overflow.max_workers or flow.queue.workers},
+        "backup": {"enabled": flow.backup.enabled, "safety_net_ms": flow.backup.safety_net_ms},
         "handler": flow.handler,
         "targets": targets,
     }

@@ -26,11 +26,12 @@ def settings():
 
 @pytest.fixture(scope="session")
 def cluster(settings):
-    """A 2-node cluster (RF 2 keyspaces) for the session; reused if it is already up, removed at the end."""
+    """A 3-node cluster (RF 2 keyspaces) for the session; reused if it is already up, removed at the end."""
     from pycontrol import cluster as cluster_mod
-    if not settings.plugin_jar.is_file():
-        pytest.fail(f"the plugin jar {settings.plugin_jar} is missing: run 'make plugin' first")
-    info = cluster_mod.up(settings, nodes=2, name=TEST_CLUSTER, progress=_progress)
+    for jar in (settings.plugin_jar, settings.agent_jar):
+        if not jar.is_file():
+            pytest.fail(f"{jar} is missing: run 'make plugin' first")
+    info = cluster_mod.up(settings, nodes=3, name=TEST_CLUSTER, progress=_progress)
     yield info
     if not os.environ.get("ASYNC_TRIGGERS_KEEP_CLUSTER"):
         cluster_mod.down(settings, name=TEST_CLUSTER, progress=_progress)

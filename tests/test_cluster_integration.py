@@ -1,11 +1,14 @@
 """A real 2-node Cassandra cluster under ccm: up, CQL on both nodes, nodetool, plugin install, kill -9 and
-restart of a node, down. Uses its own cluster name; the plugin jar is not needed (a stand-in jar is used)."""
+restart of a node (with the java agent), down. Uses its own cluster name; the plugin jar is not needed (a
+stand-in jar and a no-op agent are used)."""
 from __future__ import annotations
 
+import subprocess
 import time
 import zipfile
 from pathlib import Path
 
+import psutil
 import pytest
 
 from pycontrol import cluster, config
@@ -30,6 +33,18 @@ def _wait_un(settings, node: str, count: int, timeout: float = 90.0) -> list[str
         if len(up) == count or time.monotonic() > deadline:
             return up
         time.sleep(2)
+
+
+def noop_agent(folder: Path) -> Path:
+    """A real java agent that does nothing, standing in for the plugin's: a node must still start with it."""
+    src = folder / "NoopAgent.java"
+    src.write_text("public class NoopAgent { public static void premain(String args) { } }\n")
+    subprocess.run(["javac", "--release", "11", "-d", str(folder), str(src)], check=True)
+    jar = folder / "async-triggers-agent.jar"
+    with zipfile.ZipFile(jar, "w") as z:
+        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nPremain-Class: NoopAgent\n")
+        z.write(folder / "NoopAgent.class", "NoopAgent.class")
+    return jar
 
 
 @pytest.fixture(scope="module")
@@ -62,12 +77,15 @@ def test_two_node_cluster_lifecycle(settings, two_nodes, tmp_path: Path):
     # nodetool: both nodes Up/Normal
     assert sorted(_wait_un(settings, "node1", 2)) == ["127.0.0.1", "127.0.0.2"]
 
-    # the plugin jar lands in every node's own triggers dir, and running nodes reload triggers
+    # the plugin jar lands in every node's own triggers dir, running nodes reload triggers, and the agent jar
+    # lands once in the cluster's dir
     jar = tmp_path / "async-triggers-plugin.jar"
     with zipfile.ZipFile(jar, "w") as z:
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
-    copied = cluster.install_plugin(two_nodes, jar, _progress)
-    assert sorted(p.parent.parent.parent.name for p in copied) == ["node1", "node2"]
+    agent = noop_agent(tmp_path)
+    copied = cluster.install_plugin(two_nodes, jar, _progress, agent_jar=agent)
+    assert sorted(p.parent.parent.parent.name for p in copied[:-1]) == ["node1", "node2"]
+    assert copied[-1] == two_nodes.path / "async-triggers-agent.jar"
     for node in two_nodes.nodes:
         assert (cluster.triggers_dir_of(node) / jar.name).is_file()
 
@@ -80,5 +98,6 @@ def test_two_node_cluster_lifecycle(settings, two_nodes, tmp_path: Path):
 
     restarted = cluster.start_node(settings, "node2", name=NAME, progress=_progress)
     assert restarted.state == "up" and restarted.cql
+    assert f"-javaagent:{two_nodes.path / 'async-triggers-agent.jar'}" in psutil.Process(restarted.pid).cmdline()
     assert cluster.cql_query("127.0.0.2", "SELECT release_version FROM system.local") == [("5.0.9",)]
     assert sorted(_wait_un(settings, "node1", 2)) == ["127.0.0.1", "127.0.0.2"]

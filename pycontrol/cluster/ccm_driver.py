@@ -23,7 +23,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import Settings
+from ..config import AGENT_JAR, Settings
 from ..errors import ClusterError
 from . import health, install
 from .model import ClusterInfo, NodeStatus
@@ -190,20 +190,47 @@ def _check_plugin(jar: Path | None) -> Path:
     return Path(jar)
 
 
+def _check_agent(jar: Path | None) -> Path:
+    if jar is None or not Path(jar).is_file():
+        raise ClusterError(f"the trigger agent jar {jar} does not exist: build it first with `make plugin` "
+                           "(mvn -f trigger-plugin/pom.xml package builds it beside the plugin jar)")
+    return Path(jar)
+
+
+def agent_path(cluster_dir: Path) -> Path:
+    """The cluster's copy of the java agent: one per cluster, in its ccm directory beside the nodes."""
+    return Path(cluster_dir) / AGENT_JAR
+
+
+def node_jvm_args(cluster_dir: Path) -> list[str]:
+    """The JVM arguments of every node start: the fast-start properties, and once the plugin is installed, the
+    agent that loads the trigger at boot (so a restarted node takes over its backup entries without waiting
+    for a write to load the trigger class)."""
+    args = list(FAST_START_JVM_ARGS)
+    agent = agent_path(cluster_dir)
+    if agent.is_file():
+        args.append(f"-javaagent:{agent}")
+    return args
+
+
 @_quiet_ccm
 def up(settings: Settings, nodes: int | None = None, name: str | None = None, heap: str = install.DEFAULT_HEAP,
        progress: Progress | None = None, plugin_jar: Path | None = None, require_plugin: bool = True,
-       timeout: float = 300.0) -> ClusterInfo:
-    """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in every node's triggers dir,
-    start the nodes that are down, and return once every node answers CQL and sees the others up.
+       timeout: float = 300.0, agent_jar: Path | None = None) -> ClusterInfo:
+    """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in every node's triggers dir
+    and the agent jar in the cluster's dir, start the nodes that are down (with the agent), and return once every
+    node answers CQL and sees the others up.
 
     nodes: None means 3 for a new cluster, the existing count otherwise. plugin_jar: default Settings.plugin_jar;
-    with require_plugin=False a missing jar is skipped instead of failing."""
+    agent_jar: default the agent beside the plugin jar (Settings.agent_jar); with require_plugin=False a missing
+    jar is skipped instead of failing."""
     progress = progress or _noop
     name = _resolve_name(settings, name)
     jar = Path(plugin_jar) if plugin_jar is not None else settings.plugin_jar
+    agent = Path(agent_jar) if agent_jar is not None else jar.with_name(AGENT_JAR)
     if require_plugin:
         _check_plugin(jar)
+        _check_agent(agent)
     env = _heap_env(heap)
     install_dir = install.ensure_install(settings, progress)
     settings.ccm_dir.mkdir(parents=True, exist_ok=True)
@@ -241,6 +268,10 @@ def up(settings: Settings, nodes: int | None = None, name: str | None = None, he
         triggers_dir(node).mkdir(parents=True, exist_ok=True)
     if jar.is_file():
         _copy_plugin(cluster, jar, progress)
+        if agent.is_file():
+            _copy_agent(cluster, agent, progress)
+        else:
+            progress(f"agent jar {agent} not built: nodes start without it")
     else:
         progress(f"plugin jar {jar} not built: nodes start without it")
 
@@ -271,7 +302,7 @@ def _start_nodes(cluster, to_start: list, progress: Progress, timeout: float) ->
         progress(f"starting {node.name} ({_address(node)})")
         with _ccm(f"starting {node.name} of cluster {cluster.name}", progress):
             node.start(wait_other_notice=False, wait_for_binary_proto=False, allow_root=allow_root,
-                       jvm_args=list(FAST_START_JVM_ARGS))
+                       jvm_args=node_jvm_args(Path(cluster.get_path())))
         if not _alive(node):
             raise ClusterError(f"{node.name} exited right after start\n{_log_tail(node)}")
 
@@ -431,15 +462,33 @@ def _copy_plugin(cluster, jar: Path, progress: Progress) -> list[Path]:
     return copied
 
 
-@_quiet_ccm
-def install_plugin(cluster, jar: Path, progress: Progress | None = None) -> list[Path]:
-    """Copy the plugin jar into every node's triggers dir and run `nodetool reloadtriggers` on running nodes.
+def _copy_agent(cluster, jar: Path, progress: Progress) -> Path:
+    target = agent_path(Path(cluster.get_path()))
+    if any(ch.isspace() for ch in str(target)):
+        # ccm hands JVM options to bin/cassandra in JVM_EXTRA_OPTS, which is split on whitespace
+        raise ClusterError(f"the cluster directory {target.parent} contains whitespace, so -javaagent:{target} "
+                           "cannot be passed to the nodes: set ASYNC_TRIGGERS_HOME to a path without spaces")
+    tmp = target.with_name(f".{target.name}.tmp")
+    shutil.copyfile(jar, tmp)
+    os.replace(tmp, target)     # a running node keeps the agent it opened
+    progress(f"agent {jar.name} copied to {target} (nodes load it when they start)")
+    return target
 
-    cluster: a ccm Cluster or a ClusterInfo. Returns the copied files."""
+
+@_quiet_ccm
+def install_plugin(cluster, jar: Path, progress: Progress | None = None,
+                   agent_jar: Path | None = None) -> list[Path]:
+    """Copy the plugin jar into every node's triggers dir and the agent jar into the cluster's dir, and run
+    `nodetool reloadtriggers` on running nodes (they load the agent at their next start).
+
+    cluster: a ccm Cluster or a ClusterInfo. agent_jar: default the agent beside the plugin jar.
+    Returns the copied files: the plugin in each node, then the agent."""
     progress = progress or _noop
     jar = _check_plugin(Path(jar))
+    agent = _check_agent(Path(agent_jar) if agent_jar is not None else jar.with_name(AGENT_JAR))
     cluster = _as_ccm_cluster(cluster)
     copied = _copy_plugin(cluster, jar, progress)
+    copied.append(_copy_agent(cluster, agent, progress))
     failures = []
     for name in sorted(cluster.nodes, key=_node_order):
         node = cluster.nodes[name]

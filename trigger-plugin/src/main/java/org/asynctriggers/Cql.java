@@ -74,7 +74,8 @@ public final class Cql
     public static String statusInsert()
     {
         List<String> columns = List.of("flow", "node", "pending", "active", "completed", "failed", "retried",
-                                       "oldest_pending_ms", "workers", "capacity", "spilled", "discarded", "updated");
+                                       "oldest_pending_ms", "workers", "capacity", "spilled", "discarded",
+                                       "recovered", "resumed", "abandoned", "fanout_rows", "updated");
         String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
         return "INSERT INTO " + table(KEYSPACE, "flow_status") + " (" + names(columns) + ") VALUES (" + markers + ") USING TTL 30";
     }

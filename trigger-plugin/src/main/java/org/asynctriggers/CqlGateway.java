@@ -42,6 +42,26 @@ public interface CqlGateway
     /** Pages through a SELECT, fetching {@code pageSize} rows at a time; never holds more than one page. */
     Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize);
 
+    /** One page of a SELECT and where the next one starts. */
+    final class Page
+    {
+        public final List<Map<String, ByteBuffer>> rows;
+        /** null when this was the last page */
+        public final ByteBuffer next;
+
+        public Page(List<Map<String, ByteBuffer>> rows, ByteBuffer next)
+        {
+            this.rows = rows;
+            this.next = next;
+        }
+    }
+
+    /**
+     * Fetches one page of a SELECT from {@code from} (null: the start), a position that survives the node (it names
+     * the last row returned, like a driver's paging state), so another node can go on from it.
+     */
+    Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from);
+
     /** Serializes a Java value for the bind marker at {@code index} (a ByteBuffer is passed through). */
     ByteBuffer bind(Prepared statement, int index, Object value);
 }

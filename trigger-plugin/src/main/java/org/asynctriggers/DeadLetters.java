@@ -44,7 +44,8 @@ final class DeadLetters
      * @param attempts the executions the task had
      * @param why the reason in the log line (the error column holds the failure itself)
      */
-    void write(Task task, int attempts, Throwable lastFailure, String why)
+    /** @return true when the dead letter was written */
+    boolean write(Task task, int attempts, Throwable lastFailure, String why)
     {
         String error = error(lastFailure);
         try
@@ -60,6 +61,7 @@ final class DeadLetters
                                           bigint(now), bigint(now * 1_000)));
             logger.error("Flow '{}': task for key {} is a dead letter after {} attempt(s) ({}): {}", task.flow(),
                          task.keyHex(), attempts, why, error);
+            return true;
         }
         catch (RuntimeException e)
         {
@@ -67,6 +69,7 @@ final class DeadLetters
             logger.error("Flow '{}': task for key {} failed after {} attempt(s) ({}) and could not be written to "
                          + "async_triggers.dead_letters ({}); the task is LOST: {}; its last failure: {}",
                          task.flow(), task.keyHex(), attempts, why, e, task, error);
+            return false;
         }
     }
 

@@ -23,6 +23,9 @@ final class Flow
     /** null unless the policy is spill */
     private final SpillStore spill;
     private final ThreadFactory threadFactory;
+    private final TaskProcessor processor;
+    /** where its tasks' backup entries go; null when the flow keeps none */
+    volatile BackupMap backupMap;
     /** set by the runtime once the MBean is registered (it may have to wait for a previous runtime to unregister) */
     volatile boolean registered;
 
@@ -47,10 +50,9 @@ final class Flow
         this.retries = new Retries(spec.name, spec.retry, jitter, retryScheduler, queue, metrics, deadLetters, nanoClock);
         FlowSpec.Overflow overflow = spec.overflow;
         boolean elastic = overflow.policy == FlowSpec.Overflow.Policy.ELASTIC;
+        this.processor = new TaskProcessor(executor, metrics, retries, sleeper, nanoClock, spec.startDelayMillis);
         this.pool = new WorkerPool(spec.name, spec.workers, elastic ? overflow.maxWorkers : spec.workers,
-                                   idleWorkerMillis, threadFactory, queue,
-                                   new TaskProcessor(executor, metrics, retries, sleeper, nanoClock,
-                                                     spec.startDelayMillis));
+                                   idleWorkerMillis, threadFactory, queue, processor);
         metrics.poolSize(pool::currentSize);
         switch (overflow.policy)
         {
@@ -72,6 +74,13 @@ final class Flow
                 policy = new FullQueuePolicy.Spill(spill, overflow.blockTimeoutMillis);
         }
         this.objectName = FlowMetrics.objectName(spec.source.keyspace, spec.source.table, spec.name);
+    }
+
+    /** How its workers treat backup entries; before {@link #start()}. */
+    void backups(Backups backups)
+    {
+        processor.backups(backups);
+        retries.backups(backups);
     }
 
     void start()

@@ -114,13 +114,17 @@ public final class FlowExecutor
         return statements.computeIfAbsent(cql, gateway::prepare);
     }
 
-    /** Never throws: a failure is returned for the retry policy. */
+    /**
+     * Runs the task from its resume position up to the end of one fan-out page (docs/design.md, "Chunked fan-out"):
+     * the result says where to go on, or that the task is done. Never throws: a failure is returned for the retry
+     * policy.
+     */
     public ExecutionResult execute(Task task)
     {
+        long[] rows = new long[1];
         try
         {
-            run(task);
-            return ExecutionResult.success();
+            return run(task, rows);
         }
         catch (Exception | AssertionError e)
         {
@@ -128,7 +132,7 @@ public final class FlowExecutor
         }
     }
 
-    private void run(Task task) throws Exception
+    private ExecutionResult run(Task task, long[] rows) throws Exception
     {
         Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
         boolean fullKey = task.key().size() == spec.source.primaryKeySize();
@@ -138,22 +142,29 @@ public final class FlowExecutor
         if (handler != null)
         {
             handler.execute(new Context(task, values));
-            return;
+            return ExecutionResult.success();
         }
 
         boolean lineage = false;
+        int first = Math.min(task.resumeTarget(), spec.targets.size());
         for (FlowSpec.Target target : spec.targets)
+            lineage |= target.mode == FlowSpec.Mode.LINEAGE;
+        for (int i = first; i < spec.targets.size(); i++)
         {
+            FlowSpec.Target target = spec.targets.get(i);
+            ByteBuffer from = i == first ? task.resumePaging() : null;
+            ByteBuffer next = null;
             if (target.mode == FlowSpec.Mode.LINEAGE)
             {
-                lineage = true;
                 if (task.operation() != Operation.DELETE && fullKey)
-                    writeLineageTarget(task, target, values);
+                    next = writeLineageTarget(task, target, values, from, rows);
             }
             else
             {
-                direct(task, target, values);
+                next = direct(task, target, values, from, rows);
             }
+            if (next != null)
+                return ExecutionResult.more(i, next, rows[0]);
         }
         if (lineage)
         {
@@ -161,12 +172,13 @@ public final class FlowExecutor
             {
                 logger.warn("Flow '{}': a {} without a full source key cannot be traced through the lineage; skipped: {}",
                             spec.name, task.operation().eventName(), task);
-                return;
+                return ExecutionResult.success(rows[0]);
             }
             if (task.operation() == Operation.DELETE)
                 execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), bigint(task.timestamp()), bigint(task.timestamp()));
             converge(task);
         }
+        return ExecutionResult.success(rows[0]);
     }
 
     /** Step 1: read the source row for the columns a target needs that the update did not carry. */
@@ -184,9 +196,52 @@ public final class FlowExecutor
             values.putIfAbsent(e.getKey(), e.getValue());
     }
 
-    private void direct(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
+    /** @return where the fan-out goes on, null when this target is done */
+    private ByteBuffer direct(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
     {
-        eachRow(task, target, values, row -> apply(task, target, values, row));
+        return onePage(task, target, values, from, rows, row -> apply(task, target, values, row));
+    }
+
+    /**
+     * Calls {@code action} once with no fan-out row for a target without fan-out (and returns null), else once per
+     * row of one page of the fan-out starting at {@code from}, and returns where the next page starts (null after
+     * the last one).
+     */
+    private ByteBuffer onePage(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows,
+                               Consumer<Map<String, ByteBuffer>> action)
+    {
+        if (target.fanout == null)
+        {
+            action.accept(null);
+            return null;
+        }
+        List<ByteBuffer> match = fanoutMatch(task, target, values);
+        if (match == null)
+            return null;
+        CqlGateway.Page page = gateway.fetchPage(statement(fanoutCql(target.fanout)), spec.readConsistency, match, spec.pageSize, from);
+        for (Map<String, ByteBuffer> row : page.rows)
+        {
+            action.accept(row);
+            rows[0]++;
+        }
+        return page.next;
+    }
+
+    /** The fan-out's match values, or null (logged) when one is unknown. */
+    private List<ByteBuffer> fanoutMatch(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        List<ByteBuffer> match = new ArrayList<>();
+        for (Map.Entry<String, Expression> e : target.fanout.match.entrySet())
+        {
+            ByteBuffer value = e.getValue().valueIn(values, null);
+            if (value == null)
+            {
+                logger.warn("Flow '{}': {} cannot fan out, '{}' is unknown for {}", spec.name, target, e.getValue(), task);
+                return null;
+            }
+            match.add(value);
+        }
+        return match;
     }
 
     /**
@@ -200,17 +255,9 @@ public final class FlowExecutor
             action.accept(null);
             return;
         }
-        List<ByteBuffer> match = new ArrayList<>();
-        for (Map.Entry<String, Expression> e : target.fanout.match.entrySet())
-        {
-            ByteBuffer value = e.getValue().valueIn(values, null);
-            if (value == null)
-            {
-                logger.warn("Flow '{}': {} cannot fan out, '{}' is unknown for {}", spec.name, target, e.getValue(), task);
-                return;
-            }
-            match.add(value);
-        }
+        List<ByteBuffer> match = fanoutMatch(task, target, values);
+        if (match == null)
+            return;
         Iterator<Map<String, ByteBuffer>> rows = gateway.page(statement(fanoutCql(target.fanout)), spec.readConsistency, match, spec.pageSize);
         while (rows.hasNext())
             action.accept(rows.next());
@@ -291,17 +338,18 @@ public final class FlowExecutor
      * the rows derived from it. No image (a lineage column is null) is recorded as the sentinel, so that older rows
      * are cleaned up and an older task executed later cannot resurrect its rows.
      */
-    private void writeLineageTarget(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
+    private ByteBuffer writeLineageTarget(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
     {
         ByteBuffer ts = bigint(task.timestamp());
         List<ByteBuffer> image = image(target, values);
         if (image == null || (target.fanout == null && targetKey(target, values, null) == null))
         {
             execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), ts, ts);
-            return;
+            return null;
         }
-        execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
-        eachRow(task, target, values, row -> writeTarget(task, target, values, row));
+        if (from == null) // a resumed fan-out recorded its image with its first page
+            execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+        return onePage(task, target, values, from, rows, row -> writeTarget(task, target, values, row));
     }
 
     private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)

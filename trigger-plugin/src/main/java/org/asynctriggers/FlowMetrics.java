@@ -29,6 +29,11 @@ public final class FlowMetrics implements FlowMetricsMBean
     private final LongAdder currentlyBlocked = new LongAdder();
     private final LongAdder totalBlocked = new LongAdder();
     private final LongAdder rejected = new LongAdder();
+    private final LongAdder recovered = new LongAdder();
+    private final LongAdder resumed = new LongAdder();
+    private final LongAdder abandoned = new LongAdder();
+    private final LongAdder fanoutRows = new LongAdder();
+    private final LongAdder backupEntries = new LongAdder();
     /** failed tasks waiting for their retry: pending too, or a drained queue would hide work still to do */
     private final LongAdder awaitingRetry = new LongAdder();
     /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
@@ -94,6 +99,11 @@ public final class FlowMetrics implements FlowMetricsMBean
         rejected.add(p.getRejectedTasks());
         spilled.add(p.getSpilledTasks());
         discarded.add(p.getDiscardedTasks());
+        recovered.add(p.getRecoveredTasks());
+        resumed.add(p.getResumedTasks());
+        abandoned.add(p.getAbandonedTasks());
+        fanoutRows.add(p.getFanoutRowsWritten());
+        backupEntries.add(p.getBackupEntries());
         previous = null;
     }
 
@@ -127,6 +137,79 @@ public final class FlowMetrics implements FlowMetricsMBean
         active.decrement();
         retried.increment();
         awaitingRetry.increment();
+    }
+
+    /** One chunk of a fan-out done, the rest queued again: no longer active, still pending. */
+    void taskYielded()
+    {
+        active.decrement();
+        awaitingRetry.increment();
+    }
+
+    /** Taken off the queue before it started (its source write is not stored yet) and queued again later. */
+    void taskDeferred()
+    {
+        awaitingRetry.increment();
+    }
+
+    /** Its source write was never stored: dropped without running. */
+    void taskAbandoned()
+    {
+        abandoned.increment();
+    }
+
+    /** Queued from a backup map (takeover, restart, safety net); resumed: from a recorded fan-out position. */
+    void taskRecovered(boolean fromResumePosition)
+    {
+        recovered.increment();
+        if (fromResumePosition)
+            resumed.increment();
+    }
+
+    void fanoutRowsWritten(long rows)
+    {
+        if (rows > 0)
+            fanoutRows.add(rows);
+    }
+
+    void backupEntriesWritten(int entries)
+    {
+        backupEntries.add(entries);
+    }
+
+    @Override
+    public long getRecoveredTasks()
+    {
+        FlowMetrics p = previous;
+        return recovered.sum() + (p == null ? 0 : p.getRecoveredTasks());
+    }
+
+    @Override
+    public long getResumedTasks()
+    {
+        FlowMetrics p = previous;
+        return resumed.sum() + (p == null ? 0 : p.getResumedTasks());
+    }
+
+    @Override
+    public long getAbandonedTasks()
+    {
+        FlowMetrics p = previous;
+        return abandoned.sum() + (p == null ? 0 : p.getAbandonedTasks());
+    }
+
+    @Override
+    public long getFanoutRowsWritten()
+    {
+        FlowMetrics p = previous;
+        return fanoutRows.sum() + (p == null ? 0 : p.getFanoutRowsWritten());
+    }
+
+    @Override
+    public long getBackupEntries()
+    {
+        FlowMetrics p = previous;
+        return backupEntries.sum() + (p == null ? 0 : p.getBackupEntries());
     }
 
     void blockStarted()

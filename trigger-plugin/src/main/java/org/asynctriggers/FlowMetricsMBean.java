@@ -33,4 +33,19 @@ public interface FlowMetricsMBean
 
     /** tasks dropped on a full queue (discard policy) */
     long getDiscardedTasks();
+
+    /** tasks queued on this node from a replica backup map: takeover of a dead or restarted master, recovery, safety net */
+    long getRecoveredTasks();
+
+    /** recovered tasks that went on from a recorded fan-out resume position rather than from the start */
+    long getResumedTasks();
+
+    /** tasks dropped because their source write was never stored (e.g. Unavailable after augment ran) */
+    long getAbandonedTasks();
+
+    /** fan-out rows written or deleted by this node's workers */
+    long getFanoutRowsWritten();
+
+    /** backup entries written with source writes this node coordinated */
+    long getBackupEntries();
 }

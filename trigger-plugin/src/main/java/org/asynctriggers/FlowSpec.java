@@ -123,6 +123,23 @@ public final class FlowSpec
         }
     }
 
+    /** Replica backup maps (docs/design.md, "Replica backup maps") */
+    public static final class Backup
+    {
+        public static final Backup DEFAULT = new Backup(true, 300_000);
+
+        /** when false the flow's tasks live in the coordinator's memory only (a crash loses them) */
+        public final boolean enabled;
+        /** entries older than this are executed by their first live replica, whoever their master */
+        public final long safetyNetMillis;
+
+        Backup(boolean enabled, long safetyNetMillis)
+        {
+            this.enabled = enabled;
+            this.safetyNetMillis = safetyNetMillis;
+        }
+    }
+
     public final String name;
     public final long version;
     public final Source source;
@@ -141,14 +158,16 @@ public final class FlowSpec
     /** how a failed task is retried before it becomes a dead letter */
     public final RetryPolicy retry;
     public final Overflow overflow;
+    public final Backup backup;
     /** null for declarative flows */
     public final String handler;
     public final List<Target> targets;
 
     FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
              ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
-             RetryPolicy retry, Overflow overflow, String handler, List<Target> targets)
+             RetryPolicy retry, Overflow overflow, Backup backup, String handler, List<Target> targets)
     {
+        this.backup = backup;
         this.overflow = overflow;
         this.startDelayMillis = startDelayMillis;
         this.retry = retry;

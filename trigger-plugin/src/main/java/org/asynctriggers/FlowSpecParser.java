@@ -79,10 +79,11 @@ public final class FlowSpecParser
         int startDelay = nonNegativeInt(ctx, root, "start_delay_ms", DEFAULT_START_DELAY_MS);
         RetryPolicy retry = parseRetry(ctx, root.get("retry"));
         FlowSpec.Overflow overflow = parseOverflow(ctx, root.get("overflow"), workers);
+        FlowSpec.Backup backup = parseBackup(ctx, root.get("backup"));
         String handler = parseHandler(ctx, root.get("handler"));
         List<FlowSpec.Target> targets = parseTargets(ctx, root.get("targets"), source, handler != null);
         return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, retry,
-                            overflow, handler, targets);
+                            overflow, backup, handler, targets);
     }
 
     private static final class Context
@@ -245,6 +246,19 @@ public final class FlowSpecParser
             throw ctx.error("'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (" + initial + "), found: " + max);
         int maxAge = positiveInt(ctx, node, "max_age_ms", "retry.max_age_ms", (int) dflt.maxAgeMillis);
         return new RetryPolicy(maxAttempts, initial, max, maxAge);
+    }
+
+    private static FlowSpec.Backup parseBackup(Context ctx, JsonNode node)
+    {
+        if (node == null || node.isNull())
+            return FlowSpec.Backup.DEFAULT;
+        if (!node.isObject())
+            throw ctx.error("'backup' must be an object, found: " + node);
+        JsonNode enabled = node.get("enabled");
+        if (enabled != null && !enabled.isNull() && !enabled.isBoolean())
+            throw ctx.error("'backup.enabled' must be true or false, found: " + enabled);
+        int safetyNet = positiveInt(ctx, node, "safety_net_ms", "backup.safety_net_ms", (int) FlowSpec.Backup.DEFAULT.safetyNetMillis);
+        return new FlowSpec.Backup(enabled == null || enabled.isNull() || enabled.booleanValue(), safetyNet);
     }
 
     private static FlowSpec.Overflow parseOverflow(Context ctx, JsonNode node, int workers)

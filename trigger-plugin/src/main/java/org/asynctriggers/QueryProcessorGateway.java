@@ -17,7 +17,9 @@ import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.service.ClientState;
 import org.apache.cassandra.service.QueryState;
+import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.service.pager.QueryPager;
+import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
@@ -80,6 +82,24 @@ final class QueryProcessorGateway implements CqlGateway
                 return toMap(rows.next());
             }
         };
+    }
+
+    @Override
+    public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        CQLStatement cql = (CQLStatement) statement.handle;
+        PagingState state = from == null ? null : PagingState.deserialize(from.duplicate(), ProtocolVersion.CURRENT);
+        QueryOptions options = QueryOptions.create(consistency, writable(values), false, pageSize, state, ConsistencyLevel.SERIAL,
+                                                   ProtocolVersion.CURRENT, null);
+        ResultMessage result = cql.execute(QueryState.forInternalCalls(), options, Dispatcher.RequestTime.forImmediateExecution());
+        if (!(result instanceof ResultMessage.Rows))
+            return new Page(Collections.emptyList(), null);
+        ResultSet rs = ((ResultMessage.Rows) result).result;
+        List<Map<String, ByteBuffer>> rows = new ArrayList<>();
+        for (UntypedResultSet.Row row : UntypedResultSet.create(rs))
+            rows.add(toMap(row));
+        PagingState next = rs.metadata.getPagingState();
+        return new Page(rows, next == null ? null : next.serialize(ProtocolVersion.CURRENT));
     }
 
     @Override

@@ -29,6 +29,7 @@ final class Retries
     private final FlowMetrics metrics;
     private final DeadLetters deadLetters;
     private final LongSupplier nanoClock;
+    private volatile Backups backups = Backups.NONE;
     /** scheduled and not yet queued: what a stop must turn into dead letters */
     private final Set<Pending> pending = ConcurrentHashMap.newKeySet();
 
@@ -75,6 +76,22 @@ final class Retries
         }
     }
 
+    void backups(Backups backups)
+    {
+        this.backups = backups;
+    }
+
+    /**
+     * Queues the task again after {@code delayMillis} without counting a failure: the rest of a chunked fan-out
+     * (at the tail of the queue, behind the flow's other tasks) or a task waiting for its source write.
+     */
+    void later(Task task, long delayMillis)
+    {
+        Pending again = new Pending(task, null);
+        pending.add(again);
+        later(again, delayMillis);
+    }
+
     /** Called by a worker after a failed execution; never blocks, never throws. */
     void failed(Task task, Throwable cause)
     {
@@ -117,13 +134,28 @@ final class Retries
         if (!pending.remove(retry))
             return;
         metrics.retryAbandoned();
-        deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why);
+        if (deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why))
+            complete(retry.task);
     }
 
     private void deadLetter(Task task, int attempts, Throwable cause, String why)
     {
         metrics.taskFinished(false);
-        deadLetters.write(task, attempts, cause, why);
+        if (deadLetters.write(task, attempts, cause, why))
+            complete(task);
+    }
+
+    /** A dead letter holds the task now: its backup entry can go. */
+    private void complete(Task task)
+    {
+        try
+        {
+            backups.completed(task);
+        }
+        catch (RuntimeException e)
+        {
+            logger.warn("Flow '{}': could not remove the backup entry of dead letter {}: {}", flow, task, e.toString());
+        }
     }
 
     int pending()

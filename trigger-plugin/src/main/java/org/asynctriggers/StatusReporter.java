@@ -51,7 +51,9 @@ final class StatusReporter
                                               bigint(m.getFailedTasks()), bigint(m.getRetriedTasks()),
                                               bigint(m.getOldestPendingTaskAgeMillis()), integer(m.getMaxPoolSize()),
                                               integer(m.getQueueCapacity()), bigint(m.getSpilledTasks()),
-                                              bigint(m.getDiscardedTasks()), updated));
+                                              bigint(m.getDiscardedTasks()), bigint(m.getRecoveredTasks()),
+                                              bigint(m.getResumedTasks()), bigint(m.getAbandonedTasks()),
+                                              bigint(m.getFanoutRowsWritten()), updated));
             }
         }
         catch (RuntimeException e)

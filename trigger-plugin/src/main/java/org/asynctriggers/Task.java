@@ -30,6 +30,13 @@ public final class Task implements Serializable
     private final long createdNanos;
     /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
     private final int attempts;
+    /** the id of its entry in the source table's backup map; both 0 when the flow keeps no backup */
+    private final long backupMsb, backupLsb;
+    /** the backup entry is known to exist (read back, or the task came from it): the source write was stored */
+    private final boolean stored;
+    /** chunked fan-out: the target to go on with and the paging state within it (null: from its start) */
+    private final int resumeTarget;
+    private final byte[] resumePaging;
 
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, long createdNanos)
@@ -45,10 +52,16 @@ public final class Task implements Serializable
         values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
         this.createdNanos = createdNanos;
         this.attempts = 0;
+        this.backupMsb = 0;
+        this.backupLsb = 0;
+        this.stored = false;
+        this.resumeTarget = 0;
+        this.resumePaging = null;
     }
 
-    /** Shares the immutable key and values: only the bookkeeping of a retry differs. */
-    private Task(Task task, long createdNanos, int attempts)
+    /** Shares the immutable key and values: only the bookkeeping differs. */
+    private Task(Task task, long createdNanos, int attempts, long backupMsb, long backupLsb, boolean stored,
+                 int resumeTarget, byte[] resumePaging)
     {
         this.flow = task.flow;
         this.flowVersion = task.flowVersion;
@@ -58,23 +71,80 @@ public final class Task implements Serializable
         this.values = task.values;
         this.createdNanos = createdNanos;
         this.attempts = attempts;
+        this.backupMsb = backupMsb;
+        this.backupLsb = backupLsb;
+        this.stored = stored;
+        this.resumeTarget = resumeTarget;
+        this.resumePaging = resumePaging;
     }
 
     /** The same task after one more failed execution, to be queued again. */
     Task failedOnce()
     {
-        return new Task(this, createdNanos, attempts + 1);
+        return new Task(this, createdNanos, attempts + 1, backupMsb, backupLsb, stored, resumeTarget, resumePaging);
     }
 
     /** The task of a dead letter an operator asked to retry: a fresh start, so it gets all its attempts and age again. */
     Task restarted(long createdNanos)
     {
-        return new Task(this, createdNanos, 0);
+        return new Task(this, createdNanos, 0, backupMsb, backupLsb, stored, resumeTarget, resumePaging);
+    }
+
+    /** The task with an entry in its source table's backup map. */
+    Task withBackup(java.util.UUID id)
+    {
+        return new Task(this, createdNanos, attempts, id.getMostSignificantBits(), id.getLeastSignificantBits(), false, resumeTarget, resumePaging);
+    }
+
+    /** Its backup entry was read back: the source write was stored. */
+    Task stored()
+    {
+        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, true, resumeTarget, resumePaging);
+    }
+
+    /** A task read from a backup map on this node (takeover, recovery, safety net): queued now, its entry at hand. */
+    Task recovered(long createdNanos, int resumeTarget, byte[] resumePaging)
+    {
+        return new Task(this, createdNanos, 0, backupMsb, backupLsb, true, resumeTarget, resumePaging);
+    }
+
+    /** The rest of a chunked fan-out: the same task, to go on at this position. */
+    Task resumeAt(int target, byte[] paging)
+    {
+        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, stored, target, paging);
     }
 
     static Task of(FlowSpec flow, SourceChange change, long createdNanos)
     {
         return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values, createdNanos);
+    }
+
+    /** The id of its backup entry, null when it has none. */
+    public java.util.UUID backupId()
+    {
+        return backupMsb == 0 && backupLsb == 0 ? null : new java.util.UUID(backupMsb, backupLsb);
+    }
+
+    boolean isStored()
+    {
+        return stored;
+    }
+
+    int resumeTarget()
+    {
+        return resumeTarget;
+    }
+
+    /** null: from the start of {@link #resumeTarget()} */
+    ByteBuffer resumePaging()
+    {
+        return resumePaging == null ? null : ByteBuffer.wrap(resumePaging.clone());
+    }
+
+    /** The partition key components of the source key (the backup entry's partition). */
+    List<ByteBuffer> partitionKey(int partitionKeySize)
+    {
+        return key().subList(0, partitionKeySize);
     }
 
     private static byte[] bytes(ByteBuffer buffer)

@@ -30,6 +30,11 @@ public final class TaskProcessor implements Consumer<Task>
 
     private final java.util.function.LongSupplier nanoClock;
     private final long startDelayNanos;
+    private volatile Backups backups = Backups.NONE;
+    private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(TaskProcessor.class);
+    /** how long a task waits for its backup entry (its source write) to show before it is dropped as never stored */
+    static final long STORE_WAIT_MILLIS = 10_000;
+    static final long STORE_RECHECK_MILLIS = 250;
 
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
     TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
@@ -49,10 +54,16 @@ public final class TaskProcessor implements Consumer<Task>
         this.sleeper = sleeper;
     }
 
+    void backups(Backups backups)
+    {
+        this.backups = backups;
+    }
+
     @Override
     public void accept(Task task)
     {
-        long early = task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
+        // a task read from a backup map (stored) was written long ago: no need to let its write finish first
+        long early = task.isStored() ? 0 : task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
         if (early > 0)
         {
             try
@@ -64,6 +75,27 @@ public final class TaskProcessor implements Consumer<Task>
                 Thread.currentThread().interrupt(); // stopping: run it now rather than lose it
             }
         }
+        if (task.backupId() != null && !task.isStored())
+        {
+            if (!stored(task))
+            {
+                long age = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - task.createdNanos());
+                if (age < STORE_WAIT_MILLIS)
+                {
+                    metrics.taskDeferred();
+                    retries.later(task, STORE_RECHECK_MILLIS);
+                }
+                else
+                {
+                    logger.info("Flow '{}': the source write of {} was not stored after {} ms (failed on every replica?); "
+                                + "task dropped, a replica runs it if the write lands later", task.flow(), task, age);
+                    metrics.taskAbandoned();
+                    backups.abandoned(task);
+                }
+                return;
+            }
+            task = task.stored();
+        }
         metrics.taskStarted();
         ExecutionResult result;
         try
@@ -74,9 +106,53 @@ public final class TaskProcessor implements Consumer<Task>
         {
             result = ExecutionResult.failure(e); // the executor returns its failures; this is a bug there, still retried
         }
-        if (result.isSuccess())
-            metrics.taskFinished(true);
-        else
+        if (!result.isSuccess())
+        {
             retries.failed(task, result.cause());
+            return;
+        }
+        metrics.fanoutRowsWritten(result.fanoutRows());
+        if (result.hasMore())
+        {
+            if (task.backupId() != null)
+            {
+                try
+                {
+                    backups.recordResume(task, result.resumeTarget(), result.resumePaging());
+                }
+                catch (RuntimeException e)
+                {
+                    logger.debug("Flow '{}': resume position of {} not recorded: {}", task.flow(), task, e.toString());
+                }
+            }
+            metrics.taskYielded();
+            byte[] paging = new byte[result.resumePaging().remaining()];
+            result.resumePaging().duplicate().get(paging);
+            retries.later(task.resumeAt(result.resumeTarget(), paging), 0);
+            return;
+        }
+        try
+        {
+            backups.completed(task);
+        }
+        catch (RuntimeException e)
+        {
+            logger.debug("Flow '{}': backup entry of {} not removed ({}); a replica may run it again", task.flow(), task, e.toString());
+        }
+        metrics.taskFinished(true);
+    }
+
+    /** Reads the task's backup entry; a failed read counts as not there yet. */
+    private boolean stored(Task task)
+    {
+        try
+        {
+            return backups.isStored(task);
+        }
+        catch (RuntimeException e)
+        {
+            logger.debug("Flow '{}': backup entry of {} not readable yet: {}", task.flow(), task, e.toString());
+            return false;
+        }
     }
 }

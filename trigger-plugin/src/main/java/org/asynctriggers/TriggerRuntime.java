@@ -83,6 +83,14 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private volatile boolean shutdown;
     private ScheduledExecutorService control;
     private boolean tookOver;
+    private final Supplier<String> nodeName;
+    /** the flows' tasks with a backup entry, queued on this node and not done yet: a takeover scan skips them */
+    private final java.util.Set<UUID> inFlight = java.util.concurrent.ConcurrentHashMap.newKeySet();
+    /** the backup map a flow writes to, null for none; production: the companion table when it exists */
+    private volatile Function<FlowSpec, BackupMap> backupMaps = spec -> null;
+    /** null in unit tests (no gossip) */
+    private volatile Takeover takeover;
+    private long cycles;
 
     TriggerRuntime(CqlGateway gateway, MBeanServer mbeans, ThreadFactory threadFactory, LongSupplier nanoClock,
                    Function<String, java.nio.file.Path> spillDirs, RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter,
@@ -100,6 +108,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         this.columnTypes = columnTypes;
         this.handlerLoader = handlerLoader;
         this.drainMillis = drainMillis;
+        this.nodeName = nodeName;
         this.configSource = new FlowConfigSource(gateway, this);
         this.statusReporter = new StatusReporter(gateway, () -> flowsByName.values(), nodeName, wallClockMillis);
         this.deadLetters = new DeadLetters(gateway, nodeName, wallClockMillis);
@@ -126,10 +135,26 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
                                    TriggerRuntime.class.getClassLoader(),
                                    () -> FBUtilities.getBroadcastAddressAndPort().getHostAddress(false),
                                    System::currentTimeMillis, DRAIN_MILLIS);
+            runtime.backupMaps = TriggerRuntime::companionOf;
+            runtime.takeover = new Takeover(runtime.takeoverView(), Thread::new);
             runtime.start();
             instance = runtime;
         }
         return instance;
+    }
+
+    /** The flow's backup map when it keeps one and its companion table exists (deployed by a ctl that makes it). */
+    private static BackupMap companionOf(FlowSpec spec)
+    {
+        if (!spec.backup.enabled)
+            return null;
+        if (org.apache.cassandra.schema.Schema.instance.getTableMetadata(spec.source.keyspace, BackupMap.companionOf(spec.source.table)) == null)
+        {
+            logger.warn("Flow '{}': table {}.{} is missing, so the flow's tasks have no replica backup (redeploy the flow "
+                        + "with ctl trigger deploy to create it)", spec.name, spec.source.keyspace, BackupMap.companionOf(spec.source.table));
+            return null;
+        }
+        return new BackupMap(spec.source.keyspace, spec.source.table, spec.source.partitionKey.size(), new QueryProcessorGateway());
     }
 
     /** {@code <first data directory>/async_triggers_spill/<flow>} */
@@ -178,6 +203,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
         takeOver();
         registerFlowMBeans();
+        Takeover t = takeover;
+        if (t != null && !shutdown)
+            t.start();
     }
 
     void cycle()
@@ -190,6 +218,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             registerFlowMBeans();
             statusReporter.report();
             deadLetterRetries.poll();
+            Takeover t = takeover;
+            if (t != null && ++cycles % (Takeover.SAFETY_NET_PERIOD_MILLIS / POLL_MILLIS) == 0)
+                t.safetyNet();
         }
         catch (RuntimeException e)
         {
@@ -318,6 +349,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec));
             started = new Flow(spec, executor, spillDirs.apply(spec.name), retrySchedulers, jitter, deadLetters, sleeper,
                                threadFactory, nanoClock);
+            started.backupMap = backupMaps.apply(spec);
+            if (started.backupMap != null)
+                started.backups(backupsOf(started.backupMap));
             started.start();
         }
         Flow previous = swap(spec.name, started);
@@ -357,6 +391,79 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         unregister(flow);
     }
 
+    private Backups backupsOf(BackupMap map)
+    {
+        return new Backups()
+        {
+            @Override
+            public boolean isStored(Task task)
+            {
+                return map.isStored(task);
+            }
+
+            @Override
+            public void recordResume(Task task, int target, java.nio.ByteBuffer paging)
+            {
+                map.recordResume(task, target, paging);
+            }
+
+            @Override
+            public void completed(Task task)
+            {
+                inFlight.remove(task.backupId());
+                map.complete(task);
+            }
+
+            @Override
+            public void abandoned(Task task)
+            {
+                inFlight.remove(task.backupId());
+            }
+        };
+    }
+
+    /** What the takeover sees of this runtime. */
+    private Takeover.Runtime takeoverView()
+    {
+        return new Takeover.Runtime()
+        {
+            @Override
+            public Collection<FlowSpec> backedUpFlows()
+            {
+                List<FlowSpec> specs = new ArrayList<>();
+                for (Flow flow : flowsByName.values())
+                    if (flow.backupMap != null)
+                        specs.add(flow.spec);
+                return specs;
+            }
+
+            @Override
+            public boolean requeue(Task task, String why)
+            {
+                Flow flow = flowsByName.get(task.flow());
+                if (flow == null || flow.backupMap == null || !inFlight.add(task.backupId()))
+                    return false;
+                FullQueuePolicy.Outcome outcome;
+                try
+                {
+                    outcome = flow.enqueue(task);
+                }
+                catch (RuntimeException e) // block policy: the queue stayed full
+                {
+                    inFlight.remove(task.backupId());
+                    return false;
+                }
+                if (outcome == FullQueuePolicy.Outcome.CLOSED || outcome == FullQueuePolicy.Outcome.DISCARDED)
+                {
+                    inFlight.remove(task.backupId());
+                    return false;
+                }
+                flow.metrics.taskRecovered(task.resumePaging() != null);
+                return true;
+            }
+        };
+    }
+
     private FlowHandler instantiateHandler(FlowSpec spec)
     {
         try
@@ -393,14 +500,33 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
      * Maps the update to tasks of every flow on its table and queues them. Does no I/O; throws only what the
      * full-queue policy throws.
      */
-    void enqueue(Partition update)
+    /**
+     * Queues the update's tasks and returns the mutation of their backup entries, to be applied with the update
+     * (docs/design.md, "Replica backup maps"); empty when no task has one.
+     */
+    Collection<org.apache.cassandra.db.Mutation> augment(Partition update)
+    {
+        List<Task> backedUp = enqueue(update);
+        if (backedUp.isEmpty())
+            return Collections.emptyList();
+        org.apache.cassandra.db.Mutation entries = BackupMap.entries(update, backedUp, nodeName.get(), BackupMap.nowMicros());
+        if (entries == null)
+            return Collections.emptyList();
+        Flow flow = flowsByName.get(backedUp.get(0).flow());
+        if (flow != null)
+            flow.metrics.backupEntriesWritten(backedUp.size());
+        return Collections.singletonList(entries);
+    }
+
+    /** @return the queued tasks that have a backup entry to write */
+    List<Task> enqueue(Partition update)
     {
         if (ready.getCount() > 0 && !awaitReady(READY_WAIT_MILLIS))
             logger.warn("Async trigger flows not loaded after {} ms; writes are not being queued yet", READY_WAIT_MILLIS);
         String keyspace = update.metadata().keyspace, table = update.metadata().name;
         if (!watches(keyspace, table) && !(refreshFor(keyspace, table) && watches(keyspace, table)))
-            return;
-        enqueue(keyspace, table, TaskExtractor.extract(update));
+            return Collections.emptyList();
+        return enqueue(keyspace, table, TaskExtractor.extract(update));
     }
 
     /**
@@ -448,29 +574,58 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     }
 
     /** The seam below the extraction: queues the changes for every flow on the table that handles their event. */
-    void enqueue(String keyspace, String table, List<SourceChange> changes)
+    List<Task> enqueue(String keyspace, String table, List<SourceChange> changes)
     {
         List<Flow> flows = flowsByTable.get(tableKey(keyspace, table));
         if (flows == null)
-            return;
+            return Collections.emptyList();
+        List<Task> backedUp = new ArrayList<>(0);
         for (Flow flow : flows)
             for (SourceChange change : changes)
                 if (flow.spec.handles(change.operation))
-                    enqueue(flow, change);
+                    enqueue(flow, change, backedUp);
+        return backedUp;
     }
 
-    private void enqueue(Flow flow, SourceChange change)
+    private void enqueue(Flow flow, SourceChange change, List<Task> backedUp)
     {
-        FullQueuePolicy.Outcome outcome = flow.enqueue(Task.of(flow.spec, change, nanoClock.getAsLong()));
-        if (outcome != FullQueuePolicy.Outcome.CLOSED)
+        if (offer(flow, change, backedUp) != FullQueuePolicy.Outcome.CLOSED)
             return;
         // the flow was replaced between the lookup and the offer: hand the change to the new version
         Flow current = flowsByName.get(flow.spec.name);
-        if (current != null && current != flow
-            && current.enqueue(Task.of(current.spec, change, nanoClock.getAsLong())) != FullQueuePolicy.Outcome.CLOSED)
+        if (current != null && current != flow && offer(current, change, backedUp) != FullQueuePolicy.Outcome.CLOSED)
             return;
         logger.warn("Flow '{}' is stopping ({}); task not queued: {}", flow.spec.name,
                     shutdown ? "runtime replaced by reloadtriggers" : "flow removed", change);
+    }
+
+    /** Queues the change's task; one that was queued (or spilled) and has a backup entry is added to {@code backedUp}. */
+    private FullQueuePolicy.Outcome offer(Flow flow, SourceChange change, List<Task> backedUp)
+    {
+        Task task = Task.of(flow.spec, change, nanoClock.getAsLong());
+        if (flow.backupMap != null)
+        {
+            task = task.withBackup(BackupMap.newId());
+            inFlight.add(task.backupId());
+        }
+        FullQueuePolicy.Outcome outcome;
+        try
+        {
+            outcome = flow.enqueue(task);
+        }
+        catch (RuntimeException e)
+        {
+            if (task.backupId() != null)
+                inFlight.remove(task.backupId());
+            throw e;
+        }
+        if (task.backupId() == null)
+            return outcome;
+        if (outcome == FullQueuePolicy.Outcome.CLOSED || outcome == FullQueuePolicy.Outcome.DISCARDED)
+            inFlight.remove(task.backupId());
+        else
+            backedUp.add(task);
+        return outcome;
     }
 
     // ---- TriggerRuntimeMBean ----
@@ -488,6 +643,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
         logger.info("Async trigger runtime {} shutting down", id);
         ready.countDown();
+        Takeover t = takeover;
+        if (t != null)
+            t.stop();
         if (toStop != null)
         {
             toStop.shutdownNow();

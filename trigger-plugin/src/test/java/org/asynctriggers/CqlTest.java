@@ -30,8 +30,9 @@ class CqlTest
     void shouldWriteStatusWithATtl()
     {
         assertEquals("INSERT INTO \"async_triggers\".\"flow_status\" (\"flow\", \"node\", \"pending\", \"active\", \"completed\", \"failed\", "
-                     + "\"retried\", \"oldest_pending_ms\", \"workers\", \"capacity\", \"spilled\", \"discarded\", \"updated\") "
-                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
+                     + "\"retried\", \"oldest_pending_ms\", \"workers\", \"capacity\", \"spilled\", \"discarded\", "
+                     + "\"recovered\", \"resumed\", \"abandoned\", \"fanout_rows\", \"updated\") "
+                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
                      Cql.statusInsert());
     }
 }

@@ -258,6 +258,24 @@ final class FakeGateway implements CqlGateway
     }
 
     @Override
+    public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        executed.add(statement.cql);
+        consistencies.add(consistency);
+        Matcher m = SELECT.matcher(statement.cql);
+        if (!m.matches())
+            throw new IllegalArgumentException("not a select: " + statement.cql);
+        List<Map<String, ByteBuffer>> all = new ArrayList<>();
+        select(m, values).forEachRemaining(all::add);
+        int offset = from == null ? 0 : from.getInt(from.position());
+        List<Map<String, ByteBuffer>> page = new ArrayList<>(all.subList(Math.min(offset, all.size()), Math.min(all.size(), offset + pageSize)));
+        pagesFetched++;
+        largestPage = Math.max(largestPage, page.size());
+        int end = offset + page.size();
+        return new Page(page, end < all.size() ? ByteBuffer.allocate(4).putInt(0, end) : null);
+    }
+
+    @Override
     public Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize)
     {
         executed.add(statement.cql);

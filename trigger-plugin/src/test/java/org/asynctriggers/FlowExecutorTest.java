@@ -29,11 +29,27 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FlowExecutorTest
 {
+    /** Runs a task chunk by chunk to its end, as the workers do; the last chunk's result. */
+    static ExecutionResult runAll(FlowExecutor executor, Task task)
+    {
+        ExecutionResult result = executor.execute(task);
+        while (result.isSuccess() && result.hasMore())
+        {
+            byte[] paging = new byte[result.resumePaging().remaining()];
+            result.resumePaging().duplicate().get(paging);
+            result = executor.execute(task.resumeAt(result.resumeTarget(), paging));
+        }
+        return result;
+    }
+
     private static void assertSuccess(ExecutionResult result)
     {
         if (!result.isSuccess())
             throw new AssertionError("task failed", result.cause());
     }
+
+    static final String TIMELINE_INSERT =
+        "INSERT INTO \"twitter\".\"timeline\" (\"user_id\", \"tweet_id\", \"author_id\", \"body\") VALUES (?, ?, ?, ?) USING TIMESTAMP ?";
 
     @Nested
     class Timeline
@@ -56,7 +72,7 @@ class FlowExecutorTest
         void shouldWriteTheDirectTargetAtTheSourceTimestampAndWriteConsistency()
         {
             Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
-            assertSuccess(executor.execute(insert));
+            assertSuccess(runAll(executor, insert));
             List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
             assertEquals(1, rows.size());
             assertEquals("hi", string(rows.get(0).get("body")));
@@ -73,7 +89,7 @@ class FlowExecutorTest
                 follow(42, follower);
             follow(43, 999);
             Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
-            assertSuccess(executor.execute(insert));
+            assertSuccess(runAll(executor, insert));
             assertEquals(List.of(42L, 100L, 101L, 102L, 103L, 104L, 105L, 106L), timelineOwners());
             assertEquals(3, gateway.pagesFetched);
             assertEquals(3, gateway.largestPage);
@@ -82,11 +98,35 @@ class FlowExecutorTest
         }
 
         @Test
+        void shouldRunAFanOutOnePageAtATimeAndGoOnFromTheRecordedPosition()
+        {
+            for (long follower = 100; follower < 107; follower++)
+                follow(42, follower);
+            Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+            ExecutionResult first = executor.execute(insert);
+            assertTrue(first.hasMore(), "a fan-out larger than page_size yields after one page");
+            assertEquals(1, first.resumeTarget(), "target 0 (the author's row) is done, the fan-out target goes on");
+            assertEquals(3, first.fanoutRows());
+            assertEquals(List.of(42L, 100L, 101L, 102L), timelineOwners());
+
+            // another node takes over from the recorded position: the first page is not written again
+            byte[] paging = new byte[first.resumePaging().remaining()];
+            first.resumePaging().duplicate().get(paging);
+            int insertsBefore = java.util.Collections.frequency(gateway.executed, TIMELINE_INSERT);
+            ExecutionResult rest = runAll(executor, insert.recovered(0, first.resumeTarget(), paging));
+            assertSuccess(rest);
+            assertFalse(rest.hasMore());
+            assertEquals(List.of(42L, 100L, 101L, 102L, 103L, 104L, 105L, 106L), timelineOwners());
+            assertEquals(4, java.util.Collections.frequency(gateway.executed, TIMELINE_INSERT) - insertsBefore,
+                         "only the 4 followers after the resume position are written");
+        }
+
+        @Test
         void shouldReadTheSourceRowForColumnsAPartialUpdateLacks()
         {
             gateway.insert("twitter", "tweets", row("tweet_id", 7L, "author_id", 42L, "body", "old"), 900);
             Task update = Fixtures.task(spec, Operation.UPDATE, 1000, List.of(bigint(7)), row("tweet_id", 7L, "body", "new"));
-            assertSuccess(executor.execute(update));
+            assertSuccess(runAll(executor, update));
             assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\" FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"));
             List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
             assertEquals(1, rows.size());
@@ -97,7 +137,7 @@ class FlowExecutorTest
         void shouldNotReadWhenTheUpdateCarriesEverything()
         {
             Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
-            executor.execute(insert);
+            runAll(executor, insert);
             assertFalse(gateway.executed.stream().anyMatch(c -> c.contains("\"tweets\"")));
         }
 
@@ -105,9 +145,9 @@ class FlowExecutorTest
         void shouldSkipATargetWhoseKeyADeleteCannotName()
         {
             Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
-            executor.execute(insert);
+            runAll(executor, insert);
             Task delete = Fixtures.task(spec, Operation.DELETE, 2000, List.of(bigint(7)), row("tweet_id", 7L));
-            assertSuccess(executor.execute(delete));
+            assertSuccess(runAll(executor, delete));
             assertEquals(1, gateway.rows("twitter", "timeline").size(), "author_id is not in the key of a deleted tweet");
         }
 
@@ -143,8 +183,8 @@ class FlowExecutorTest
         @Test
         void shouldDeleteTheDerivedRowAtTheSourceTimestamp()
         {
-            assertSuccess(executor.execute(insert(1, 1, "a", 10)));
-            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
+            assertSuccess(runAll(executor, insert(1, 1, "a", 10)));
+            assertSuccess(runAll(executor, Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
             assertEquals(List.of(), gateway.rows("app", "events_copy"));
             assertTrue(gateway.executed.contains("DELETE FROM \"app\".\"events_copy\" USING TIMESTAMP ? WHERE \"p\" = ? AND \"c\" = ?"));
         }
@@ -152,18 +192,18 @@ class FlowExecutorTest
         @Test
         void shouldConvergeWhenTheDeleteRunsBeforeTheInsert()
         {
-            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
-            assertSuccess(executor.execute(insert(1, 1, "a", 10)));
+            assertSuccess(runAll(executor, Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L))));
+            assertSuccess(runAll(executor, insert(1, 1, "a", 10)));
             assertEquals(List.of(), gateway.rows("app", "events_copy"));
         }
 
         @Test
         void shouldDeleteAPartitionOrRangeByTheKnownPrefix()
         {
-            executor.execute(insert(1, 1, "a", 10));
-            executor.execute(insert(1, 2, "b", 10));
-            executor.execute(insert(2, 1, "c", 10));
-            assertSuccess(executor.execute(Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1)), row("p", 1L))));
+            runAll(executor, insert(1, 1, "a", 10));
+            runAll(executor, insert(1, 2, "b", 10));
+            runAll(executor, insert(2, 1, "c", 10));
+            assertSuccess(runAll(executor, Fixtures.task(spec, Operation.DELETE, 20, List.of(bigint(1)), row("p", 1L))));
             assertEquals(1, gateway.rows("app", "events_copy").size());
             assertTrue(gateway.executed.contains("DELETE FROM \"app\".\"events_copy\" USING TIMESTAMP ? WHERE \"p\" = ?"));
         }
@@ -171,19 +211,19 @@ class FlowExecutorTest
         @Test
         void shouldNotBlankColumnsAPartialUpdateDidNotCarryWhenTheRowIsGone()
         {
-            executor.execute(insert(1, 1, "a", 10));
+            runAll(executor, insert(1, 1, "a", 10));
             // the source row is not in the fake's events table, so the read finds nothing: v stays as it was
             Task update = Fixtures.task(spec, Operation.UPDATE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L));
-            assertSuccess(executor.execute(update));
+            assertSuccess(runAll(executor, update));
             assertEquals("a", string(gateway.rows("app", "events_copy").get(0).get("v")));
         }
 
         @Test
         void shouldWriteANullCellAsNull()
         {
-            executor.execute(insert(1, 1, "a", 10));
+            runAll(executor, insert(1, 1, "a", 10));
             Task update = Fixtures.task(spec, Operation.UPDATE, 20, List.of(bigint(1), bigint(1)), row("p", 1L, "c", 1L, "v", null));
-            assertSuccess(executor.execute(update));
+            assertSuccess(runAll(executor, update));
             assertNull(gateway.rows("app", "events_copy").get(0).get("v"));
         }
     }
@@ -213,7 +253,7 @@ class FlowExecutorTest
         private void run(Task... tasks)
         {
             for (Task t : tasks)
-                assertSuccess(executor.execute(t));
+                assertSuccess(runAll(executor, t));
         }
 
         @Test
@@ -320,34 +360,34 @@ class FlowExecutorTest
         @Test
         void shouldRemoveADeletedTweetFromEveryTimeline()
         {
-            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(runAll(executor, tweet(1000)));
             assertEquals(8, timelineRows());
-            assertSuccess(executor.execute(delete(2000)));
+            assertSuccess(runAll(executor, delete(2000)));
             assertEquals(0, timelineRows());
         }
 
         @Test
         void shouldKeepADeleteThatOvertakesTheTweet()
         {
-            assertSuccess(executor.execute(delete(2000)));
-            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(runAll(executor, delete(2000)));
+            assertSuccess(runAll(executor, tweet(1000)));
             assertEquals(0, timelineRows());
         }
 
         @Test
         void shouldStayDeletedWhenTheTweetIsReExecuted()
         {
-            assertSuccess(executor.execute(tweet(1000)));
-            assertSuccess(executor.execute(delete(2000)));
-            assertSuccess(executor.execute(tweet(1000)));
-            assertSuccess(executor.execute(delete(2000)));
+            assertSuccess(runAll(executor, tweet(1000)));
+            assertSuccess(runAll(executor, delete(2000)));
+            assertSuccess(runAll(executor, tweet(1000)));
+            assertSuccess(runAll(executor, delete(2000)));
             assertEquals(0, timelineRows());
         }
 
         @Test
         void shouldReadAndWriteTheLineageAtQuorumWhenTheFlowSaysOne()
         {
-            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(runAll(executor, tweet(1000)));
             for (int i = 0; i < gateway.executed.size(); i++)
                 if (gateway.executed.get(i).contains("\"async_triggers\".\"lineage\""))
                     assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(i), gateway.executed.get(i));
@@ -357,9 +397,9 @@ class FlowExecutorTest
         @Test
         void shouldReadTheFanoutPageByPageWhenCleaningUp()
         {
-            assertSuccess(executor.execute(tweet(1000)));
+            assertSuccess(runAll(executor, tweet(1000)));
             int pagesBefore = gateway.pagesFetched;
-            assertSuccess(executor.execute(delete(2000)));
+            assertSuccess(runAll(executor, delete(2000)));
             assertTrue(gateway.pagesFetched > pagesBefore, "the clean-up recomputes the fan-out from the recorded author");
         }
     }
@@ -422,7 +462,7 @@ class FlowExecutorTest
         gateway.insert("app", "users", row("id", 1L, "name", "ann", "email", "old@x"), 5);
         RecordingHandler.seen.clear();
 
-        assertSuccess(executor.execute(Fixtures.task(spec, Operation.UPDATE, 10, List.of(bigint(1)), row("id", 1L, "email", "new@x"))));
+        assertSuccess(runAll(executor, Fixtures.task(spec, Operation.UPDATE, 10, List.of(bigint(1)), row("id", 1L, "email", "new@x"))));
 
         TaskContext ctx = RecordingHandler.seen.get(0);
         assertEquals("users_by_name", ctx.flowName());
@@ -442,7 +482,7 @@ class FlowExecutorTest
         FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
         FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
         gateway.failNext = 1;
-        ExecutionResult result = executor.execute(Fixtures.task(spec, Operation.INSERT, 10, List.of(bigint(1)), row("id", 1L, "name", "a", "email", "e")));
+        ExecutionResult result = runAll(executor, Fixtures.task(spec, Operation.INSERT, 10, List.of(bigint(1)), row("id", 1L, "name", "a", "email", "e")));
         assertFalse(result.isSuccess());
         assertEquals("injected failure", result.cause().getMessage());
     }

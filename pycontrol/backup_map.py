@@ -1,0 +1,42 @@
+"""The replica backup map of a source table (docs/design.md, "Replica backup maps"): its name and layout.
+
+The map lives in the source's keyspace and has the source's partition key types in the same order, so its
+rows have the source rows' tokens: the plugin adds one row per queued task to the source mutation, and it
+lands, atomically with the source write, on exactly the source row's replicas.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+PREFIX = "async_backup_"
+# Cassandra 5.0 (SchemaConstants.TABLE_NAME_LENGTH): 255 characters of a file name, less the table id's 32 hex
+# digits and a dash, which make the table's data directory name
+MAX_TABLE_NAME = 222
+GC_GRACE_SECONDS = 10_800   # 3 h, the hint window: hints carry a completion delete to a replica that was down
+COMPACTION = {"class": "SizeTieredCompactionStrategy", "tombstone_threshold": "0.05",
+              "tombstone_compaction_interval": "300", "unchecked_tombstone_compaction": "true"}
+CLUSTERING = ("flow", "id")
+VALUE_COLUMNS = (("flow", "text"), ("id", "timeuuid"), ("master", "text"), ("task", "blob"), ("resume", "blob"))
+
+
+def table_name(source_table: str) -> str:
+    """The name of the backup map of the source table ``source_table`` (same keyspace)."""
+    return PREFIX + source_table
+
+
+def is_backup_map(table: str) -> bool:
+    return table.startswith(PREFIX)
+
+
+def key_columns(partition_key_types: Sequence[str]) -> list[tuple[str, str]]:
+    """The map's partition key: key_0, key_1, ... with the source's partition key types, in order."""
+    return [(f"key_{i}", t) for i, t in enumerate(partition_key_types)]
+
+
+def columns(partition_key_types: Sequence[str]) -> list[tuple[str, str]]:
+    """Every column of the map with its CQL type, partition key first."""
+    return key_columns(partition_key_types) + list(VALUE_COLUMNS)
+
+
+def comment(keyspace: str, source_table: str) -> str:
+    return f"async triggers: backup map of the tasks of {keyspace}.{source_table}"

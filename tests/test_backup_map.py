@@ -1,0 +1,223 @@
+"""Replica backup maps on the control plane's side: the flow option, its validation, the companion table that
+deploy creates beside each source table (and drop removes), the flow_status columns a deploy adds."""
+import dataclasses
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from pycontrol import backup_map, deploy, render, schema, validate
+from pycontrol.cql_schema import parse_cql_file
+from pycontrol.errors import ValidationError
+from pycontrol.flows import Backup, Flow, Write, source
+
+# a source with a composite partition key (tenant text, day date) and a clustering column
+EVENTS = schema.TableSchema("shop", "events", ("tenant", "day"), ("seq",),
+                            {"tenant": "text", "day": "date", "seq": "int", "body": "text"})
+LATEST = schema.TableSchema("shop", "latest", ("tenant",), (), {"tenant": "text", "body": "text"})
+COUNTS = schema.TableSchema("shop", "by_day", ("day",), ("tenant",), {"day": "date", "tenant": "text"})
+SCHEMA = schema.of(EVENTS, LATEST, COUNTS)
+
+COMPANION_CQL = (
+    'CREATE TABLE IF NOT EXISTS "shop"."async_backup_events" (\n'
+    '  "key_0" text, "key_1" date,\n'
+    '  "flow" text, "id" timeuuid, "master" text, "task" blob, "resume" blob,\n'
+    '  PRIMARY KEY (("key_0", "key_1"), "flow", "id"))\n'
+    '  WITH gc_grace_seconds = 10800\n'
+    "  AND compaction = {'class': 'SizeTieredCompactionStrategy', 'tombstone_threshold': '0.05', "
+    "'tombstone_compaction_interval': '300', 'unchecked_tombstone_compaction': 'true'}\n"
+    "  AND comment = 'async triggers: backup map of the tasks of shop.events'")
+
+
+def latest_flow(**changes) -> Flow:
+    flow = Flow(name="latest", source="shop.events",
+                steps=[Write("shop.latest", tenant=source.tenant, body=source.body)])
+    return dataclasses.replace(flow, **changes)
+
+
+def by_day_flow() -> Flow:
+    return Flow(name="by_day", source="shop.events", steps=[Write("shop.by_day", day=source.day, tenant=source.tenant)])
+
+
+def rejects(flow: Flow, message: str, schema_=SCHEMA):
+    with pytest.raises(ValidationError) as e:
+        validate.compile_all([flow], schema_)
+    assert str(e.value) == message
+
+
+# --- the option -------------------------------------------------------------------------------------------
+
+def test_should_render_the_backup_option_into_the_spec():
+    assert validate.compile_flow(latest_flow(), SCHEMA)["backup"] == {"enabled": True, "safety_net_ms": 300_000}
+    spec = validate.compile_flow(latest_flow(backup=Backup(enabled=False, safety_net_ms=60_000)), SCHEMA)
+    assert spec["backup"] == {"enabled": False, "safety_net_ms": 60_000}
+    assert json.loads(render.spec_json(spec))["backup"] == {"enabled": False, "safety_net_ms": 60000}
+
+
+@pytest.mark.parametrize("backup, message", [
+    (Backup(safety_net_ms=9_999),
+     "flow 'latest': 'backup.safety_net_ms' must be an integer from 10000 to 2147483647, found: 9999"),
+    (Backup(safety_net_ms=0),
+     "flow 'latest': 'backup.safety_net_ms' must be an integer from 10000 to 2147483647, found: 0"),
+    (Backup(safety_net_ms=2**31),
+     "flow 'latest': 'backup.safety_net_ms' must be an integer from 10000 to 2147483647, found: 2147483648"),
+    (Backup(safety_net_ms="5m"),
+     "flow 'latest': 'backup.safety_net_ms' must be an integer from 10000 to 2147483647, found: '5m'"),
+    (Backup(safety_net_ms=True),
+     "flow 'latest': 'backup.safety_net_ms' must be an integer from 10000 to 2147483647, found: True"),
+    (Backup(enabled="yes"), "flow 'latest': 'backup.enabled' must be True or False, found: 'yes'"),
+    (Backup(enabled=1), "flow 'latest': 'backup.enabled' must be True or False, found: 1"),
+    (False, "flow 'latest': 'backup' must be a Backup(enabled=..., safety_net_ms=...), found: False"),
+])
+def test_should_reject_bad_backup_options(backup, message):
+    rejects(latest_flow(backup=backup), message)
+
+
+def test_should_accept_the_smallest_safety_net():
+    assert validate.compile_flow(latest_flow(backup=Backup(safety_net_ms=10_000)), SCHEMA)["backup"] == \
+        {"enabled": True, "safety_net_ms": 10_000}
+
+
+# --- the companion table ----------------------------------------------------------------------------------
+
+def test_should_render_the_backup_map_of_a_composite_partition_key_before_the_flow_and_its_trigger():
+    specs = validate.compile_all([latest_flow(), by_day_flow()], SCHEMA)
+    statements = [s.cql for s in render.deploy_statements(specs, 2, version=1)]
+    companions = [s for s in statements if "async_backup_" in s]
+    assert companions == [COMPANION_CQL]   # once for the two flows on the table
+    first_insert = next(i for i, s in enumerate(statements) if s.startswith('INSERT INTO "async_triggers"."flows"'))
+    first_trigger = next(i for i, s in enumerate(statements) if s.startswith("CREATE TRIGGER"))
+    assert statements.index(COMPANION_CQL) < first_insert < first_trigger
+
+
+def test_should_render_a_backup_map_that_parses_back_to_its_layout(tmp_path):
+    script = tmp_path / "deploy.cql"
+    script.write_text(render.deploy_script(validate.compile_all([latest_flow()], SCHEMA), 2, version=1))
+    table = parse_cql_file(script).table("shop", "async_backup_events")
+    assert table.partition_key == ("key_0", "key_1") and table.clustering == ("flow", "id")
+    assert table.columns == {"key_0": "text", "key_1": "date", "flow": "text", "id": "timeuuid", "master": "text",
+                             "task": "blob", "resume": "blob"}
+
+
+def test_should_accept_an_existing_backup_map_of_the_same_layout():
+    existing = schema.TableSchema("shop", "async_backup_events", ("key_0", "key_1"), ("flow", "id"),
+                                  dict(backup_map.columns(["varchar", "date"])))
+    validate.compile_all([latest_flow()], schema.of(EVENTS, LATEST, existing))
+
+
+def test_should_reject_an_existing_backup_map_with_other_partition_key_types():
+    existing = schema.TableSchema("shop", "async_backup_events", ("key_0",), ("flow", "id"),
+                                  dict(backup_map.columns(["text"])))
+    rejects(latest_flow(),
+            "flow 'latest': the table 'shop.async_backup_events' exists but is not the backup map of 'shop.events': "
+            "its partition key types are (text), the source's are (text, date); drop or rename it, the deploy "
+            "creates the backup map", schema.of(EVENTS, LATEST, existing))
+
+
+def test_should_reject_an_existing_table_of_the_backup_map_name_with_other_columns():
+    existing = schema.TableSchema("shop", "async_backup_events", ("key_0", "key_1"), ("flow",),
+                                  {"key_0": "text", "key_1": "date", "flow": "text", "note": "text"})
+    rejects(latest_flow(),
+            "flow 'latest': the table 'shop.async_backup_events' exists but is not the backup map of 'shop.events': "
+            "it has columns (flow text, key_0 text, key_1 date, note text), a backup map has (flow text, id timeuuid, "
+            "key_0 text, key_1 date, master text, resume blob, task blob) with primary key ((key_0, key_1), flow, id); "
+            "drop or rename it, the deploy creates the backup map", schema.of(EVENTS, LATEST, existing))
+
+
+def test_should_reject_a_source_table_whose_backup_map_name_is_too_long():
+    ok = "t" * 209   # async_backup_ + 209 = 222 characters, Cassandra's longest table name
+    long = "t" * 210
+    tables = [schema.TableSchema("shop", name, ("tenant",), (), {"tenant": "text", "body": "text"})
+              for name in (ok, long)]
+    s = schema.of(LATEST, *tables)
+    validate.compile_all([Flow(name="ok", source=f"shop.{ok}", steps=[Write("shop.latest", tenant=source.tenant)])], s)
+    rejects(Flow(name="long", source=f"shop.{long}", steps=[Write("shop.latest", tenant=source.tenant)]),
+            f"flow 'long': the name of source table 'shop.{long}' is too long for its backup map: "
+            f"'async_backup_{long}' would have 223 characters, Cassandra allows 222 (so a source table name may "
+            "have at most 209)", s)
+
+
+def test_should_reject_flows_over_backup_maps():
+    existing = schema.TableSchema("shop", "async_backup_events", ("key_0", "key_1"), ("flow", "id"),
+                                  dict(backup_map.columns(["text", "date"])))
+    s = schema.of(EVENTS, LATEST, existing)
+    rejects(latest_flow(steps=[Write("shop.async_backup_events", key_0=source.tenant, key_1=source.day)]),
+            "flow 'latest': target table 'shop.async_backup_events' is named like a backup map: tables named "
+            "'async_backup_<table>' are reserved for the plugin", s)
+    rejects(latest_flow(source="shop.async_backup_events", steps=[Write("shop.latest", tenant=source.key_0)]),
+            "flow 'latest': source table 'shop.async_backup_events' is named like a backup map: tables named "
+            "'async_backup_<table>' are reserved for the plugin", s)
+
+
+# --- flow_status columns ----------------------------------------------------------------------------------
+
+BEFORE_BACKUP_MAPS = {"flow", "node", "pending", "active", "completed", "failed", "retried", "oldest_pending_ms",
+                      "workers", "capacity", "spilled", "discarded", "updated"}
+
+
+def test_should_add_the_missing_flow_status_columns_of_an_older_table():
+    assert render.flow_status_alters(BEFORE_BACKUP_MAPS) == [
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "recovered" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "resumed" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "abandoned" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "fanout_rows" bigint',
+    ]
+    assert render.flow_status_alters(BEFORE_BACKUP_MAPS - {"spilled", "discarded"})[:2] == [
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "spilled" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "discarded" bigint',
+    ]
+
+
+def test_should_alter_nothing_when_flow_status_is_complete_or_absent():
+    assert render.flow_status_alters({c for c, _ in render.FLOW_STATUS_COLUMNS}) == []
+    assert render.flow_status_alters(set()) == []   # no table yet: CREATE TABLE makes it whole
+
+
+def test_should_run_the_alters_after_creating_flow_status_and_before_the_flows():
+    specs = validate.compile_all([latest_flow()], SCHEMA)
+    statements = [s.cql for s in render.deploy_statements(specs, 2, version=1, flow_status_columns=BEFORE_BACKUP_MAPS)]
+    create = next(i for i, s in enumerate(statements) if s.startswith('CREATE TABLE IF NOT EXISTS "async_triggers"."flow_status"'))
+    assert statements[create + 1:create + 5] == render.flow_status_alters(BEFORE_BACKUP_MAPS)
+    assert not any(s.cql.startswith("ALTER") for s in render.deploy_statements(specs, 2, version=1))
+
+
+def test_should_create_flow_status_with_every_column_the_alters_know(tmp_path):
+    script = tmp_path / "deploy.cql"
+    script.write_text(render.deploy_script(validate.compile_all([latest_flow()], SCHEMA), 2, version=1))
+    table = parse_cql_file(script).table("async_triggers", "flow_status")
+    assert table.columns == dict(render.FLOW_STATUS_COLUMNS)
+    assert table.primary_key == render.FLOW_STATUS_KEY
+
+
+# --- drop -------------------------------------------------------------------------------------------------
+
+class FakeSession:
+    """Answers read_deployed with the given specs and records every other statement."""
+
+    def __init__(self, specs):
+        self.specs = specs
+        self.executed = []
+        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}))
+
+    def execute(self, query, params=None):
+        text = getattr(query, "query_string", query)
+        if text.startswith('SELECT "name", "spec", "version"'):
+            return [SimpleNamespace(name=s["name"], spec=json.dumps(s), version=1) for s in self.specs]
+        self.executed.append(text)
+        return []
+
+
+def test_should_drop_the_backup_map_after_the_trigger_of_its_table():
+    session = FakeSession(validate.compile_all([latest_flow()], SCHEMA))
+    deploy.drop(session, "latest")
+    assert session.executed == [
+        'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
+        'DROP TRIGGER IF EXISTS "async_triggers" ON "shop"."events"',
+        'DROP TABLE IF EXISTS "shop"."async_backup_events"',
+    ]
+
+
+def test_should_keep_trigger_and_backup_map_while_another_flow_uses_the_table():
+    session = FakeSession(validate.compile_all([latest_flow(), by_day_flow()], SCHEMA))
+    deploy.drop(session, "latest")
+    assert session.executed == ['DELETE FROM "async_triggers"."flows" WHERE "name" = %s']
