@@ -124,6 +124,17 @@ def status(settings, flow: str) -> list[dict]:
     return json.loads(run_ctl(settings, "trigger", "status", flow, "--json").stdout)
 
 
+def status_reaches(settings, flow: str, column: str, at_least: int, timeout: float = 20) -> int:
+    """The sum of a flow_status column over the nodes, once it reaches ``at_least`` (nodes report every 2 s)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        total = sum(s[column] for s in status(settings, flow))
+        if total >= at_least or time.monotonic() > deadline:
+            assert total >= at_least, f"{flow}: {column} = {total} after {timeout} s, expected at least {at_least}"
+            return total
+        time.sleep(1)
+
+
 def test_should_take_over_the_tasks_of_a_coordinator_killed_after_its_acks(flows, session, cluster_settings, all_nodes_up):
     ids = range(0, 2_000)
     with through("node3") as s:
@@ -133,7 +144,7 @@ def test_should_take_over_the_tasks_of_a_coordinator_killed_after_its_acks(flows
     took = wait_rows(session, "flt.dst", len(ids), timeout=180)
     print(f"[faults] takeover after kill -9: all {len(ids)} rows {time.monotonic() - killed:.1f} s after the kill "
           f"(waited {took:.1f} s)")
-    assert sum(s["recovered"] for s in status(cluster_settings, "flt_copy")) >= len(ids)
+    assert status_reaches(cluster_settings, "flt_copy", "recovered", len(ids))
     verify(cluster_settings, "flt_copy", len(ids))
 
 
@@ -160,6 +171,7 @@ def test_should_resume_a_fan_out_from_its_recorded_position_when_its_master_dies
             time.sleep(0.05)
     cluster_mod.kill_node(cluster_settings, "node3", name=cluster_settings.cluster_name, progress=_progress)
     wait_rows(session, "flt.timeline", FOLLOWERS, timeout=240)
+    time.sleep(5)  # two status reports (every 2 s) after the last row
     after = [s for s in status(cluster_settings, "flt_fanout") if s["node"] != ADDRESS["node3"]]
     resumed = sum(s["resumed"] for s in after)
     rewritten = sum(s["fanout_rows"] - before.get(s["node"], {}).get("fanout_rows", 0) for s in after)
@@ -208,7 +220,7 @@ def test_should_leave_no_derived_row_for_a_write_that_failed_on_every_replica(fl
     time.sleep(15)  # the tasks wait up to 10 s for their backup entry before they are dropped
     leaked = [i for i in failed if session.execute("SELECT id FROM flt.dst WHERE id = %s", (i,)).one()]
     assert leaked == []
-    assert sum(s["abandoned"] for s in status(cluster_settings, "flt_copy")) >= len(failed)
+    assert status_reaches(cluster_settings, "flt_copy", "abandoned", len(failed))
 
 
 def test_should_lose_no_pending_task_when_every_node_restarts(flows, session, cluster_settings, all_nodes_up):
