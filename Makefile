@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 AGENT_JAR  := trigger-plugin/target/async-triggers-agent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack clean
+.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup clean
 
 all: install
 
@@ -51,6 +51,10 @@ test: install test-java
 
 bench-ack: install
 	$(PY) benchmarks/ack_latency.py
+
+# the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
+bench-backup: install
+	$(PY) benchmarks/backup_size.py --minutes 10
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target
