@@ -58,3 +58,29 @@ bench-backup: install
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target
+
+# ---- issue 4: the benchmarks' building blocks (new targets; the ones above are unchanged) ----
+# `broker`: RabbitMQ from Debian's packages for the external-queue baseline, installed only when missing.
+# RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/broker.py runs a private one.
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: broker bench-deps test-bench
+
+broker:
+	@if dpkg-query -W -f='$${Status}' rabbitmq-server 2>/dev/null | grep -q 'install ok installed'; then \
+	  echo "rabbitmq-server $$(dpkg-query -W -f='$${Version}' rabbitmq-server) is installed"; \
+	else \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -q --no-install-recommends \
+	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold rabbitmq-server; \
+	fi
+
+# the benchmarks' Python extras (pika, matplotlib) in the project's virtualenv
+bench-deps: venv
+	$(VENV)/bin/pip install -q -e '.[test,bench]'
+
+# the benchmarks' building blocks: unit tests, the Spark load generator, a private RabbitMQ node (no Cassandra)
+test-bench: bench-deps broker
+	$(PY) -m pytest -q -rs -m "not cluster" tests/test_bench_reference.py tests/test_loadgen.py \
+	  tests/test_bench_results.py tests/test_bench_report.py tests/test_bench_apps.py tests/test_broker.py \
+	  tests/test_external_queue.py

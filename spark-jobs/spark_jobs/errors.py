@@ -1,7 +1,7 @@
 """Errors of the Spark jobs. They derive from the control plane's tree so ``ctl`` reports them like its own."""
 from pycontrol.errors import AsyncTriggersError, VerifyError
 
-__all__ = ["LoadError", "SparkSetupError", "VerifyError"]
+__all__ = ["LoadError", "LoadGenError", "SparkSetupError", "VerifyError"]
 
 
 class SparkSetupError(AsyncTriggersError):
@@ -10,3 +10,7 @@ class SparkSetupError(AsyncTriggersError):
 
 class LoadError(AsyncTriggersError):
     """Generated data could not be written to Cassandra (no such keyspace or table, cluster unreachable)."""
+
+
+class LoadGenError(AsyncTriggersError):
+    """The load generator was given a bad option, or its senders could not be made or failed outside a request."""

@@ -1,0 +1,39 @@
+"""The synchronous application: the request writes the tweet and, at the same time, the tweet to its author's
+and every follower's timeline; it is acknowledged when all of them are. A celebrity's tweet holds its request for
+as long as its whole fan-out takes (the report's 13.8 s maximum response time)."""
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable
+
+from benchmarks.apps.tweets import TWEET_BYTES, FanOutWriter, TweetSource, TweetStore
+
+
+class SynchronousSender:
+    def __init__(self, store: TweetStore, writer: FanOutWriter, source: TweetSource):
+        self.store, self.writer, self.source = store, writer, source
+
+    def send(self, request) -> None:
+        tweet = self.source.tweet(request.seq, request.scheduled)
+        pending = self.store.write_tweet_async(tweet)   # in flight while the timelines are written
+        self.writer.fan_out(tweet)
+        pending.result()
+
+    def close(self) -> None:
+        for part in (self.store, self.writer):
+            close = getattr(part, "close", None)
+            if callable(close):
+                close()
+
+
+@dataclasses.dataclass(frozen=True)
+class SynchronousApp:
+    """A sender factory for ``spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
+    writer_factory: Callable[[Any], FanOutWriter]    # called with the loadgen Slot
+    n_users: int
+    body_bytes: int = TWEET_BYTES
+
+    def __call__(self, slot) -> SynchronousSender:
+        return SynchronousSender(self.store_factory(slot), self.writer_factory(slot),
+                                 TweetSource(self.n_users, slot.seed, slot.task, self.body_bytes))

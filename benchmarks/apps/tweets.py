@@ -1,0 +1,84 @@
+"""The workload's requests and the small interfaces the three applications write through.
+
+A request is a tweet of about 200 bytes (the report's size) by a user drawn uniformly at random, made from the
+run's seed and the request's place in the schedule, so a run is reproducible whatever the timing. The applications
+reach Cassandra only through :class:`TweetStore` (write the tweet) and :class:`FanOutWriter` (write a tweet to its
+author's and every follower's timeline): the Cassandra implementations are the cluster-dependent part; tests and
+calibration runs plug in local ones.
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+import random
+import uuid
+from typing import Protocol
+
+from cassandra.util import uuid_from_time
+
+from benchmarks.errors import BenchError
+from pycontrol.workload import tweet_body
+
+TWEET_BYTES = 200
+
+
+class MessageError(BenchError):
+    """A queue message is not a tweet this benchmark wrote."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Tweet:
+    tweet_id: uuid.UUID        # a time UUID (twitter.tweets.tweet_id is timeuuid)
+    author_id: int
+    body: str
+    created_at_ms: int
+
+
+def encode(tweet: Tweet) -> bytes:
+    """The queue message of a tweet: compact JSON."""
+    return json.dumps({"tweet_id": str(tweet.tweet_id), "author_id": tweet.author_id, "body": tweet.body,
+                       "created_at_ms": tweet.created_at_ms}, separators=(",", ":")).encode()
+
+
+def decode(message: bytes) -> Tweet:
+    try:
+        d = json.loads(message)
+        return Tweet(uuid.UUID(d["tweet_id"]), int(d["author_id"]), str(d["body"]), int(d["created_at_ms"]))
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        shown = message[:80] + (b"..." if len(message) > 80 else b"")
+        raise MessageError(f"not a tweet message ({type(e).__name__}: {e}): {shown!r}") from None
+
+
+class TweetSource:
+    """The tweets of one load generator task: ``tweet(seq, at)`` is the same for the same (seed, task, seq)."""
+
+    def __init__(self, n_users: int, seed: int, task: int, body_bytes: int = TWEET_BYTES):
+        if n_users < 1:
+            raise BenchError(f"'n_users' must be strictly positive, found: {n_users}")
+        if body_bytes < 1:
+            raise BenchError(f"'body_bytes' must be strictly positive, found: {body_bytes}")
+        self.n_users, self.seed, self.task, self.body_bytes = n_users, seed, task, body_bytes
+
+    def tweet(self, seq: int, at: float) -> Tweet:
+        rng = random.Random(f"{self.seed}/{self.task}/{seq}")
+        author = rng.randint(1, self.n_users)
+        body = tweet_body(rng, self.body_bytes)
+        tweet_id = uuid_from_time(at, node=rng.getrandbits(48), clock_seq=rng.getrandbits(14))
+        return Tweet(tweet_id, author, body, int(at * 1000))
+
+
+class Waitable(Protocol):
+    def result(self): ...
+
+
+class TweetStore(Protocol):
+    """Writes a tweet to ``twitter.tweets``; ``write_tweet_async`` returns something whose ``result()`` blocks
+    until the write is acknowledged and raises if it failed (the driver's ``ResponseFuture`` is one)."""
+
+    def write_tweet_async(self, tweet: Tweet) -> Waitable: ...
+
+
+class FanOutWriter(Protocol):
+    """Writes a tweet to its author's and every follower's timeline; returns the number of timeline rows."""
+
+    def fan_out(self, tweet: Tweet) -> int: ...
