@@ -82,13 +82,13 @@ final class BackupMap
         return TimeUUID.Generator.nextTimeUUID().asUUID();
     }
 
-    /** The entry is there (at ONE): the source write it came with was stored on at least one replica. */
-    boolean isStored(Task task)
+    /** The entry is there (at ONE, or at ALL): the source write it came with was stored on a replica. */
+    boolean isStored(Task task, ConsistencyLevel consistency)
     {
         CqlGateway.Prepared statement = select;
         if (statement == null)
             select = statement = gateway.prepare(Cql.select(keyspace, companion, List.of("master"), where));
-        return !gateway.execute(statement, ConsistencyLevel.ONE, entryKey(task)).isEmpty();
+        return !gateway.execute(statement, consistency, entryKey(task)).isEmpty();
     }
 
     /** Records where a chunked fan-out goes on (at ONE; a lost update only makes a takeover redo more rows). */

@@ -8,8 +8,11 @@ import java.nio.ByteBuffer;
  */
 interface Backups
 {
-    /** the entry is there: its source write was stored */
-    boolean isStored(Task task);
+    /**
+     * The entry is there, read at ONE ({@code everywhere} false) or at ALL (true: an absent entry then means the
+     * source write is on no replica). Throws when the read fails (e.g. a replica down for ALL).
+     */
+    boolean isStored(Task task, boolean everywhere);
 
     void recordResume(Task task, int target, ByteBuffer paging);
 
@@ -23,7 +26,7 @@ interface Backups
     Backups NONE = new Backups()
     {
         @Override
-        public boolean isStored(Task task)
+        public boolean isStored(Task task, boolean everywhere)
         {
             return true;
         }

@@ -76,6 +76,11 @@ final class Retries
         }
     }
 
+    long maxAgeMillis()
+    {
+        return policy.maxAgeMillis;
+    }
+
     void backups(Backups backups)
     {
         this.backups = backups;

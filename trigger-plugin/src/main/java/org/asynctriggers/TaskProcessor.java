@@ -35,6 +35,7 @@ public final class TaskProcessor implements Consumer<Task>
     /** how long a task waits for its backup entry (its source write) to show before it is dropped as never stored */
     static final long STORE_WAIT_MILLIS = 10_000;
     static final long STORE_RECHECK_MILLIS = 250;
+    static final long STORE_UNKNOWN_RECHECK_MILLIS = 2_000;
 
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
     TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
@@ -77,22 +78,39 @@ public final class TaskProcessor implements Consumer<Task>
         }
         if (task.backupId() != null && !task.isStored())
         {
-            if (!stored(task))
+            Boolean stored = stored(task, false);
+            if (!Boolean.TRUE.equals(stored))
             {
                 long age = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - task.createdNanos());
                 if (age < STORE_WAIT_MILLIS)
                 {
-                    metrics.taskDeferred();
-                    retries.later(task, STORE_RECHECK_MILLIS);
+                    defer(task, STORE_RECHECK_MILLIS);
+                    return;
                 }
-                else
+                // long enough for any write in flight: only a read of every replica may conclude it was never stored
+                stored = stored(task, true);
+                if (stored == null)
                 {
-                    logger.info("Flow '{}': the source write of {} was not stored after {} ms (failed on every replica?); "
-                                + "task dropped, a replica runs it if the write lands later", task.flow(), task, age);
+                    // a replica does not answer: cannot tell yet; the entry, if any, is safe on the live replicas
+                    if (age < retries.maxAgeMillis())
+                    {
+                        defer(task, STORE_UNKNOWN_RECHECK_MILLIS);
+                        return;
+                    }
+                    logger.warn("Flow '{}': could not tell for {} ms whether the source write of {} was stored; "
+                                + "left to its replicas' safety net", task.flow(), age, task);
+                    backups.abandoned(task);
+                    metrics.taskAbandoned();
+                    return;
+                }
+                if (!stored)
+                {
+                    logger.info("Flow '{}': the source write of {} is on no replica after {} ms (it failed); "
+                                + "task dropped", task.flow(), task, age);
                     metrics.taskAbandoned();
                     backups.abandoned(task);
+                    return;
                 }
-                return;
             }
             task = task.stored();
         }
@@ -142,17 +160,23 @@ public final class TaskProcessor implements Consumer<Task>
         metrics.taskFinished(true);
     }
 
-    /** Reads the task's backup entry; a failed read counts as not there yet. */
-    private boolean stored(Task task)
+    private void defer(Task task, long millis)
+    {
+        metrics.taskDeferred();
+        retries.later(task, millis);
+    }
+
+    /** Reads the task's backup entry; null when the read failed. */
+    private Boolean stored(Task task, boolean everywhere)
     {
         try
         {
-            return backups.isStored(task);
+            return backups.isStored(task, everywhere);
         }
         catch (RuntimeException e)
         {
-            logger.debug("Flow '{}': backup entry of {} not readable yet: {}", task.flow(), task, e.toString());
-            return false;
+            logger.debug("Flow '{}': backup entry of {} not readable{}: {}", task.flow(), task, everywhere ? " at ALL" : "", e.toString());
+            return null;
         }
     }
 }

@@ -396,9 +396,10 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         return new Backups()
         {
             @Override
-            public boolean isStored(Task task)
+            public boolean isStored(Task task, boolean everywhere)
             {
-                return map.isStored(task);
+                return map.isStored(task, everywhere ? org.apache.cassandra.db.ConsistencyLevel.ALL
+                                                     : org.apache.cassandra.db.ConsistencyLevel.ONE);
             }
 
             @Override

@@ -35,15 +35,18 @@ class TaskProcessorTest
     private static final class RecordingBackups implements Backups
     {
         final java.util.Set<java.util.UUID> stored = new java.util.HashSet<>();
+        /** entries only a read of every replica finds (the replica a read at ONE asks lacks them) */
+        final java.util.Set<java.util.UUID> storedElsewhere = new java.util.HashSet<>();
         final List<java.util.UUID> completed = new ArrayList<>();
         final List<java.util.UUID> abandoned = new ArrayList<>();
-        int checks;
+        boolean replicaDown;
 
         @Override
-        public boolean isStored(Task task)
+        public boolean isStored(Task task, boolean everywhere)
         {
-            checks++;
-            return stored.contains(task.backupId());
+            if (everywhere && replicaDown)
+                throw new IllegalStateException("Cannot achieve consistency level ALL");
+            return stored.contains(task.backupId()) || (everywhere && storedElsewhere.contains(task.backupId()));
         }
 
         @Override
@@ -98,6 +101,33 @@ class TaskProcessorTest
         {
             throw new AssertionError(e);
         }
+    }
+
+    @Test
+    void shouldRunATaskWhoseEntryOnlyAReadOfEveryReplicaFinds()
+    {
+        RecordingBackups backups = new RecordingBackups();
+        Task task = insert().withBackup(BackupMap.newId());
+        backups.storedElsewhere.add(task.backupId());
+        TaskProcessor late = processor(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(TaskProcessor.STORE_WAIT_MILLIS + 1));
+        late.backups(backups);
+        late.accept(task);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
+        assertEquals(List.of(task.backupId()), backups.completed);
+    }
+
+    @Test
+    void shouldKeepWaitingRatherThanDropATaskWhenAReplicaDoesNotAnswer()
+    {
+        RecordingBackups backups = new RecordingBackups();
+        backups.replicaDown = true;
+        Task task = insert().withBackup(BackupMap.newId());
+        TaskProcessor late = processor(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(TaskProcessor.STORE_WAIT_MILLIS + 1));
+        late.backups(backups);
+        late.accept(task);
+        assertEquals(List.of(), backups.abandoned, "unknown is not absent");
+        assertEquals(List.of(TaskProcessor.STORE_UNKNOWN_RECHECK_MILLIS), scheduler.delays);
+        assertEquals(1, metrics.getPendingTasks());
     }
 
     @Test
