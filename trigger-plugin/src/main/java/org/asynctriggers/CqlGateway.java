@@ -1,7 +1,6 @@
 package org.asynctriggers;
 
 import java.nio.ByteBuffer;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -38,9 +37,6 @@ public interface CqlGateway
 
     /** Runs the statement; the rows of a SELECT (column name to value), empty for writes. */
     List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values);
-
-    /** Pages through a SELECT, fetching {@code pageSize} rows at a time; never holds more than one page. */
-    Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize);
 
     /** One page of a SELECT and where the next one starts. */
     final class Page

@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Collections;
-import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -250,17 +249,10 @@ public final class FlowExecutor
      */
     private void eachRow(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Consumer<Map<String, ByteBuffer>> action)
     {
-        if (target.fanout == null)
-        {
-            action.accept(null);
-            return;
-        }
-        List<ByteBuffer> match = fanoutMatch(task, target, values);
-        if (match == null)
-            return;
-        Iterator<Map<String, ByteBuffer>> rows = gateway.page(statement(fanoutCql(target.fanout)), spec.readConsistency, match, spec.pageSize);
-        while (rows.hasNext())
-            action.accept(rows.next());
+        long[] rows = new long[1];
+        ByteBuffer next = onePage(task, target, values, null, rows, action);
+        while (next != null)
+            next = onePage(task, target, values, next, rows, action);
     }
 
     private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)

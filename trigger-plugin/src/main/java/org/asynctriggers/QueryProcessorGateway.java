@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 
@@ -18,12 +17,10 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.service.ClientState;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
-import org.apache.cassandra.service.pager.QueryPager;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
-import org.apache.cassandra.utils.FBUtilities;
 
 /**
  * {@link CqlGateway} on Cassandra's own query path: statements are parsed and prepared once as internal statements
@@ -59,29 +56,6 @@ final class QueryProcessorGateway implements CqlGateway
         for (UntypedResultSet.Row row : UntypedResultSet.create(((ResultMessage.Rows) result).result))
             rows.add(toMap(row));
         return rows;
-    }
-
-    @Override
-    public Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize)
-    {
-        SelectStatement select = (SelectStatement) statement.handle;
-        QueryOptions options = QueryOptions.forInternalCalls(consistency, writable(values));
-        QueryPager pager = select.getQuery(options, FBUtilities.nowInSeconds()).getPager(null, ProtocolVersion.CURRENT);
-        Iterator<UntypedResultSet.Row> rows = UntypedResultSet.create(select, consistency, ClientState.forInternalCalls(), pager, pageSize).iterator();
-        return new Iterator<>()
-        {
-            @Override
-            public boolean hasNext()
-            {
-                return rows.hasNext();
-            }
-
-            @Override
-            public Map<String, ByteBuffer> next()
-            {
-                return toMap(rows.next());
-            }
-        };
     }
 
     @Override

@@ -109,9 +109,9 @@ public final class Task implements Serializable
     }
 
     /** The rest of a chunked fan-out: the same task, to go on at this position. */
-    Task resumeAt(int target, byte[] paging)
+    Task resumeAt(int target, ByteBuffer paging)
     {
-        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, stored, target, paging);
+        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, stored, target, bytes(paging));
     }
 
     static Task of(FlowSpec flow, SourceChange change, long createdNanos)

@@ -144,9 +144,7 @@ public final class TaskProcessor implements Consumer<Task>
                 }
             }
             metrics.taskYielded();
-            byte[] paging = new byte[result.resumePaging().remaining()];
-            result.resumePaging().duplicate().get(paging);
-            retries.later(task.resumeAt(result.resumeTarget(), paging), 0);
+            retries.later(task.resumeAt(result.resumeTarget(), result.resumePaging()), 0);
             return;
         }
         try

@@ -511,12 +511,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         if (backedUp.isEmpty())
             return Collections.emptyList();
         org.apache.cassandra.db.Mutation entries = BackupMap.entries(update, backedUp, nodeName.get(), BackupMap.nowMicros());
-        if (entries == null)
-            return Collections.emptyList();
-        Flow flow = flowsByName.get(backedUp.get(0).flow());
-        if (flow != null)
-            flow.metrics.backupEntriesWritten(backedUp.size());
-        return Collections.singletonList(entries);
+        return entries == null ? Collections.emptyList() : Collections.singletonList(entries);
     }
 
     /** @return the queued tasks that have a backup entry to write */
@@ -623,9 +618,14 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         if (task.backupId() == null)
             return outcome;
         if (outcome == FullQueuePolicy.Outcome.CLOSED || outcome == FullQueuePolicy.Outcome.DISCARDED)
+        {
             inFlight.remove(task.backupId());
+        }
         else
+        {
             backedUp.add(task);
+            flow.metrics.backupEntriesWritten(1);
+        }
         return outcome;
     }
 

@@ -276,47 +276,6 @@ final class FakeGateway implements CqlGateway
     }
 
     @Override
-    public Iterator<Map<String, ByteBuffer>> page(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize)
-    {
-        executed.add(statement.cql);
-        consistencies.add(consistency);
-        Matcher m = SELECT.matcher(statement.cql);
-        if (!m.matches())
-            throw new IllegalArgumentException("not a select: " + statement.cql);
-        List<Map<String, ByteBuffer>> all = new ArrayList<>();
-        select(m, values).forEachRemaining(all::add);
-        return new Iterator<>()
-        {
-            private int offset;
-            private List<Map<String, ByteBuffer>> page = List.of();
-            private int inPage;
-
-            @Override
-            public boolean hasNext()
-            {
-                if (inPage < page.size())
-                    return true;
-                if (offset >= all.size())
-                    return false;
-                page = all.subList(offset, Math.min(all.size(), offset + pageSize));
-                offset += page.size();
-                inPage = 0;
-                pagesFetched++;
-                largestPage = Math.max(largestPage, page.size());
-                return true;
-            }
-
-            @Override
-            public Map<String, ByteBuffer> next()
-            {
-                if (!hasNext())
-                    throw new NoSuchElementException();
-                return page.get(inPage++);
-            }
-        };
-    }
-
-    @Override
     public ByteBuffer bind(Prepared statement, int index, Object value)
     {
         if (value == null || value instanceof ByteBuffer)

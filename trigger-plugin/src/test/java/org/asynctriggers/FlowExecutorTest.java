@@ -34,11 +34,7 @@ class FlowExecutorTest
     {
         ExecutionResult result = executor.execute(task);
         while (result.isSuccess() && result.hasMore())
-        {
-            byte[] paging = new byte[result.resumePaging().remaining()];
-            result.resumePaging().duplicate().get(paging);
-            result = executor.execute(task.resumeAt(result.resumeTarget(), paging));
-        }
+            result = executor.execute(task.resumeAt(result.resumeTarget(), result.resumePaging()));
         return result;
     }
 
