@@ -8,14 +8,14 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 AGENT_JAR  := trigger-plugin/target/async-triggers-agent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup clean
+.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup bench bench-smoke clean
 
 all: install
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip 'setuptools<82' wheel
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,bench]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -45,9 +45,18 @@ test-java:
 test-unit: venv
 	$(PY) -m pytest -q -m "not cluster and not spark" $(PYTEST_ARGS)
 
-# The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters.
-test: install test-java
+# The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters,
+# the benchmarks' smoke version (a private RabbitMQ node: `broker`).
+test: install broker test-java
 	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
+
+# The report's experiments (issue 4): every one, then benchmarks/results/report.md (about an hour)
+bench: install broker
+	$(CTL) bench all
+
+# a few seconds per phase: proves the machinery and the three applications (`make test` runs it too)
+bench-smoke: install broker
+	$(CTL) bench all --smoke --out /tmp/async-triggers-bench-smoke
 
 bench-ack: install
 	$(PY) benchmarks/ack_latency.py
@@ -75,9 +84,8 @@ broker:
 	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold rabbitmq-server; \
 	fi
 
-# the benchmarks' Python extras (pika, matplotlib) in the project's virtualenv
+# the benchmarks' Python extras (pika, matplotlib): part of the virtualenv now; kept as a name for old habits
 bench-deps: venv
-	$(VENV)/bin/pip install -q -e '.[test,bench]'
 
 # the benchmarks' building blocks: unit tests, the Spark load generator, a private RabbitMQ node (no Cassandra)
 test-bench: bench-deps broker

@@ -87,6 +87,8 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet) -> Deplo
                               "deploy is idempotent: fix the cause and run it again") from e
     if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
         raise DeployError("the nodes did not agree on the schema within 30 s after the deploy")
+    for src in sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs}):
+        invalidate_prepared(session, *src, progress=progress)
     return DeployResult(flows=[s["name"] for s in specs], version=version, statements=len(statements))
 
 
@@ -105,7 +107,32 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
         session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} "
                         f"ON {render.ident(src[0])}.{render.ident(src[1])}")
         progress(f"dropped trigger on {src[0]}.{src[1]} (no other flow uses it)")
+        invalidate_prepared(session, *src, progress=progress)
         # after the trigger: no write can add a backup entry any more
         backup = backup_map.table_name(src[1])
         session.execute(f"DROP TABLE IF EXISTS {render.ident(src[0])}.{render.ident(backup)}")
         progress(f"dropped backup map {src[0]}.{backup}")
+
+
+def invalidate_prepared(session, keyspace: str, table: str, progress: Progress = _quiet) -> None:
+    """Make every node forget the statements prepared on ``keyspace.table``, so clients re-prepare them.
+
+    A prepared INSERT keeps the table's metadata as it was when it was prepared, triggers included, and Cassandra
+    (5.0: ``TableMetadata.changeAffectsPreparedStatements``) does not count CREATE/DROP TRIGGER as a change that
+    invalidates prepared statements: an application that prepared its writes before the deploy would go on
+    writing without the trigger (no task, no backup entry) until it reconnected or the node restarted. A change
+    of ``gc_grace_seconds`` does invalidate them; it is set to another value and straight back (two schema
+    changes, the table's setting unchanged), and the drivers re-prepare on their next execution (UNPREPARED)."""
+    row = session.execute(SimpleStatement(
+        "SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
+        consistency_level=ConsistencyLevel.ONE), (keyspace, table)).one()
+    if row is None:
+        raise DeployError(f"table {keyspace}.{table} vanished during the deploy")
+    name = f"{render.ident(keyspace)}.{render.ident(table)}"
+    grace = row.gc_grace_seconds
+    for value in (grace + 1 if grace < 2**31 - 2 else grace - 1, grace):
+        session.execute(f"ALTER TABLE {name} WITH gc_grace_seconds = {value}")
+    if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
+        raise DeployError(f"the nodes did not agree on the schema within 30 s after invalidating the statements "
+                          f"prepared on {keyspace}.{table}")
+    progress(f"statements prepared on {keyspace}.{table} invalidated (clients re-prepare them with the trigger)")

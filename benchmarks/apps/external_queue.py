@@ -139,7 +139,9 @@ class ExternalQueueSender:
         self.store, self.publisher, self.source = store, publisher, source
 
     def send(self, request) -> None:
-        tweet = self.source.tweet(request.seq, request.scheduled)
+        self.submit(self.source.tweet(request.seq, request.scheduled))
+
+    def submit(self, tweet) -> None:
         pending = self.store.write_tweet_async(tweet)   # in flight while the broker confirms
         self.publisher.publish(tweet)
         pending.result()

@@ -13,7 +13,10 @@ class IntegratedSender:
         self.store, self.source = store, source
 
     def send(self, request) -> None:
-        self.store.write_tweet_async(self.source.tweet(request.seq, request.scheduled)).result()
+        self.submit(self.source.tweet(request.seq, request.scheduled))
+
+    def submit(self, tweet) -> None:
+        self.store.write_tweet_async(tweet).result()
 
     def close(self) -> None:
         close = getattr(self.store, "close", None)

@@ -14,7 +14,9 @@ class SynchronousSender:
         self.store, self.writer, self.source = store, writer, source
 
     def send(self, request) -> None:
-        tweet = self.source.tweet(request.seq, request.scheduled)
+        self.submit(self.source.tweet(request.seq, request.scheduled))
+
+    def submit(self, tweet) -> None:
         pending = self.store.write_tweet_async(tweet)   # in flight while the timelines are written
         self.writer.fan_out(tweet)
         pending.result()

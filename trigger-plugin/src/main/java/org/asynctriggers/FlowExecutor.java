@@ -10,6 +10,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Future;
 import java.util.function.Consumer;
 
 import org.apache.cassandra.db.ConsistencyLevel;
@@ -45,8 +48,20 @@ public final class FlowExecutor
     private final ConsistencyLevel lineageWrite;
     private final ConsistencyLevel lineageRead;
 
+    /**
+     * Writes the rows of one fan-out page in parallel (each write blocks its thread until the write consistency is
+     * met, so one thread would do one row per round trip); null: one after the other, on the worker's thread.
+     */
+    private final ExecutorService rowWriters;
+
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
     {
+        this(spec, gateway, handler, types, null);
+    }
+
+    public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters)
+    {
+        this.rowWriters = rowWriters;
         this.spec = spec;
         this.gateway = gateway;
         this.handler = handler;
@@ -218,12 +233,55 @@ public final class FlowExecutor
         if (match == null)
             return null;
         CqlGateway.Page page = gateway.fetchPage(statement(fanoutCql(target.fanout)), spec.readConsistency, match, spec.pageSize, from);
-        for (Map<String, ByteBuffer> row : page.rows)
+        if (rowWriters == null || page.rows.size() < 2)
         {
-            action.accept(row);
-            rows[0]++;
+            for (Map<String, ByteBuffer> row : page.rows)
+            {
+                action.accept(row);
+                rows[0]++;
+            }
+        }
+        else
+        {
+            inParallel(page.rows, action);
+            rows[0] += page.rows.size();
         }
         return page.next;
+    }
+
+    /**
+     * Applies {@code action} to every row on the row writers and returns once all are done. If any failed, the first
+     * failure is thrown once the others finished: the page then counts as failed and is run again as a whole (the
+     * writes are idempotent), never half-recorded as done.
+     */
+    private void inParallel(List<Map<String, ByteBuffer>> rows, Consumer<Map<String, ByteBuffer>> action)
+    {
+        List<Future<?>> pending = new ArrayList<>(rows.size());
+        for (Map<String, ByteBuffer> row : rows)
+            pending.add(rowWriters.submit(() -> action.accept(row)));
+        RuntimeException failure = null;
+        for (int i = 0; i < pending.size(); i++)
+        {
+            try
+            {
+                pending.get(i).get();
+            }
+            catch (ExecutionException e)
+            {
+                if (failure == null)
+                    failure = e.getCause() instanceof RuntimeException ? (RuntimeException) e.getCause()
+                                                                       : new RuntimeException(e.getCause());
+            }
+            catch (InterruptedException e)
+            {
+                for (Future<?> f : pending.subList(i, pending.size()))
+                    f.cancel(true);
+                Thread.currentThread().interrupt();
+                throw new IllegalStateException("interrupted while writing a fan-out page", e);
+            }
+        }
+        if (failure != null)
+            throw failure;
     }
 
     /** The fan-out's match values, or null (logged) when one is unknown. */

@@ -9,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
@@ -46,6 +48,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
 
     public static final ObjectName NAME = objectName("org.asynctriggers:type=Runtime");
     static final long POLL_MILLIS = 2_000;
+    static final int FANOUT_WRITERS = 32;
     static final long DRAIN_MILLIS = 30_000;
     static final String SPILL_DIRECTORY = "async_triggers_spill";
     static final long READY_WAIT_MILLIS = 10_000;
@@ -56,6 +59,8 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final CqlGateway gateway;
     private final MBeanServer mbeans;
     private final ThreadFactory threadFactory;
+    /** Writes the rows of fan-out pages in parallel, for every flow of this node (FlowExecutor). */
+    private final ExecutorService fanoutWriters;
     private final LongSupplier nanoClock;
     /** flow name to its spill directory (docs/design.md, "Full queues") */
     private final Function<String, java.nio.file.Path> spillDirs;
@@ -100,6 +105,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         this.gateway = gateway;
         this.mbeans = mbeans;
         this.threadFactory = threadFactory;
+        this.fanoutWriters = fanoutWriters(threadFactory);
         this.nanoClock = nanoClock;
         this.spillDirs = spillDirs;
         this.retrySchedulers = retrySchedulers;
@@ -346,7 +352,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             if (shutdown)
                 return;
             FlowHandler handler = spec.handler == null ? null : instantiateHandler(spec);
-            FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec));
+            FlowExecutor executor = new FlowExecutor(spec, gateway, handler, columnTypes.apply(spec), fanoutWriters);
             started = new Flow(spec, executor, spillDirs.apply(spec.name), retrySchedulers, jitter, deadLetters, sleeper,
                                threadFactory, nanoClock);
             started.backupMap = backupMaps.apply(spec);
@@ -676,7 +682,20 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         {
             logger.debug("Could not unregister {}: {}", NAME, e.getMessage());
         }
+        fanoutWriters.shutdown();
         logger.info("Async trigger runtime {} stopped", id);
+    }
+
+    /** Threads that write fan-out rows: a page of {@code FANOUT_WRITERS} rows is written in about one round trip. */
+    static ExecutorService fanoutWriters(ThreadFactory threadFactory)
+    {
+        AtomicInteger n = new AtomicInteger();
+        return Executors.newFixedThreadPool(FANOUT_WRITERS, runnable -> {
+            Thread thread = threadFactory.newThread(runnable);
+            thread.setName("async-trigger-fanout-" + n.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        });
     }
 
     @Override

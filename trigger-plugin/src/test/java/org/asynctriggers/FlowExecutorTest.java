@@ -94,6 +94,37 @@ class FlowExecutorTest
         }
 
         @Test
+        void shouldWriteAPageOnTheRowWritersAndFailTheWholePageWhenOneRowFails() throws Exception
+        {
+            java.util.concurrent.ExecutorService pool = java.util.concurrent.Executors.newFixedThreadPool(4);
+            try
+            {
+                FlowExecutor parallel = new FlowExecutor(spec, gateway, null, c -> null, pool);
+                for (long follower = 100; follower < 107; follower++)
+                    follow(42, follower);
+                Task insert = Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(7)), row("tweet_id", 7L, "author_id", 42L, "body", "hi"));
+                assertSuccess(runAll(parallel, insert));
+                assertEquals(List.of(42L, 100L, 101L, 102L, 103L, 104L, 105L, 106L), timelineOwners());
+
+                Task second = Fixtures.task(spec, Operation.INSERT, 2000, List.of(bigint(8)), row("tweet_id", 8L, "author_id", 42L, "body", "again"));
+                ExecutionResult first = parallel.execute(second);   // the author's row and the first page
+                assertTrue(first.hasMore());
+                gateway.failNext = 1;                                // one row of the next page fails
+                ExecutionResult failed = parallel.execute(second.resumeAt(first.resumeTarget(), first.resumePaging()));
+                assertFalse(failed.isSuccess(), "a page with a failed row is not done");
+                assertEquals("injected failure", failed.cause().getMessage());
+                ExecutionResult retried = runAll(parallel, second.resumeAt(first.resumeTarget(), first.resumePaging()));
+                assertSuccess(retried);
+                long tweet8 = gateway.rows("twitter", "timeline").stream().filter(r -> longOf(r.get("tweet_id")) == 8L).count();
+                assertEquals(8, tweet8, "the page was run again as a whole: every follower has the tweet once");
+            }
+            finally
+            {
+                pool.shutdownNow();
+            }
+        }
+
+        @Test
         void shouldRunAFanOutOnePageAtATimeAndGoOnFromTheRecordedPosition()
         {
             for (long follower = 100; follower < 107; follower++)

@@ -1,0 +1,101 @@
+"""`ctl bench`: the report's experiments (benchmarks/experiments.py) and their report."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import List
+
+import typer
+
+from .cli_common import errors_to_exit
+from .errors import ConfigError
+
+app = typer.Typer(help="Reproduce the report's experiments: synchronous vs external queue vs integrated.",
+                  no_args_is_help=True)
+
+DEFAULT_OUT = Path("benchmarks/results")
+
+
+def _phases(text: str) -> tuple[float, float, float]:
+    try:
+        parts = tuple(float(p) for p in text.split(","))
+    except ValueError:
+        parts = ()
+    if len(parts) != 3 or min(parts) <= 0:
+        raise ConfigError(f"--burst must be three positive seconds LOW,HIGH,LOW (e.g. 60,30,60), found: {text!r}")
+    return parts
+
+
+def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
+            step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None):
+    from benchmarks.experiments import BenchConfig, smoke_config
+    cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
+    changes = {"keep_cluster": keep}
+    if scale != 1.0:
+        if scale <= 0:
+            raise ConfigError(f"--scale must be strictly positive, found: {scale}")
+        changes.update(users=max(100, int(cfg.users * scale)), min_celebrity=max(10, int(cfg.min_celebrity * scale)))
+    if db_nodes is not None:
+        changes["db_nodes"] = db_nodes
+    if apps:
+        changes["apps"] = tuple(a.strip() for a in apps.split(",") if a.strip())
+    for name, value in (("step_s", step_s), ("steady_s", steady_s), ("fault_s", fault_s)):
+        if value is not None:
+            changes[name] = value
+    if fault_s is not None:   # kill and restart at the report's 40 % and 60 % of the run
+        changes.update(kill_at_s=0.4 * fault_s, restart_at_s=0.6 * fault_s)
+    if burst:
+        changes["burst_s"] = _phases(burst)
+    return dataclasses.replace(cfg, **changes)
+
+
+_OUT = typer.Option(DEFAULT_OUT, "--out", help="Results directory (one JSON + CSV per run, report.md, PNGs).")
+_SMOKE = typer.Option(False, "--smoke", help="A few seconds per phase on a small graph (what `make test` runs).")
+_CLUSTER = typer.Option(None, "--cluster", help="Run on this existing ccm cluster instead of creating bench2n / "
+                                                "bench3n (its node count is used throughout).")
+_KEEP = typer.Option(False, "--keep-cluster", help="Leave the last cluster up at the end.")
+_SCALE = typer.Option(1.0, "--scale", help="Graph size relative to the default 100,000 users.")
+_NODES = typer.Option(None, "--db-nodes", help="Cassandra nodes for Tables 1-3 (default 2).")
+_APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated.")
+_STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 20).")
+_STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 60).")
+_BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % (default 60,30,60).")
+_FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at 40 %, restart at 60 % (default "
+                                              "150: 60 and 90).")
+
+
+@app.command("run")
+def run(ctx: typer.Context,
+        names: List[str] = typer.Argument(..., help="bulk, saturating, 80pct, burst, fault, scale"),
+        out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
+        db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
+        burst: str = _BURST, fault_s: float = _FAULT):
+    """Run the named experiments (in the order given), then rewrite the report."""
+    from benchmarks.experiments import run_experiments
+    with errors_to_exit():
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
+        path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
+    typer.echo(f"report: {path}")
+
+
+@app.command("all")
+def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
+            keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
+            steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT):
+    """Every experiment: bulk writer, saturating, 80 %, burst, fault, scale; then the report."""
+    from benchmarks.experiments import EXPERIMENTS, run_experiments
+    with errors_to_exit():
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
+        path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
+    typer.echo(f"report: {path}")
+
+
+@app.command("report")
+def report(results: Path = typer.Argument(DEFAULT_OUT, help="Results directory."),
+           out: Path = typer.Option(None, "--out", help="Where report.md and the PNGs go (default: RESULTS)."),
+           db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots")):
+    """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs."""
+    from benchmarks import report as report_mod
+    with errors_to_exit():
+        path = report_mod.build(results, out, db_nodes, plots=plots)
+    typer.echo(f"report: {path}")

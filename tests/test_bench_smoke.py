@@ -1,0 +1,86 @@
+"""The benchmark suite's smoke version (issue 4) on the session's 3-node cluster: every experiment of
+``ctl bench all`` for the three applications, a few seconds per phase, with the real parts — Spark's open-loop
+load generator, the flow in Cassandra, a private RabbitMQ node with worker processes — then the report.
+
+It proves the machinery, not the figures: every run's requests are acknowledged, every propagation completes and
+the fault runs' Spark verification finds nothing missing after a node was killed and restarted mid-run."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from broker_helpers import require_broker
+from conftest import TEST_CLUSTER
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.broker]
+
+
+@pytest.fixture(scope="module")
+def smoke(cluster, cluster_settings, tmp_path_factory, spark):
+    """``ctl bench all --smoke --cluster attest``, as a library call; the results directory."""
+    require_broker()
+    from benchmarks.experiments import EXPERIMENTS, run_experiments, smoke_config
+    out = tmp_path_factory.mktemp("bench")
+    report = run_experiments(smoke_config(out, cluster=TEST_CLUSTER), EXPERIMENTS, cluster_settings,
+                             progress=lambda m: print(f"[bench] {m}", flush=True))
+    return out, report
+
+
+def _runs(out):
+    from benchmarks import results
+    return results.load_runs(out)
+
+
+def test_every_experiment_ran_each_application_and_completed_every_propagation(smoke):
+    out, _ = smoke
+    runs = [r for r in _runs(out) if not r["projected"]]
+    apps = ("synchronous", "external_queue", "integrated")
+    for experiment in ("saturating", "80pct", "burst", "fault"):
+        got = {r["app"] for r in runs if r["experiment"] == experiment}
+        assert got == set(apps), f"{experiment}: {got}"
+    for run in runs:
+        if run["app"] == "bulk_writer":
+            continue
+        assert run["requests"]["ok"] > 0, run["run_id"]
+        assert run["config"]["drained"] is True, f"{run['run_id']}: propagations still pending"
+        assert run["throughput_msg_s"] > 0, run["run_id"]
+        if run["experiment"] != "bulk_writer":
+            assert run["requests"]["error"] == 0, f"{run['run_id']}: {run['requests']}"
+            lag = run["propagation_lag_ms"]
+            assert lag is not None and lag["max"] >= lag["median"] >= 0, run["run_id"]
+            assert run["resources"]["db"]["processes"] == 3, run["run_id"]
+            assert run["resources"]["app"]["cpu_s"] > 0, run["run_id"]
+            assert (run["resources"]["queue"] is not None) == (run["app"] == "external_queue"), run["run_id"]
+
+
+def test_the_fault_runs_lose_no_propagation(smoke):
+    out, _ = smoke
+    faults = [r for r in _runs(out) if r["experiment"] == "fault"]
+    assert len(faults) == 3
+    for run in faults:
+        v = run["verification"]
+        assert v["expected"] > 0 and v["missing"] == 0 and v["unexpected"] == 0, f"{run['run_id']}: {v}"
+        assert [e["what"] for e in run["events"]][:2] == ["kill -9 node2", "restart node2"], run["events"]
+
+
+def test_the_bulk_writer_and_the_flows_fan_out_are_measured(smoke):
+    out, _ = smoke
+    bulk = {r["app"]: r for r in _runs(out) if r["experiment"] == "bulk_writer"}
+    assert bulk["bulk_writer"]["fanout_rows_s"] > 0
+    assert bulk["integrated"]["fanout_rows_s"] > 0
+    assert bulk["integrated"]["config"]["rows"] >= bulk["integrated"]["config"]["followers"]
+
+
+def test_the_report_has_every_table_and_figure(smoke):
+    out, report = smoke
+    text = report.read_text()
+    for title in ("Table 1", "Table 2", "Table 3", "Table 4", "Targets"):
+        assert title in text
+    assert "not measured" not in text.split("## Tables")[0], "a target was left unmeasured"
+    assert sorted(p.name for p in out.glob("*.png"))
+    projected = [r for r in _runs(out) if r["projected"]]
+    assert {r["app"] for r in projected} == {"synchronous", "external_queue", "integrated"}
+    assert all(r["db_nodes"] == 16 for r in projected)
+    raw = json.loads(next(out.glob("*-80pct-integrated-3n.json")).read_text())
+    assert raw["timeseries"]["propagated_msg_s"] is not None
