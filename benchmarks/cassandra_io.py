@@ -265,6 +265,26 @@ def bulk_write(spark, target: Target, seconds: float, partitions: int) -> dict:
     return {"rows": rows, "seconds": round(elapsed, 3), "rows_s": round(rows / elapsed, 2)}
 
 
+def connector_write(spark, target: Target, rows: int, partitions: int, concurrency: int = 64) -> dict:
+    """The JVM's bulk writer: ``rows`` synthetic timeline rows written by the Spark Cassandra Connector
+    (asynchronous writes, ``concurrency`` in flight per task, the target's write consistency); rows per second."""
+    from pyspark.sql import functions as F
+    from spark_jobs.session import CASSANDRA_FORMAT
+    df = spark.range(0, rows, numPartitions=partitions).select(
+        (F.col("id") % 100_000 + 1).alias("user_id"), F.expr("uuid()").alias("tweet_id"),
+        F.lit(0).cast("long").alias("author_id"), F.lit("b" * 200).alias("body"))
+    # a timeuuid column takes version-1 UUIDs only: make them from the row number (time) and a random node
+    df = df.withColumn("tweet_id", F.expr(
+        "concat(lpad(hex(id % 4294967296), 8, '0'), '-', lpad(hex((id div 4294967296) % 65536), 4, '0'), "
+        "'-11f1-8', substr(md5(cast(id as string)), 1, 3), '-', substr(md5(cast(id as string)), 4, 12))"))
+    started = time.monotonic()
+    df.write.format(CASSANDRA_FORMAT).options(keyspace=target.keyspace, table="timeline").option(
+        "spark.cassandra.output.consistency.level", target.write_consistency).option(
+        "spark.cassandra.output.concurrent.writes", str(concurrency)).mode("append").save()
+    elapsed = time.monotonic() - started
+    return {"rows": rows, "seconds": round(elapsed, 3), "rows_s": round(rows / elapsed, 2)}
+
+
 # -- propagation probes: ack -> the tweet's timeline rows are readable ---------------------------------------------
 class LagProbe:
     """Once per ``interval_s`` writes a probe tweet through the application's own request path (``submit``) by

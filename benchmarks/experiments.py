@@ -49,7 +49,7 @@ from benchmarks.apps.external_queue import DEFAULT_QUEUE, ExternalQueueApp, purg
 from benchmarks.apps.integrated import IntegratedApp
 from benchmarks.apps.synchronous import SynchronousApp
 from benchmarks.cassandra_io import (SESSIONS, FanOutFactory, LagProbe, StoreFactory, Target, bulk_write,
-                                     worker_args)
+                                     connector_write, worker_args)
 from benchmarks.errors import BenchError
 
 Progress = Callable[[str], None]
@@ -242,6 +242,7 @@ class Bench:
         self.n_users = 0
         self.probe_author = self.probe_follower = 0
         self.top_user: tuple[int, int] = (0, 0)
+        self.unwritten: dict[str, list] = {}   # the records of runs not written yet (saturation steps)
         self.saturating_rates: dict[str, float] = {}
 
     # -- setup ---------------------------------------------------------------------------------------------------
@@ -454,6 +455,8 @@ class Bench:
             resources=resources, events=[{"t_s": round(e["at"] - start, 2), "what": e["what"]} for e in events])
         if write:
             results_mod.write_run(self.cfg.out, run, records)
+        else:
+            self.unwritten[run["run_id"]] = records
         self.progress(self.describe(run))
         return run
 
@@ -602,17 +605,25 @@ class Bench:
         self._prepare("bulk_writer")
         self.progress(f"bulk writer: {self.cfg.partitions} Spark tasks for {self.cfg.bulk_s:g} s")
         started = time.time()
-        got = bulk_write(self.spark_session(), self.target(), self.cfg.bulk_s, self.cfg.partitions)
+        python = bulk_write(self.spark_session(), self.target(), self.cfg.bulk_s, self.cfg.partitions)
+        self.progress(f"  Python driver: {python['rows']} timeline rows in {python['seconds']:.1f} s = "
+                      f"{python['rows_s']:.0f} rows/s")
+        # the same number of rows again through the connector (JVM, asynchronous): the faster one is the limit
+        jvm = connector_write(self.spark_session(), self.target(), max(python["rows"], 1000), self.cfg.partitions,
+                              self.cfg.fanout_concurrency)
+        self.progress(f"  Spark Cassandra Connector: {jvm['rows']} timeline rows in {jvm['seconds']:.1f} s = "
+                      f"{jvm['rows_s']:.0f} rows/s")
+        best = max((python, jvm), key=lambda g: g["rows_s"])
         from spark_jobs.loadgen import Record
-        record = Record(0, 0, started, started, started + got["seconds"], "ok", False, None)
+        record = Record(0, 0, started, started, started + best["seconds"], "ok", False, None)
         run = results_mod.summarise([record], experiment="bulk_writer", app="bulk_writer", db_nodes=self.nodes,
-                                    duration_s=got["seconds"], config={**self._config(), **got},
-                                    fanout_rows_s=got["rows_s"])
+                                    duration_s=best["seconds"],
+                                    config={**self._config(), "python_driver": python, "connector": jvm,
+                                            "rows": best["rows"], "seconds": best["seconds"]},
+                                    fanout_rows_s=best["rows_s"])
         results_mod.write_run(self.cfg.out, run)
-        self.progress(f"  bulk writer: {got['rows']} timeline rows in {got['seconds']:.1f} s = "
-                      f"{got['rows_s']:.0f} rows/s")
         if "integrated" in self.cfg.apps:
-            self.flow_fanout(got["rows"])
+            self.flow_fanout(best["rows"])
         return run
 
     def flow_fanout(self, rows: int) -> dict:
@@ -663,7 +674,7 @@ class Bench:
                 rates = iter([self.cfg.fixed_rate])
             else:
                 rates = None
-            rate, best, failed = self.cfg.start_rate, None, None
+            rate, best, failed, bisected = self.cfg.start_rate, None, None, False
             for i in range(self.cfg.max_steps + 1):
                 if rates is not None:
                     rate = next(rates, None)
@@ -677,22 +688,24 @@ class Bench:
                               "bounded": bounded, "run_id": run["run_id"]})
                 if bounded and (best is None or run["throughput_msg_s"] > best["throughput_msg_s"]):
                     best = run
+                if not bounded:
+                    failed = rate if failed is None else min(failed, rate)
                 if rates is not None:
                     continue
-                if not bounded:
-                    if failed is not None or best is None:
-                        break
-                    failed = rate
-                    rate = math.sqrt(best["config"]["phases"][0]["rate"] * failed)
-                elif failed is not None:
-                    break
-                else:
+                if best is None:          # even the first rate was too much: go down
+                    rate /= self.cfg.rate_factor
+                elif failed is None:      # still bounded: go up
                     rate *= self.cfg.rate_factor
+                elif bisected:
+                    break
+                else:                     # once, between the best bounded and the lowest unbounded rate
+                    rate, bisected = math.sqrt(best["config"]["phases"][0]["rate"] * failed), True
             if best is None:
                 best = run
                 self.progress(f"  {app}: no step was bounded; the lowest rate's run stands for it")
             best["config"]["search"] = steps
-            results_mod.write_run(self.cfg.out, best)
+            results_mod.write_run(self.cfg.out, best, self.unwritten.get(best["run_id"]))
+            self.unwritten.clear()
             if self.nodes == self.cfg.db_nodes:
                 self.saturating_rates[app] = best["throughput_msg_s"]
             best_runs[app] = best
