@@ -270,13 +270,13 @@ def connector_write(spark, target: Target, rows: int, partitions: int, concurren
     (asynchronous writes, ``concurrency`` in flight per task, the target's write consistency); rows per second."""
     from pyspark.sql import functions as F
     from spark_jobs.session import CASSANDRA_FORMAT
+    # a timeuuid column takes version-1 UUIDs only: made from the row number (as the time) and its hash (node)
+    tweet_id = F.expr("concat(lpad(hex(id % 4294967296), 8, '0'), '-', lpad(hex((id div 4294967296) % 65536), 4, "
+                      "'0'), '-11f1-8', substr(md5(cast(id as string)), 1, 3), '-', "
+                      "substr(md5(cast(id as string)), 4, 12))")
     df = spark.range(0, rows, numPartitions=partitions).select(
-        (F.col("id") % 100_000 + 1).alias("user_id"), F.expr("uuid()").alias("tweet_id"),
+        (F.col("id") % 100_000 + 1).alias("user_id"), tweet_id.alias("tweet_id"),
         F.lit(0).cast("long").alias("author_id"), F.lit("b" * 200).alias("body"))
-    # a timeuuid column takes version-1 UUIDs only: make them from the row number (time) and a random node
-    df = df.withColumn("tweet_id", F.expr(
-        "concat(lpad(hex(id % 4294967296), 8, '0'), '-', lpad(hex((id div 4294967296) % 65536), 4, '0'), "
-        "'-11f1-8', substr(md5(cast(id as string)), 1, 3), '-', substr(md5(cast(id as string)), 4, 12))"))
     started = time.monotonic()
     df.write.format(CASSANDRA_FORMAT).options(keyspace=target.keyspace, table="timeline").option(
         "spark.cassandra.output.consistency.level", target.write_consistency).option(
