@@ -39,6 +39,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -549,7 +550,7 @@ class Bench:
 
     # -- processes -------------------------------------------------------------------------------------------------
     def _start_workers(self, url: str, target: Target) -> tuple[list[subprocess.Popen], list[Path]]:
-        work = self.cfg.out / ".work"
+        work = Path(tempfile.gettempdir()) / "async-triggers-bench"   # scratch: workers' logs, done files
         work.mkdir(parents=True, exist_ok=True)
         procs, files = [], []
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "spark-jobs"),
