@@ -197,12 +197,15 @@ class FakeSession:
     def __init__(self, specs):
         self.specs = specs
         self.executed = []
-        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}))
+        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}),
+                                       control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True))
 
     def execute(self, query, params=None):
         text = getattr(query, "query_string", query)
         if text.startswith('SELECT "name", "spec", "version"'):
             return [SimpleNamespace(name=s["name"], spec=json.dumps(s), version=1) for s in self.specs]
+        if text.startswith("SELECT gc_grace_seconds"):
+            return SimpleNamespace(one=lambda: SimpleNamespace(gc_grace_seconds=864000))
         self.executed.append(text)
         return []
 
@@ -213,6 +216,9 @@ def test_should_drop_the_backup_map_after_the_trigger_of_its_table():
     assert session.executed == [
         'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
         'DROP TRIGGER IF EXISTS "async_triggers" ON "shop"."events"',
+        # statements prepared with the trigger are invalidated (deploy.invalidate_prepared)
+        'ALTER TABLE "shop"."events" WITH gc_grace_seconds = 864001',
+        'ALTER TABLE "shop"."events" WITH gc_grace_seconds = 864000',
         'DROP TABLE IF EXISTS "shop"."async_backup_events"',
     ]
 
