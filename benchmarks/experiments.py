@@ -601,7 +601,6 @@ class Bench:
     # -- experiments -----------------------------------------------------------------------------------------------
     def bulk(self) -> dict:
         """The hardware's limit: timeline rows/s of a plain client (Spark tasks) writing at the run's CL, no flow."""
-        from spark_jobs.loadgen import Phase  # noqa: F401 - the schema's run needs records: one pseudo-request
         self.use_cluster(self.cfg.db_nodes)
         self._prepare("bulk_writer")
         self.progress(f"bulk writer: {self.cfg.partitions} Spark tasks for {self.cfg.bulk_s:g} s")
