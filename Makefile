@@ -5,10 +5,9 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 CTL   := $(VENV)/bin/ctl
 PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
-AGENT_JAR  := trigger-plugin/target/async-triggers-agent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup bench bench-smoke clean
+.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup bench bench-smoke chaos clean
 
 all: install
 
@@ -20,12 +19,12 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-plugin: $(PLUGIN_JAR) $(AGENT_JAR)
+plugin: $(PLUGIN_JAR)
 
-# one Maven build makes both: the trigger jar (conf/triggers of every node) and the java agent (-javaagent)
-$(PLUGIN_JAR) $(AGENT_JAR) &: $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
+# the plugin: one jar on every node's class path (ctl starts nodes with -javaagent:<jar>; or copy it into lib/)
+$(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
 	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
-	@ls -l $(PLUGIN_JAR) $(AGENT_JAR)
+	@ls -l $(PLUGIN_JAR)
 
 cassandra: venv
 	$(CTL) cluster install
@@ -57,6 +56,12 @@ bench: install broker
 # a few seconds per phase: proves the machinery and the three applications (`make test` runs it too)
 bench-smoke: install broker
 	$(CTL) bench all --smoke --out /tmp/async-triggers-bench-smoke
+
+# the fault campaign (pycontrol/chaos): a fault-free reference run, then 30 seeded faulty runs on its own 3-node
+# cluster, each checked by Spark; one line per run and a summary (about 2 h). CHAOS_ARGS adds options.
+CHAOS_ARGS ?=
+chaos: install
+	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
 bench-ack: install
 	$(PY) benchmarks/ack_latency.py

@@ -1,11 +1,11 @@
-"""Ack latency of a celebrity's tweet: Twitter flow deployed with replica backup maps (the default), deployed
-without them (``Backup(enabled=False)``), and dropped.
+"""Ack latency of a tweet by a celebrity (10,000 followers) and by an ordinary user (3 followers): the Twitter flow
+deployed with replica backup maps (the default), deployed without them (``Backup(enabled=False)``), and dropped.
 
-The write is acknowledged once it is stored and its task is queued; the 10,000-row fan-out runs afterwards
-inside the nodes. With backup maps the trigger returns the tasks' backup entries with the write, which makes
-Cassandra send it through the batchlog (a logged batch): that is the price measured here. Each sample waits until
-the previous fan-out finished, so every write meets the same idle cluster; the three variants alternate in blocks
-(A B C A B C) so drift on this shared machine hits all of them.
+The write is acknowledged once its replicas stored it; each replica records the tasks' backup entries as it
+applies the write (a local commit log record and memtable row, no message), and the fan-out runs afterwards inside
+the nodes: the price measured here is that capture. Each sample waits until the previous fan-out finished, so every
+write meets the same idle cluster; the three variants alternate in blocks (A B C A B C) so drift on this shared
+machine hits all of them.
 
     python benchmarks/ack_latency.py [--samples 40] [--followers 10000] [--nodes 3]
 """
@@ -31,7 +31,9 @@ from pycontrol.flows import Backup, load_flow_file  # noqa: E402
 from pycontrol.workload import write_tweets  # noqa: E402
 
 CELEBRITY = 1
+ORDINARY = 2          # an ordinary user: three followers
 FLOW = "twitter_timeline"
+TARGET = 1.2          # issue 9: ack with the flow and its backups <= 1.2x the same write with no flow
 
 
 def wait_for_row(session, user: int, tweet, timeout: float = 300) -> float:
@@ -66,10 +68,11 @@ def main(argv=None) -> int:
         for t in ("tweets", "timeline", "followers"):
             session.execute(f"TRUNCATE twitter.{t}")
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
-        execute_concurrent_with_args(session, insert, [(CELEBRITY, f) for f in followers], concurrency=64,
-                                     raise_on_first_error=True)
-        log(f"user {CELEBRITY} has {len(followers)} followers")
+        edges = [(CELEBRITY, f) for f in followers] + [(ORDINARY, f) for f in followers[:3]]
+        execute_concurrent_with_args(session, insert, edges, concurrency=64, raise_on_first_error=True)
+        log(f"user {CELEBRITY} has {len(followers)} followers, user {ORDINARY} has 3")
         latencies = {"backup": [], "no-backup": [], "dropped": []}
+        ordinary = {"backup": [], "no-backup": [], "dropped": []}
         fanout_s = []
         block = max(1, args.samples // 2)
         for variant in ("backup", "no-backup", "dropped") * 2:
@@ -89,17 +92,20 @@ def main(argv=None) -> int:
                     # fan-out pages in follower order: the last follower's row is written last
                     fanout_s.append(wait_for_row(session, followers[-1], stats.tweet_ids[0]))
                     status.wait_drained(session, [FLOW], dt.datetime.utcnow(), timeout=300)
+                ordinary[variant].extend(write_tweets(session, [ORDINARY], rng).latencies_ms)
         if FLOW in deploy.read_deployed(session):
             deploy.drop(session, FLOW)
 
-    med = {v: statistics.median(l) for v, l in latencies.items()}
-    print(f"writes by a user with {len(followers)} followers, {len(latencies['backup'])} per variant, one run, "
-          f"{args.nodes} nodes, RF 2")
-    print(f"median ack latency, flow with backup maps:    {med['backup']:8.2f} ms")
-    print(f"median ack latency, flow without backup maps: {med['no-backup']:8.2f} ms")
-    print(f"median ack latency, flow dropped:             {med['dropped']:8.2f} ms")
-    print(f"backup map cost (with / without backup):      {med['backup'] / med['no-backup']:8.2f}")
-    print(f"ratio (with backup / dropped):                {med['backup'] / med['dropped']:8.2f}  (target < 1.5)")
+    print(f"{len(latencies['backup'])} writes per variant and user, one run, {args.nodes} nodes, RF 2")
+    for who, samples in ((f"a user with {len(followers)} followers", latencies), ("a user with 3 followers", ordinary)):
+        med = {v: statistics.median(l) for v, l in samples.items()}
+        ratio = med["backup"] / med["dropped"]
+        print(f"tweets by {who}:")
+        print(f"  median ack latency, flow with backup maps:    {med['backup']:8.2f} ms")
+        print(f"  median ack latency, flow without backup maps: {med['no-backup']:8.2f} ms")
+        print(f"  median ack latency, flow dropped:             {med['dropped']:8.2f} ms")
+        print(f"  ratio (with backup / dropped):                {ratio:8.2f}  (target <= {TARGET}: "
+              f"{'met' if ratio <= TARGET else 'missed'})")
     print(f"median fan-out completion after ack: {statistics.median(fanout_s) * 1000:8.0f} ms "
           f"({len(followers)} timeline rows)")
     return 0

@@ -55,6 +55,9 @@ from benchmarks.errors import BenchError
 
 Progress = Callable[[str], None]
 APPS = ("synchronous", "external_queue", "integrated")
+# the tweet write alone, with no flow deployed: what Cassandra itself gives the same requests (a baseline, not one
+# of the report's approaches: its runs stay out of the report's tables)
+PLAIN = "plain"
 EXPERIMENTS = ("bulk", "saturating", "80pct", "burst", "fault", "scale")
 FLOW = "bench_timeline"
 REPO = Path(__file__).resolve().parent.parent
@@ -100,9 +103,9 @@ class BenchConfig:
     fixed_rate: float | None = None    # skip the search: every approach's saturating rate (the smoke test)
 
     def __post_init__(self):
-        unknown = [a for a in self.apps if a not in APPS]
+        unknown = [a for a in self.apps if a not in APPS + (PLAIN,)]
         if unknown:
-            raise BenchError(f"unknown application(s) {', '.join(unknown)}: choose from {', '.join(APPS)}")
+            raise BenchError(f"unknown application(s) {', '.join(unknown)}: choose from {', '.join(APPS + (PLAIN,))}")
         if not 0 < self.kill_at_s < self.restart_at_s < self.fault_s:
             raise BenchError(f"the fault run needs 0 < kill_at_s ({self.kill_at_s}) < restart_at_s "
                              f"({self.restart_at_s}) < fault_s ({self.fault_s})")
@@ -374,7 +377,7 @@ class Bench:
         counters = None
         if app == "synchronous":
             factory = SynchronousApp(store, FanOutFactory(target), self.n_users)
-        elif app == "integrated":
+        elif app in ("integrated", PLAIN):
             factory = IntegratedApp(store, self.n_users)
         else:
             broker = self.ensure_broker()
@@ -390,8 +393,9 @@ class Bench:
             else:
                 completions = None
             probe_sender = factory(loadgen.Slot(task=-1, slot=0, partitions=1, seed=self.cfg.seed))
-            probe = LagProbe(target, probe_sender.submit, self.probe_author, self.probe_follower,
-                             self.cfg.probe_interval_s)
+            probe = (NoProbe() if app == PLAIN else
+                     LagProbe(target, probe_sender.submit, self.probe_author, self.probe_follower,
+                              self.cfg.probe_interval_s))
             groups = self._resource_groups(workers)
             sampler = res_mod.Sampler(groups, interval_s=1.0)
             self.progress(f"{experiment} / {app}: " + ", ".join(f"{p.rate:g} msg/s for {p.duration_s:g} s"
@@ -435,7 +439,7 @@ class Bench:
         resources = sampler.result(messages=ok)
         drain_s = None if completed_at is None else max(0.0, completed_at - schedule_end)
         horizon = (completed_at or time.time()) - start
-        if app == "synchronous":
+        if app in ("synchronous", PLAIN):
             done_count = ok
             rows = None
         else:
@@ -482,7 +486,7 @@ class Bench:
 
     def _wait_drained(self, app, records, completions, counters, expected, end_of_load):
         """When every propagation of the run completed (epoch s), or None after drain_timeout_s; and whether."""
-        if app == "synchronous":
+        if app in ("synchronous", PLAIN):
             acks = [r.acked for r in records if r.acked is not None]
             return (max(acks) if acks else end_of_load), True
         deadline = time.time() + self.cfg.drain_timeout_s
@@ -503,7 +507,7 @@ class Bench:
         """Completed propagations per 3-s bucket, as long as the run's time series."""
         bucket = results_mod.BUCKET_S
         acks = [r.acked for r in records if r.status == "ok"]
-        if app == "synchronous":
+        if app in ("synchronous", PLAIN):
             times = acks
         elif app == "external_queue":
             times = [t for t, _ in DoneFiles(done_files).entries().values()]
@@ -719,9 +723,11 @@ class Bench:
         return req["error"] == 0 and req["dropped"] == 0 and run["drain_s"] is not None and run["drain_s"] <= bound
 
     def _saturating_rates(self) -> dict[str, float]:
-        """The approaches' saturating throughput at db_nodes: measured in this process, else from the results."""
-        rates = dict(self.saturating_rates)
-        missing = [a for a in self.cfg.apps if a not in rates]
+        """The approaches' saturating throughput at db_nodes: measured in this process, else from the results. The
+        plain write has none of its own here: it gets the rates of the approaches it is compared with."""
+        rates = {a: r for a, r in self.saturating_rates.items() if a != PLAIN}
+        approaches = [a for a in self.cfg.apps if a != PLAIN]
+        missing = [a for a in approaches if a not in rates]
         if missing:
             try:
                 runs = results_mod.load_runs(self.cfg.out)
@@ -732,10 +738,12 @@ class Bench:
                          and r["db_nodes"] == self.cfg.db_nodes and r["throughput_msg_s"]]
                 if found:
                     rates[app] = found[-1]["throughput_msg_s"]
-        missing = [a for a in self.cfg.apps if a not in rates]
-        if missing:
-            raise BenchError(f"no saturating throughput of {', '.join(missing)} at {self.cfg.db_nodes} nodes in "
-                             f"{self.cfg.out}: run `ctl bench run saturating` first")
+        missing = [a for a in approaches if a not in rates]
+        if missing or not rates:
+            raise BenchError(f"no saturating throughput of {', '.join(missing or approaches)} at {self.cfg.db_nodes} "
+                             f"nodes in {self.cfg.out}: run `ctl bench run saturating` first")
+        if PLAIN in self.cfg.apps:
+            rates[PLAIN] = min(rates.values())
         return rates
 
     def eighty(self) -> list[dict]:
@@ -781,6 +789,19 @@ class Bench:
     def scale(self) -> dict[str, dict]:
         """Saturating throughput and resources on fault_nodes nodes (the second point of Figure 8)."""
         return self.saturating(nodes=self.cfg.fault_nodes)
+
+
+class NoProbe:
+    """The plain write has no propagation to probe."""
+    sent = 0
+    lags_ms: list = []
+    errors: list = []
+
+    def start(self) -> "NoProbe":
+        return self
+
+    def stop(self) -> None:
+        pass
 
 
 def loadgen_start_s() -> float:

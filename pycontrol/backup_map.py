@@ -1,8 +1,9 @@
 """The replica backup map of a source table (docs/design.md, "Replica backup maps"): its name and layout.
 
 The map lives in the source's keyspace and has the source's partition key types in the same order, so its
-rows have the source rows' tokens: the plugin adds one row per queued task to the source mutation, and it
-lands, atomically with the source write, on exactly the source row's replicas.
+rows have the source rows' tokens and live on exactly the source row's replicas: each replica writes there the
+entries of the tasks of a write as it applies the write (the capture index), and the node that executes a task
+deletes its entry on every replica.
 """
 from __future__ import annotations
 
@@ -16,7 +17,9 @@ GC_GRACE_SECONDS = 10_800   # 3 h, the hint window: hints carry a completion del
 COMPACTION = {"class": "SizeTieredCompactionStrategy", "tombstone_threshold": "0.05",
               "tombstone_compaction_interval": "300", "unchecked_tombstone_compaction": "true"}
 CLUSTERING = ("flow", "id")
-VALUE_COLUMNS = (("flow", "text"), ("id", "timeuuid"), ("master", "text"), ("task", "blob"), ("resume", "blob"))
+# id: the task's id, the same on every replica (a name-based UUID of the flow, the source key and the write's
+# timestamp); captured: when this replica captured it (the safety net's age)
+VALUE_COLUMNS = (("flow", "text"), ("id", "uuid"), ("task", "blob"), ("captured", "timestamp"), ("resume", "blob"))
 
 
 def table_name(source_table: str) -> str:

@@ -21,8 +21,9 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import cli_bench, cli_cluster, cli_demo, cli_trigger, cli_verify
+    from . import cli_bench, cli_chaos, cli_cluster, cli_demo, cli_trigger, cli_verify
     app.add_typer(cli_bench.app, name="bench")
+    app.add_typer(cli_chaos.app, name="chaos")
     app.add_typer(cli_cluster.app, name="cluster")
     app.add_typer(cli_trigger.app, name="trigger")
     app.command("verify")(cli_verify.verify)

@@ -42,7 +42,7 @@ def up(ctx: typer.Context,
        name: Optional[str] = NAME,
        heap: str = typer.Option("1G", "--heap", help="JVM heap of each node (e.g. 512M, 1G)."),
        rf_hint: bool = typer.Option(False, "--rf-hint", help="Also print the replication factor to use."),
-       no_plugin: bool = typer.Option(False, "--no-plugin", help="Start even if the plugin or agent jar is not built."),
+       no_plugin: bool = typer.Option(False, "--no-plugin", help="Start even if the plugin jar is not built."),
        timeout: float = typer.Option(300, "--timeout", help="Seconds to wait for the nodes.")):
     """Create and start a local cluster (reused if it exists), with the trigger plugin in every node."""
     with errors_to_exit():
@@ -102,16 +102,11 @@ def kill(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2.
 
 @app.command("install-plugin")
 def install_plugin(ctx: typer.Context, name: Optional[str] = NAME,
-                   jar: Optional[Path] = typer.Option(None, "--jar", help="Default: the built plugin jar."),
-                   agent_jar: Optional[Path] = typer.Option(None, "--agent-jar",
-                                                            help="Default: the agent jar beside the plugin jar.")):
-    """Copy the plugin jar into every node's triggers dir and the agent jar into the cluster's dir, and reload
-    triggers on running nodes (they load the agent at their next start)."""
+                   jar: Optional[Path] = typer.Option(None, "--jar", help="Default: the built plugin jar.")):
+    """Copy the plugin jar into the cluster's dir and restart the running nodes one at a time to load it."""
     with errors_to_exit():
         info = cl.cluster_info(ctx.obj, name)
-        copied = cl.install_plugin(info, jar or ctx.obj.plugin_jar, _progress, agent_jar=agent_jar)
-    for path in copied:
-        typer.echo(path)
+        typer.echo(cl.install_plugin(info, jar or ctx.obj.plugin_jar, _progress))
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -95,20 +95,20 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
 def _print_status(statuses) -> None:
     header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
              f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9} " \
-             f"{'recovered':>9} {'resumed':>7} {'abandoned':>9} {'fanout_rows':>11}"
+             f"{'recovered':>9} {'resumed':>7} {'backlog':>7} {'fanout_rows':>11}"
     typer.echo(header)
     for s in statuses:
         typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
                    f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9} "
-                   f"{s.recovered:>9} {s.resumed:>7} {s.abandoned:>9} {s.fanout_rows:>11}")
+                   f"{s.recovered:>9} {s.resumed:>7} {s.backlog:>7} {s.fanout_rows:>11}")
 
 
 @app.command("status")
 def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
                watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
                as_json: bool = typer.Option(False, "--json")):
-    """Pending, active, completed, failed, retried, spilled, discarded, recovered, resumed, abandoned tasks, fan-out
-    rows written and the oldest pending age, per flow and node."""
+    """Pending, active, completed, failed, retried, spilled, discarded, recovered and resumed tasks, live backup
+    entries (backlog), fan-out rows written and the oldest pending age, per flow and node."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             while True:
@@ -127,7 +127,7 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
 @app.command("wait")
 def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
              timeout: float = typer.Option(600, help="Seconds before giving up.")):
-    """Wait until the queues of the flows are drained on every node."""
+    """Wait until every task of the flows is done: no node has one queued, running or in its backup maps."""
     with errors_to_exit():
         since = dt.datetime.utcnow()
         with connect(ctx.obj) as session:

@@ -12,7 +12,7 @@ from .errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASSANDRA_VERSION = "5.0.9"
-AGENT_JAR = "async-triggers-agent.jar"
+PLUGIN_JAR = "async-triggers-plugin.jar"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,12 +30,8 @@ class Settings:
 
     @property
     def plugin_jar(self) -> Path:
-        return REPO_ROOT / "trigger-plugin" / "target" / "async-triggers-plugin.jar"
-
-    @property
-    def agent_jar(self) -> Path:
-        """The java agent every node starts with (loads the trigger at boot), built beside the plugin jar."""
-        return self.plugin_jar.with_name(AGENT_JAR)
+        """The plugin as built: one jar, on every node's class path (``-javaagent:`` or lib/)."""
+        return REPO_ROOT / "trigger-plugin" / "target" / PLUGIN_JAR
 
 
 def load(**flags) -> Settings:

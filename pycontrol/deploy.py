@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import backup_map, render, schema as schema_mod, validate
+from . import backup_map, capture_index, render, schema as schema_mod, validate
 from .errors import DeployError
 from .flows import Flow
 
@@ -71,13 +71,30 @@ def flow_status_columns(session) -> set[str]:
     return {r.column_name for r in rows}
 
 
+def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
+    """The capture indexes on each of these (keyspace, table) now, by name."""
+    out: dict[tuple[str, str], list[str]] = {}
+    for ks, table in tables:
+        rows = session.execute(SimpleStatement(
+            "SELECT index_name, options FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = %s",
+            consistency_level=ConsistencyLevel.ONE), (ks, table))
+        out[(ks, table)] = sorted(r.index_name for r in rows if capture_index.is_capture_index(r.options or {}))
+    return out
+
+
 def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet) -> DeployResult:
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
     replication = max(1, min(3, len(session.cluster.metadata.all_hosts())))
     version = int(time.time() * 1000)
+    names = {s["name"] for s in specs}
+    tables = sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs})
+    # the other flows on the same tables stay captured: the new capture index names them too
+    others = [s for n, s in read_deployed(session).items()
+              if n not in names and (s["source"]["keyspace"], s["source"]["table"]) in tables]
     # a flow_status made by an older deploy gets the columns today's plugin writes (ALTER TABLE ... ADD)
     statements = render.deploy_statements(specs, replication, version,
-                                          flow_status_columns=flow_status_columns(session))
+                                          flow_status_columns=flow_status_columns(session), others=others,
+                                          existing_capture_indexes=capture_indexes_of(session, tables))
     for i, st in enumerate(statements, 1):
         progress(f"[{i}/{len(statements)}] {st.cql.splitlines()[0]}")
         try:
@@ -87,8 +104,6 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet) -> Deplo
                               "deploy is idempotent: fix the cause and run it again") from e
     if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
         raise DeployError("the nodes did not agree on the schema within 30 s after the deploy")
-    for src in sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs}):
-        invalidate_prepared(session, *src, progress=progress)
     return DeployResult(flows=[s["name"] for s in specs], version=version, statements=len(statements))
 
 
@@ -100,39 +115,25 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     src = (spec["source"]["keyspace"], spec["source"]["table"])
     others = [n for n, s in deployed.items() if n != name and (s["source"]["keyspace"], s["source"]["table"]) == src]
     ks = render.ident(render.KEYSPACE)
+    table = f"{render.ident(src[0])}.{render.ident(src[1])}"
+    existing = capture_indexes_of(session, [src])[src]
+    if others:
+        # capture the other flows' tasks with an index of their own before this flow's index goes
+        options = capture_index.options_json(deployed[n] for n in sorted(others))
+        index = capture_index.name(*src, options)
+        session.execute(f"CREATE CUSTOM INDEX IF NOT EXISTS {render.ident(index)} ON {table} () "
+                        f"USING {render.literal(capture_index.CLASS)} WITH OPTIONS = {{'flows': {render.literal(options)}}}")
+        existing = [i for i in existing if i != index]
+    for old in existing:
+        session.execute(f"DROP INDEX IF EXISTS {render.ident(src[0])}.{render.ident(old)}")
+    progress(f"{src[0]}.{src[1]} no longer captures the tasks of '{name}'")
     session.execute(SimpleStatement(f'DELETE FROM {ks}."flows" WHERE "name" = %s',
                                     consistency_level=ConsistencyLevel.QUORUM), (name,))
     progress(f"removed flow '{name}'")
     if not others:
-        session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} "
-                        f"ON {render.ident(src[0])}.{render.ident(src[1])}")
+        session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} ON {table}")
         progress(f"dropped trigger on {src[0]}.{src[1]} (no other flow uses it)")
-        invalidate_prepared(session, *src, progress=progress)
-        # after the trigger: no write can add a backup entry any more
+        # after the capture index: no replica writes a backup entry any more
         backup = backup_map.table_name(src[1])
         session.execute(f"DROP TABLE IF EXISTS {render.ident(src[0])}.{render.ident(backup)}")
         progress(f"dropped backup map {src[0]}.{backup}")
-
-
-def invalidate_prepared(session, keyspace: str, table: str, progress: Progress = _quiet) -> None:
-    """Make every node forget the statements prepared on ``keyspace.table``, so clients re-prepare them.
-
-    A prepared INSERT keeps the table's metadata as it was when it was prepared, triggers included, and Cassandra
-    (5.0: ``TableMetadata.changeAffectsPreparedStatements``) does not count CREATE/DROP TRIGGER as a change that
-    invalidates prepared statements: an application that prepared its writes before the deploy would go on
-    writing without the trigger (no task, no backup entry) until it reconnected or the node restarted. A change
-    of ``gc_grace_seconds`` does invalidate them; it is set to another value and straight back (two schema
-    changes, the table's setting unchanged), and the drivers re-prepare on their next execution (UNPREPARED)."""
-    row = session.execute(SimpleStatement(
-        "SELECT gc_grace_seconds FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s",
-        consistency_level=ConsistencyLevel.ONE), (keyspace, table)).one()
-    if row is None:
-        raise DeployError(f"table {keyspace}.{table} vanished during the deploy")
-    name = f"{render.ident(keyspace)}.{render.ident(table)}"
-    grace = row.gc_grace_seconds
-    for value in (grace + 1 if grace < 2**31 - 2 else grace - 1, grace):
-        session.execute(f"ALTER TABLE {name} WITH gc_grace_seconds = {value}")
-    if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
-        raise DeployError(f"the nodes did not agree on the schema within 30 s after invalidating the statements "
-                          f"prepared on {keyspace}.{table}")
-    progress(f"statements prepared on {keyspace}.{table} invalidated (clients re-prepare them with the trigger)")

@@ -120,7 +120,8 @@ class Overflow:
 @dataclasses.dataclass(frozen=True)
 class Retry:
     """How a failed task is retried: exponential backoff with jitter, up to a number of attempts and an age;
-    then it becomes a dead letter (``ctl trigger dlq``)."""
+    then it becomes a dead letter (``ctl trigger dlq``). A failure of the cluster (replicas unavailable, a
+    timeout, an overloaded node) costs no attempt: the task tries again every second until ``max_age_ms``."""
     max_attempts: int = 5
     initial_backoff_ms: int = 100
     max_backoff_ms: int = 10_000
@@ -129,10 +130,10 @@ class Retry:
 
 @dataclasses.dataclass(frozen=True)
 class Backup:
-    """The replica backup map of the flow's tasks (docs/design.md): each task is also written, atomically with
-    its source write, to a companion table on the source row's replicas, so another node executes it when the
-    node that queued it dies. Entries older than ``safety_net_ms`` are executed by their first live replica,
-    whoever queued them."""
+    """The replica backup map of the flow's tasks (docs/design.md): each replica of a source row records the row's
+    tasks in a companion table as it applies the write, so the next live replica executes them when the row's
+    executor dies. Entries older than ``safety_net_ms`` are executed by the row's executor, those older than twice
+    that by whichever replica holds them. ``enabled=False``: no entry; the executor's queue is the only copy."""
     enabled: bool = True
     safety_net_ms: int = 300_000
 
@@ -147,8 +148,8 @@ class Flow:
     write_consistency: str = "ONE"
     queue: Queue = Queue()
     page_size: int = 500
-    # A task starts no sooner than this after its write reached the coordinator, so the source write finishes on
-    # its replicas before its fan-out competes with it (the report queues tasks after the replicas' acks).
+    # A task starts no sooner than this after its executor applied the write, so the write finishes on the other
+    # replicas before its fan-out competes with it (the report queues tasks after the replicas' acks).
     start_delay_ms: int = 20
     retry: Retry = Retry()
     overflow: Overflow = Overflow()

@@ -7,17 +7,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Collection, Sequence
+from typing import Any, Collection, Mapping, Sequence
 
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import backup_map
+from . import backup_map, capture_index
 from .errors import ConfigError
 
 KEYSPACE = "async_triggers"
 TRIGGER_NAME = "async_triggers"
-TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"
+TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"   # back pressure on the coordinator (the block policy)
 # The columns of async_triggers.flow_status, as deploy.cql.jinja creates it (a test holds the two together).
 # A deploy adds the ones an older table lacks.
 FLOW_STATUS_COLUMNS = (
@@ -25,7 +25,8 @@ FLOW_STATUS_COLUMNS = (
     ("pending", "bigint"), ("active", "bigint"), ("completed", "bigint"), ("failed", "bigint"),
     ("retried", "bigint"), ("oldest_pending_ms", "bigint"), ("workers", "int"), ("capacity", "int"),
     ("spilled", "bigint"), ("discarded", "bigint"),
-    ("recovered", "bigint"), ("resumed", "bigint"), ("abandoned", "bigint"), ("fanout_rows", "bigint"),
+    ("recovered", "bigint"), ("resumed", "bigint"), ("fanout_rows", "bigint"),
+    ("backlog", "bigint"), ("last_capture", "timestamp"), ("last_scan", "timestamp"),
     ("updated", "timestamp"),
 )
 FLOW_STATUS_KEY = ("flow", "node")
@@ -113,30 +114,60 @@ def _backup_maps(specs: Sequence[dict]) -> list[dict]:
     return out
 
 
+def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
+                    existing: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[dict]:
+    """The capture index of each source table of ``specs``, over every flow on it (``others``: flows already
+    deployed that stay), and the capture indexes it replaces (``existing``: table to its capture indexes now)."""
+    by_table: dict[tuple[str, str], dict[str, dict]] = {}
+    for s in list(others) + list(specs):
+        key = (s["source"]["keyspace"], s["source"]["table"])
+        by_table.setdefault(key, {})[s["name"]] = s
+    out = []
+    for s in specs:
+        key = (s["source"]["keyspace"], s["source"]["table"])
+        if key not in by_table:
+            continue
+        flows = by_table.pop(key)
+        options = capture_index.options_json(flows[n] for n in sorted(flows))
+        name = capture_index.name(*key, options)
+        out.append({"keyspace": key[0], "table": key[1], "name": name, "options": options,
+                    "flows": sorted(flows), "drop": sorted(set((existing or {}).get(key, ())) - {name})})
+    return out
+
+
 def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int,
-                    flow_status_columns: Collection[str]) -> dict:
+                    flow_status_columns: Collection[str], others: Sequence[dict],
+                    existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None) -> dict:
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
     return dict(keyspace=KEYSPACE, replication_factor=replication_factor, version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
+                capture_class=capture_index.CLASS,
+                capture_indexes=capture_indexes(specs, others, existing_capture_indexes),
                 flow_status_alters=flow_status_alters(flow_status_columns))
 
 
 def deploy_script(specs: Sequence[dict], replication_factor: int, version: int,
-                  flow_status_columns: Collection[str] = ()) -> str:
+                  flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
+                  existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> str:
     """The deploy CQL as a script a person can read or feed to cqlsh. ``flow_status_columns``: the columns of
-    an existing async_triggers.flow_status (the script then adds those it lacks)."""
+    an existing async_triggers.flow_status (the script then adds those it lacks); ``others``: flows deployed
+    already (their tables' capture indexes name them too); ``existing_capture_indexes``: the capture indexes the
+    new ones replace."""
     text, _ = _render("cql/deploy.cql.jinja", bound=False,
-                      **_deploy_context(specs, replication_factor, version, flow_status_columns))
+                      **_deploy_context(specs, replication_factor, version, flow_status_columns, others,
+                                        existing_capture_indexes))
     return text
 
 
 def deploy_statements(specs: Sequence[dict], replication_factor: int, version: int,
-                      flow_status_columns: Collection[str] = ()) -> list[Statement]:
-    """The deploy CQL as statements with bound values, in order (``flow_status_columns``: see deploy_script)."""
+                      flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
+                      existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[Statement]:
+    """The deploy CQL as statements with bound values, in order (the arguments: see deploy_script)."""
     text, values = _render("cql/deploy.cql.jinja", bound=True,
-                           **_deploy_context(specs, replication_factor, version, flow_status_columns))
+                           **_deploy_context(specs, replication_factor, version, flow_status_columns, others,
+                                             existing_capture_indexes))
     return split_statements(text, values)
 
 

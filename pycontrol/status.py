@@ -13,7 +13,8 @@ from . import render
 from .errors import ClusterError
 
 COLUMNS = ("pending", "active", "completed", "failed", "retried", "oldest_pending_ms", "workers", "capacity",
-           "spilled", "discarded", "recovered", "resumed", "abandoned", "fanout_rows")
+           "spilled", "discarded", "recovered", "resumed", "fanout_rows", "backlog")
+TIMES = ("last_capture", "last_scan")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -33,20 +34,34 @@ class NodeStatus:
     updated: dt.datetime | None
     recovered: int = 0      # taken over from backup maps
     resumed: int = 0        # started from a fan-out resume position
-    abandoned: int = 0      # dropped: their source write was never stored
     fanout_rows: int = 0    # rows written by fan-outs
+    backlog: int = 0        # live backup entries of the flow on this node, as its last scan found them
+    last_capture: dt.datetime | None = None  # when this node last captured a task (any flow)
+    last_scan: dt.datetime | None = None     # when its last scan of the backup maps started
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
-        d["updated"] = self.updated.isoformat() if self.updated else None
+        for key in ("updated",) + TIMES:
+            d[key] = d[key].isoformat() if d[key] else None
         return d
+
+    def settled(self) -> bool:
+        """Nothing queued, running or waiting for a retry here, and no live backup entry of the flow on this node in
+        a scan made after the node's last capture: no task of the flow is left that this node knows of."""
+        scanned_after_captures = self.last_scan is not None and (self.last_capture is None
+                                                                 or _naive(self.last_scan) >= _naive(self.last_capture))
+        return self.pending == 0 and self.active == 0 and self.backlog == 0 and scanned_after_captures
 
 
 def from_row(row: Mapping) -> NodeStatus:
     """A status from a flow_status row (a mapping of column to value): a counter that is null (a node with an
     older plugin) or absent (a table from an older deploy) reads as 0."""
     return NodeStatus(flow=row["flow"], node=row["node"], updated=row.get("updated"),
-                      **{c: row.get(c) or 0 for c in COLUMNS})
+                      **{c: row.get(c) or 0 for c in COLUMNS}, **{t: row.get(t) for t in TIMES})
+
+
+def _naive(t: dt.datetime) -> dt.datetime:
+    return t.replace(tzinfo=None)
 
 
 def read(session, flows: Sequence[str] | None = None) -> list[NodeStatus]:
@@ -54,7 +69,7 @@ def read(session, flows: Sequence[str] | None = None) -> list[NodeStatus]:
     table = keyspace.tables.get("flow_status") if keyspace is not None else None
     if table is None:
         return []
-    present = [c for c in COLUMNS if c in table.columns]   # until a deploy adds the newer ones
+    present = [c for c in COLUMNS + TIMES if c in table.columns]   # until a deploy adds the newer ones
     rows = session.execute(SimpleStatement(
         f'SELECT "flow", "node", {", ".join(render.ident(c) for c in present)}, "updated" '
         f'FROM {render.ident(render.KEYSPACE)}."flow_status"',
@@ -65,19 +80,30 @@ def read(session, flows: Sequence[str] | None = None) -> list[NodeStatus]:
     return sorted(out, key=lambda s: (s.flow, s.node))
 
 
+def live_nodes(session) -> set[str]:
+    """The broadcast addresses of the nodes the driver sees up (what the plugin writes in flow_status.node)."""
+    return {str(h.broadcast_address or h.address) for h in session.cluster.metadata.all_hosts() if h.is_up}
+
+
 def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: float = 600.0,
                  poll: float = 1.0, progress=lambda _: None) -> list[NodeStatus]:
-    """Wait until every node that reports the flows has nothing pending or active in a report newer than
-    ``since`` (so the report was made after the last write we care about). Returns the final statuses."""
+    """Wait until every node that reports the flows is settled (NodeStatus.settled: nothing queued or running, no
+    live backup entry) in a report newer than ``since`` (so the report was made after the last write we care
+    about). A task whose write reached a replica is in that replica's backup map until it is done, so this does
+    not say "drained" while any is left. Returns the final statuses."""
     deadline = time.monotonic() + timeout
     last = []
     while time.monotonic() < deadline:
         last = read(session, flows)
-        fresh = [s for s in last if s.updated and s.updated.replace(tzinfo=None) > since.replace(tzinfo=None)]
-        pending = sum(s.pending + s.active for s in fresh)
-        if fresh and len(fresh) == len(last) and pending == 0:
+        fresh = [s for s in last if s.updated and _naive(s.updated) > _naive(since)]
+        # every node that is up reports every flow: one that does not (yet) may hold its tasks
+        missing = sorted({(f, n) for f in flows for n in live_nodes(session)} - {(s.flow, s.node) for s in fresh})
+        if fresh and not missing and len(fresh) == len(last) and all(s.settled() for s in fresh):
             return last
-        progress(f"waiting for queues to drain: {pending} pending/active on {len(fresh)}/{len(last)} fresh reports")
+        pending = sum(s.pending + s.active for s in fresh)
+        backlog = sum(s.backlog for s in fresh)
+        progress(f"waiting for the flows to drain: {pending} pending/active, {backlog} live backup entries on "
+                 f"{len(fresh)}/{len(last)} fresh reports" + (f", no fresh report of {missing}" if missing else ""))
         time.sleep(poll)
     raise ClusterError(f"queues of {', '.join(flows)} did not drain within {timeout:.0f} s: "
-                       + "; ".join(f"{s.node} pending={s.pending} active={s.active}" for s in last))
+                       + "; ".join(f"{s.node} pending={s.pending} active={s.active} backlog={s.backlog}" for s in last))

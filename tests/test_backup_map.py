@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pycontrol import backup_map, deploy, render, schema, validate
+from pycontrol import backup_map, capture_index, deploy, render, schema, validate
 from pycontrol.cql_schema import parse_cql_file
 from pycontrol.errors import ValidationError
 from pycontrol.flows import Backup, Flow, Write, source
@@ -21,7 +21,7 @@ SCHEMA = schema.of(EVENTS, LATEST, COUNTS)
 COMPANION_CQL = (
     'CREATE TABLE IF NOT EXISTS "shop"."async_backup_events" (\n'
     '  "key_0" text, "key_1" date,\n'
-    '  "flow" text, "id" timeuuid, "master" text, "task" blob, "resume" blob,\n'
+    '  "flow" text, "id" uuid, "task" blob, "captured" timestamp, "resume" blob,\n'
     '  PRIMARY KEY (("key_0", "key_1"), "flow", "id"))\n'
     '  WITH gc_grace_seconds = 10800\n'
     "  AND compaction = {'class': 'SizeTieredCompactionStrategy', 'tombstone_threshold': '0.05', "
@@ -80,14 +80,41 @@ def test_should_accept_the_smallest_safety_net():
 
 # --- the companion table ----------------------------------------------------------------------------------
 
-def test_should_render_the_backup_map_of_a_composite_partition_key_before_the_flow_and_its_trigger():
+def test_should_render_the_backup_map_of_a_composite_partition_key_before_the_flows_and_the_capture_index():
     specs = validate.compile_all([latest_flow(), by_day_flow()], SCHEMA)
     statements = [s.cql for s in render.deploy_statements(specs, 2, version=1)]
     companions = [s for s in statements if "async_backup_" in s]
     assert companions == [COMPANION_CQL]   # once for the two flows on the table
     first_insert = next(i for i, s in enumerate(statements) if s.startswith('INSERT INTO "async_triggers"."flows"'))
-    first_trigger = next(i for i, s in enumerate(statements) if s.startswith("CREATE TRIGGER"))
-    assert statements.index(COMPANION_CQL) < first_insert < first_trigger
+    [index] = [i for i, s in enumerate(statements) if s.startswith("CREATE CUSTOM INDEX")]   # one for both flows
+    trigger = next(i for i, s in enumerate(statements) if s.startswith("CREATE TRIGGER"))
+    # the flows are readable before any replica captures their tasks, the map is there before any entry
+    assert statements.index(COMPANION_CQL) < first_insert < index < trigger
+
+
+def test_should_name_every_flow_of_the_table_in_its_capture_index_and_replace_the_old_index():
+    latest, by_day = validate.compile_all([latest_flow(), by_day_flow()], SCHEMA)
+    # by_day is deployed already; latest is deployed now: the new index captures both, then the old one goes
+    [index] = render.capture_indexes([latest], others=[by_day], existing={("shop", "events"): ["async_capture_old"]})
+    assert index["flows"] == ["by_day", "latest"]
+    assert json.loads(index["options"]) == {"by_day": {"backup": True, "events": ["delete", "insert", "update"]},
+                                            "latest": {"backup": True, "events": ["delete", "insert", "update"]}}
+    assert index["drop"] == ["async_capture_old"]
+    assert index["name"] == capture_index.name("shop", "events", index["options"]) and len(index["name"]) <= 48
+    statements = [s.cql for s in render.deploy_statements([latest], 2, version=1, others=[by_day],
+                                                          existing_capture_indexes={("shop", "events"): ["async_capture_old"]})]
+    create = statements.index(f'CREATE CUSTOM INDEX IF NOT EXISTS "{index["name"]}" ON "shop"."events" ()\n'
+                              f"  USING 'org.asynctriggers.CaptureIndex' WITH OPTIONS = {{'flows': '{index['options']}'}}")
+    assert statements[create + 1] == 'DROP INDEX IF EXISTS "shop"."async_capture_old"'
+    # the same flows again: the same index, nothing to drop
+    [again] = render.capture_indexes([latest], others=[by_day], existing={("shop", "events"): [index["name"]]})
+    assert again["name"] == index["name"] and again["drop"] == []
+
+
+def test_should_capture_only_the_events_a_flow_handles_and_no_entry_without_backup():
+    [spec] = validate.compile_all([latest_flow(events=("insert",), backup=Backup(enabled=False))], SCHEMA)
+    [index] = render.capture_indexes([spec])
+    assert json.loads(index["options"]) == {"latest": {"backup": False, "events": ["insert"]}}
 
 
 def test_should_render_a_backup_map_that_parses_back_to_its_layout(tmp_path):
@@ -95,8 +122,8 @@ def test_should_render_a_backup_map_that_parses_back_to_its_layout(tmp_path):
     script.write_text(render.deploy_script(validate.compile_all([latest_flow()], SCHEMA), 2, version=1))
     table = parse_cql_file(script).table("shop", "async_backup_events")
     assert table.partition_key == ("key_0", "key_1") and table.clustering == ("flow", "id")
-    assert table.columns == {"key_0": "text", "key_1": "date", "flow": "text", "id": "timeuuid", "master": "text",
-                             "task": "blob", "resume": "blob"}
+    assert table.columns == {"key_0": "text", "key_1": "date", "flow": "text", "id": "uuid", "task": "blob",
+                             "captured": "timestamp", "resume": "blob"}
 
 
 def test_should_accept_an_existing_backup_map_of_the_same_layout():
@@ -119,8 +146,9 @@ def test_should_reject_an_existing_table_of_the_backup_map_name_with_other_colum
                                   {"key_0": "text", "key_1": "date", "flow": "text", "note": "text"})
     rejects(latest_flow(),
             "flow 'latest': the table 'shop.async_backup_events' exists but is not the backup map of 'shop.events': "
-            "it has columns (flow text, key_0 text, key_1 date, note text), a backup map has (flow text, id timeuuid, "
-            "key_0 text, key_1 date, master text, resume blob, task blob) with primary key ((key_0, key_1), flow, id); "
+            "it has columns (flow text, key_0 text, key_1 date, note text), a backup map has (captured timestamp, "
+            "flow text, id uuid, key_0 text, key_1 date, resume blob, task blob) with primary key ((key_0, key_1), "
+            "flow, id); "
             "drop or rename it, the deploy creates the backup map", schema.of(EVENTS, LATEST, existing))
 
 
@@ -159,8 +187,10 @@ def test_should_add_the_missing_flow_status_columns_of_an_older_table():
     assert render.flow_status_alters(BEFORE_BACKUP_MAPS) == [
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "recovered" bigint',
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "resumed" bigint',
-        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "abandoned" bigint',
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "fanout_rows" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "backlog" bigint',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "last_capture" timestamp',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "last_scan" timestamp',
     ]
     assert render.flow_status_alters(BEFORE_BACKUP_MAPS - {"spilled", "discarded"})[:2] == [
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "spilled" bigint',
@@ -177,7 +207,7 @@ def test_should_run_the_alters_after_creating_flow_status_and_before_the_flows()
     specs = validate.compile_all([latest_flow()], SCHEMA)
     statements = [s.cql for s in render.deploy_statements(specs, 2, version=1, flow_status_columns=BEFORE_BACKUP_MAPS)]
     create = next(i for i, s in enumerate(statements) if s.startswith('CREATE TABLE IF NOT EXISTS "async_triggers"."flow_status"'))
-    assert statements[create + 1:create + 5] == render.flow_status_alters(BEFORE_BACKUP_MAPS)
+    assert statements[create + 1:create + 7] == render.flow_status_alters(BEFORE_BACKUP_MAPS)
     assert not any(s.cql.startswith("ALTER") for s in render.deploy_statements(specs, 2, version=1))
 
 
@@ -192,10 +222,12 @@ def test_should_create_flow_status_with_every_column_the_alters_know(tmp_path):
 # --- drop -------------------------------------------------------------------------------------------------
 
 class FakeSession:
-    """Answers read_deployed with the given specs and records every other statement."""
+    """Answers read_deployed with the given specs, system_schema.indexes with the given capture indexes, and
+    records every other statement."""
 
-    def __init__(self, specs):
+    def __init__(self, specs, indexes=()):
         self.specs = specs
+        self.indexes = indexes
         self.executed = []
         self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}),
                                        control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True))
@@ -204,26 +236,34 @@ class FakeSession:
         text = getattr(query, "query_string", query)
         if text.startswith('SELECT "name", "spec", "version"'):
             return [SimpleNamespace(name=s["name"], spec=json.dumps(s), version=1) for s in self.specs]
-        if text.startswith("SELECT gc_grace_seconds"):
-            return SimpleNamespace(one=lambda: SimpleNamespace(gc_grace_seconds=864000))
+        if text.startswith("SELECT index_name, options FROM system_schema.indexes"):
+            return [SimpleNamespace(index_name=name, options={"class_name": capture_index.CLASS})
+                    for name in self.indexes]
         self.executed.append(text)
         return []
 
 
-def test_should_drop_the_backup_map_after_the_trigger_of_its_table():
-    session = FakeSession(validate.compile_all([latest_flow()], SCHEMA))
+def test_should_drop_capture_index_and_trigger_before_the_backup_map_of_their_table():
+    session = FakeSession(validate.compile_all([latest_flow()], SCHEMA), indexes=["async_capture_0123"])
     deploy.drop(session, "latest")
     assert session.executed == [
+        'DROP INDEX IF EXISTS "shop"."async_capture_0123"',
         'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
         'DROP TRIGGER IF EXISTS "async_triggers" ON "shop"."events"',
-        # statements prepared with the trigger are invalidated (deploy.invalidate_prepared)
-        'ALTER TABLE "shop"."events" WITH gc_grace_seconds = 864001',
-        'ALTER TABLE "shop"."events" WITH gc_grace_seconds = 864000',
         'DROP TABLE IF EXISTS "shop"."async_backup_events"',
     ]
 
 
-def test_should_keep_trigger_and_backup_map_while_another_flow_uses_the_table():
-    session = FakeSession(validate.compile_all([latest_flow(), by_day_flow()], SCHEMA))
+def test_should_keep_capturing_the_other_flows_of_the_table_with_an_index_of_their_own():
+    specs = validate.compile_all([latest_flow(), by_day_flow()], SCHEMA)
+    session = FakeSession(specs, indexes=["async_capture_0123"])
     deploy.drop(session, "latest")
-    assert session.executed == ['DELETE FROM "async_triggers"."flows" WHERE "name" = %s']
+    remaining = capture_index.options_json([s for s in specs if s["name"] != "latest"])
+    name = capture_index.name("shop", "events", remaining)
+    assert session.executed == [
+        f'CREATE CUSTOM INDEX IF NOT EXISTS "{name}" ON "shop"."events" () '
+        f"USING 'org.asynctriggers.CaptureIndex' WITH OPTIONS = {{'flows': '{remaining}'}}",
+        'DROP INDEX IF EXISTS "shop"."async_capture_0123"',
+        'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
+    ]
+    assert json.loads(remaining) == {"by_day": {"backup": True, "events": ["delete", "insert", "update"]}}

@@ -69,12 +69,7 @@ def test_the_fault_runs_lose_no_propagation(smoke):
         assert v["expected"] > 0 and v["unexpected"] == 0, f"{run['run_id']}: {v}"
         assert [e["what"] for e in run["events"]][:2] == ["kill -9 node2", "restart node2"], run["events"]
     missing = {r["app"]: r["verification"]["missing"] for r in faults}
-    assert missing["synchronous"] == 0 and missing["external_queue"] == 0, missing
-    if missing["integrated"]:
-        # A known, open defect (README "The report's experiments", issue 4's notes): kill -9 of a node under
-        # load with writes at ALL has left a few timeline rows missing in some runs; tests/test_faults.py's
-        # scenarios never lose any. Reported as XFAIL (XPASS when a run loses nothing) until it is fixed.
-        pytest.xfail(f"integrated flow: {missing['integrated']} timeline rows missing after kill -9 (known defect)")
+    assert missing == {"synchronous": 0, "external_queue": 0, "integrated": 0}, missing
 
 
 def test_the_bulk_writer_and_the_flows_fan_out_are_measured(smoke):

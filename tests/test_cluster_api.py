@@ -44,28 +44,11 @@ def test_wait_for_cql_times_out_with_the_addresses():
         cluster.wait_for_cql(["127.0.0.99"], timeout=1, port=1)
 
 
-def test_up_without_agent_jar_says_how_to_build_it(tmp_path: Path):
-    settings = config.load(home=tmp_path)
-    plugin = tmp_path / "async-triggers-plugin.jar"
-    plugin.write_bytes(b"PK")
-    with pytest.raises(ClusterError) as e:
-        cluster.up(settings, nodes=1, name="x", plugin_jar=plugin)
-    assert str(e.value) == (f"the trigger agent jar {tmp_path / 'async-triggers-agent.jar'} does not exist: build "
-                            "it first with `make plugin` (mvn -f trigger-plugin/pom.xml package builds it beside "
-                            "the plugin jar)")
-    assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
-
-
-def test_settings_find_the_agent_beside_the_plugin(tmp_path: Path):
-    settings = config.load(home=tmp_path)
-    assert settings.agent_jar == settings.plugin_jar.parent / "async-triggers-agent.jar"
-
-
-def test_nodes_start_with_the_agent_once_the_cluster_has_it(tmp_path: Path):
+def test_nodes_start_with_the_plugin_on_their_class_path_once_the_cluster_has_it(tmp_path: Path):
     assert cluster.node_jvm_args(tmp_path) == list(cluster.FAST_START_JVM_ARGS)
-    (tmp_path / "async-triggers-agent.jar").write_bytes(b"PK")
+    (tmp_path / "async-triggers-plugin.jar").write_bytes(b"PK")
     assert cluster.node_jvm_args(tmp_path) == [*cluster.FAST_START_JVM_ARGS,
-                                               f"-javaagent:{tmp_path}/async-triggers-agent.jar"]
+                                               f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
 
 
 class _FakeNode:
@@ -96,32 +79,35 @@ class _FakeCluster:
         return str(self.path)
 
 
-def test_install_plugin_copies_the_agent_once_per_cluster_and_nodes_start_with_it(tmp_path: Path, monkeypatch):
+def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running_nodes_with_it(tmp_path: Path, monkeypatch):
     from pycontrol.cluster import ccm_driver, health
     monkeypatch.setattr(ccm_driver, "_alive", lambda node: node.pid is not None)
     monkeypatch.setattr(health, "port_open", lambda *a, **kw: False)
     monkeypatch.setattr(health, "wait_for_cql", lambda *a, **kw: None)
+    stopped = []
+
+    def stop(node, sig, timeout):
+        stopped.append((node.name, sig))
+        node.pid = None
+        return True
+
+    monkeypatch.setattr(ccm_driver, "_signal_and_wait", stop)
     build = tmp_path / "target"
     build.mkdir()
     (build / "async-triggers-plugin.jar").write_bytes(b"plugin")
-    (build / "async-triggers-agent.jar").write_bytes(b"agent")
     fake = _FakeCluster(tmp_path / "ccm" / "fake")
+    fake.path.mkdir(parents=True)
+    fake.nodes["node1"].pid = 1234   # running: it restarts to load the jar
 
     copied = cluster.install_plugin(fake, build / "async-triggers-plugin.jar")
-    assert copied == [fake.path / "node1" / "conf" / "triggers" / "async-triggers-plugin.jar",
-                      fake.path / "async-triggers-agent.jar"]
-    assert (fake.path / "async-triggers-agent.jar").read_bytes() == b"agent"
-
-    # up and start_node start nodes through _start_nodes
-    ccm_driver._start_nodes(fake, [fake.nodes["node1"]], lambda _: None, timeout=1)
-    assert fake.nodes["node1"].jvm_args == [[*cluster.FAST_START_JVM_ARGS,
-                                             f"-javaagent:{fake.path}/async-triggers-agent.jar"]]
+    assert copied == fake.path / "async-triggers-plugin.jar"
+    assert copied.read_bytes() == b"plugin"
+    assert stopped == [("node1", ccm_driver.signal.SIGTERM)]
+    assert fake.nodes["node1"].jvm_args == [[*cluster.FAST_START_JVM_ARGS, f"-javaagent:{fake.path}/async-triggers-plugin.jar"]]
 
 
-def test_install_plugin_without_agent_jar_is_a_clear_error(tmp_path: Path):
-    (tmp_path / "async-triggers-plugin.jar").write_bytes(b"plugin")
-    with pytest.raises(ClusterError, match=r"the trigger agent jar .*missing-agent\.jar does not exist: build it "
+def test_install_plugin_without_the_jar_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(ClusterError, match=r"the trigger plugin jar .*missing\.jar does not exist: build it "
                                            r"first with `make plugin`"):
-        cluster.install_plugin(_FakeCluster(tmp_path / "c"), tmp_path / "async-triggers-plugin.jar",
-                               agent_jar=tmp_path / "missing-agent.jar")
+        cluster.install_plugin(_FakeCluster(tmp_path / "c"), tmp_path / "missing.jar")
     assert not (tmp_path / "c").exists(), "nothing is copied before the check"

@@ -1,6 +1,6 @@
-"""A real 2-node Cassandra cluster under ccm: up, CQL on both nodes, nodetool, plugin install, kill -9 and
-restart of a node (with the java agent), down. Uses its own cluster name; the plugin jar is not needed (a
-stand-in jar and a no-op agent are used)."""
+"""A real 2-node Cassandra cluster under ccm: up, CQL on both nodes, nodetool, plugin install (a rolling restart),
+kill -9 and restart of a node (with the plugin on its class path), down. Uses its own cluster name; the plugin jar
+is not needed (a stand-in jar that is a no-op java agent is used)."""
 from __future__ import annotations
 
 import subprocess
@@ -35,12 +35,12 @@ def _wait_un(settings, node: str, count: int, timeout: float = 90.0) -> list[str
         time.sleep(2)
 
 
-def noop_agent(folder: Path) -> Path:
-    """A real java agent that does nothing, standing in for the plugin's: a node must still start with it."""
+def stand_in_plugin(folder: Path) -> Path:
+    """A real java agent that does nothing, standing in for the plugin jar: a node must still start with it."""
     src = folder / "NoopAgent.java"
     src.write_text("public class NoopAgent { public static void premain(String args) { } }\n")
     subprocess.run(["javac", "--release", "11", "-d", str(folder), str(src)], check=True)
-    jar = folder / "async-triggers-agent.jar"
+    jar = folder / "async-triggers-plugin.jar"
     with zipfile.ZipFile(jar, "w") as z:
         z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\nPremain-Class: NoopAgent\n")
         z.write(folder / "NoopAgent.class", "NoopAgent.class")
@@ -77,17 +77,15 @@ def test_two_node_cluster_lifecycle(settings, two_nodes, tmp_path: Path):
     # nodetool: both nodes Up/Normal
     assert sorted(_wait_un(settings, "node1", 2)) == ["127.0.0.1", "127.0.0.2"]
 
-    # the plugin jar lands in every node's own triggers dir, running nodes reload triggers, and the agent jar
-    # lands once in the cluster's dir
-    jar = tmp_path / "async-triggers-plugin.jar"
-    with zipfile.ZipFile(jar, "w") as z:
-        z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\n")
-    agent = noop_agent(tmp_path)
-    copied = cluster.install_plugin(two_nodes, jar, _progress, agent_jar=agent)
-    assert sorted(p.parent.parent.parent.name for p in copied[:-1]) == ["node1", "node2"]
-    assert copied[-1] == two_nodes.path / "async-triggers-agent.jar"
-    for node in two_nodes.nodes:
-        assert (cluster.triggers_dir_of(node) / jar.name).is_file()
+    # the plugin jar lands once in the cluster's dir, and the running nodes restart one at a time to load it
+    jar = stand_in_plugin(tmp_path)
+    before = {n.name: n.pid for n in cluster.node_status(settings, NAME)}
+    copied = cluster.install_plugin(two_nodes, jar, _progress)
+    assert copied == two_nodes.path / "async-triggers-plugin.jar"
+    after = cluster.node_status(settings, NAME)
+    assert all(n.state == "up" and n.pid != before[n.name] for n in after), (before, after)
+    for node in after:
+        assert f"-javaagent:{copied}" in psutil.Process(node.pid).cmdline()
 
     # kill -9 a node: it is down, then it comes back and answers CQL
     killed = cluster.kill_node(settings, "node2", name=NAME, progress=_progress)
@@ -98,6 +96,6 @@ def test_two_node_cluster_lifecycle(settings, two_nodes, tmp_path: Path):
 
     restarted = cluster.start_node(settings, "node2", name=NAME, progress=_progress)
     assert restarted.state == "up" and restarted.cql
-    assert f"-javaagent:{two_nodes.path / 'async-triggers-agent.jar'}" in psutil.Process(restarted.pid).cmdline()
+    assert f"-javaagent:{two_nodes.path / 'async-triggers-plugin.jar'}" in psutil.Process(restarted.pid).cmdline()
     assert cluster.cql_query("127.0.0.2", "SELECT release_version FROM system.local") == [("5.0.9",)]
     assert sorted(_wait_un(settings, "node1", 2)) == ["127.0.0.1", "127.0.0.2"]

@@ -1,5 +1,5 @@
-"""A flow written in Java (``handler=``) on a real cluster: its class is compiled against the plugin's API, put
-in every node's triggers directory and loaded with ``nodetool reloadtriggers``; a handler that throws for one key
+"""A flow written in Java (``handler=``) on a real cluster: its class is compiled against the plugin's API and put in
+every node's triggers directory before the deploy, which loads it (no restart); a handler that throws for one key
 makes that task a dead letter after its retries while every other task is done."""
 import json
 import shutil
@@ -39,8 +39,6 @@ def handler_flow(cluster_settings, settings, tmp_path_factory):
     nodes = cluster_mod.node_status(cluster_settings, cluster_settings.cluster_name)
     for node in nodes:
         shutil.copy(jar, cluster_mod.triggers_dir_of(node) / jar.name)
-    for node in nodes:
-        cluster_mod.nodetool(cluster_settings, node.name, ["reloadtriggers"], name=cluster_settings.cluster_name)
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, build, FLOW_FILE)
     yield

@@ -1,7 +1,7 @@
 """A flow deployed onto a table that an application already writes with prepared statements (the usual case: the
 benchmark's applications and every real driver prepare their INSERTs once). Cassandra keeps the table metadata of
-a prepared statement as it was when prepared, triggers included, and CREATE TRIGGER does not invalidate it: without
-`deploy.invalidate_prepared` those writes would keep bypassing the new trigger."""
+a prepared statement as it was when prepared, triggers included; the tasks are captured by the replicas as they
+apply the writes, whatever the coordinator's statement knew, so those writes are propagated from the deploy on."""
 from __future__ import annotations
 
 import time
@@ -38,7 +38,7 @@ def _wait_for(session, ids, timeout=60):
     return _rows(session, "dst")
 
 
-def test_writes_prepared_before_the_deploy_fire_the_trigger_after_it(cluster_settings, session, tmp_path):
+def test_writes_prepared_before_the_deploy_are_captured_after_it(cluster_settings, session, tmp_path):
     create_schema(cluster_settings, SCHEMA)
     for t in ("src", "dst"):
         session.execute(f"TRUNCATE prep.{t}")
@@ -51,9 +51,6 @@ def test_writes_prepared_before_the_deploy_fire_the_trigger_after_it(cluster_set
         got = _wait_for(session, range(1, 21))
         assert {i: got.get(i) for i in range(1, 21)} == {i: f"v{i}" for i in range(1, 21)}
         assert 0 not in got, "a write from before the deploy was propagated"
-        grace = session.execute("SELECT gc_grace_seconds FROM system_schema.tables "
-                                "WHERE keyspace_name = 'prep' AND table_name = 'src'").one().gc_grace_seconds
-        assert grace == 3600, "invalidating the prepared statements changed the table's gc_grace_seconds"
     finally:
         result = run_ctl(cluster_settings, "trigger", "drop", "prep_copy")
         assert result.returncode == 0, result.stderr

@@ -99,7 +99,7 @@ def test_should_run_exactly_one_worker_pool_per_flow_after_reloadtriggers(twitte
     node1 = [n for n in cluster_mod.node_status(cluster_settings) if n.name == "node1"][0]
     for _ in range(2):
         cluster_mod.nodetool(cluster_settings, "node1", ["reloadtriggers"])
-        # the new class loader's runtime starts on the next write this node coordinates, and takes over
+        # the plugin is on the node's class path: a reload makes a new trigger instance over the same runtime
         cql_query(node1.address, "INSERT INTO twitter.tweets (tweet_id, author_id, body) VALUES (now(), 3, 'x')")
         drain(session, FLOW)
     threads = worker_threads(node1.pid)

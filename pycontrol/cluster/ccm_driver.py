@@ -23,7 +23,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import AGENT_JAR, Settings
+from ..config import PLUGIN_JAR, Settings
 from ..errors import ClusterError
 from . import health, install
 from .model import ClusterInfo, NodeStatus
@@ -34,7 +34,9 @@ Progress = Callable[[str], None]
 FAST_START_JVM_ARGS = (
     "-Dcassandra.ring_delay_ms=5000",
     "-Dcassandra.skip_wait_for_gossip_to_settle=0",
-    "-Dcassandra.superuser_setup_delay_ms=0",
+    # not 0: until every node is up, the role manager's setup fails and reschedules itself after this delay, and
+    # at 0 it logs two lines per attempt in a tight loop (20,000 lines/s seen), rotating system.log within seconds
+    "-Dcassandra.superuser_setup_delay_ms=1000",
 )
 CQL_PORT = 9042
 MAX_NODES = 9   # ccm's JMX ports 7100..7900; 127.0.0.10 would collide with nothing, but keep it laptop-sized
@@ -190,47 +192,36 @@ def _check_plugin(jar: Path | None) -> Path:
     return Path(jar)
 
 
-def _check_agent(jar: Path | None) -> Path:
-    if jar is None or not Path(jar).is_file():
-        raise ClusterError(f"the trigger agent jar {jar} does not exist: build it first with `make plugin` "
-                           "(mvn -f trigger-plugin/pom.xml package builds it beside the plugin jar)")
-    return Path(jar)
-
-
-def agent_path(cluster_dir: Path) -> Path:
-    """The cluster's copy of the java agent: one per cluster, in its ccm directory beside the nodes."""
-    return Path(cluster_dir) / AGENT_JAR
+def plugin_path(cluster_dir: Path) -> Path:
+    """The cluster's copy of the plugin jar: one per cluster, in its ccm directory beside the nodes."""
+    return Path(cluster_dir) / PLUGIN_JAR
 
 
 def node_jvm_args(cluster_dir: Path) -> list[str]:
-    """The JVM arguments of every node start: the fast-start properties, and once the plugin is installed, the
-    agent that loads the trigger at boot (so a restarted node takes over its backup entries without waiting
-    for a write to load the trigger class)."""
+    """The JVM arguments of every node start: the fast-start properties and, once the cluster has the plugin,
+    ``-javaagent:`` with its jar, which puts the plugin on the node's class path (where Cassandra loads the capture
+    index and the trigger from) without touching the shared install dir's lib/."""
     args = list(FAST_START_JVM_ARGS)
-    agent = agent_path(cluster_dir)
-    if agent.is_file():
-        args.append(f"-javaagent:{agent}")
+    plugin = plugin_path(cluster_dir)
+    if plugin.is_file():
+        args.append(f"-javaagent:{plugin}")
     return args
 
 
 @_quiet_ccm
 def up(settings: Settings, nodes: int | None = None, name: str | None = None, heap: str = install.DEFAULT_HEAP,
        progress: Progress | None = None, plugin_jar: Path | None = None, require_plugin: bool = True,
-       timeout: float = 300.0, agent_jar: Path | None = None) -> ClusterInfo:
-    """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in every node's triggers dir
-    and the agent jar in the cluster's dir, start the nodes that are down (with the agent), and return once every
-    node answers CQL and sees the others up.
+       timeout: float = 300.0) -> ClusterInfo:
+    """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in the cluster's dir, start the
+    nodes that are down (with the plugin), and return once every node answers CQL and sees the others up.
 
     nodes: None means 3 for a new cluster, the existing count otherwise. plugin_jar: default Settings.plugin_jar;
-    agent_jar: default the agent beside the plugin jar (Settings.agent_jar); with require_plugin=False a missing
-    jar is skipped instead of failing."""
+    with require_plugin=False a missing jar is skipped instead of failing."""
     progress = progress or _noop
     name = _resolve_name(settings, name)
     jar = Path(plugin_jar) if plugin_jar is not None else settings.plugin_jar
-    agent = Path(agent_jar) if agent_jar is not None else jar.with_name(AGENT_JAR)
     if require_plugin:
         _check_plugin(jar)
-        _check_agent(agent)
     env = _heap_env(heap)
     install_dir = install.ensure_install(settings, progress)
     settings.ccm_dir.mkdir(parents=True, exist_ok=True)
@@ -265,13 +256,9 @@ def up(settings: Settings, nodes: int | None = None, name: str | None = None, he
     (settings.ccm_dir / "CURRENT").write_text(name + "\n")   # so `ccm --config-dir <ccm_dir> ...` finds it
 
     for node in cluster.nodes.values():
-        triggers_dir(node).mkdir(parents=True, exist_ok=True)
+        triggers_dir(node).mkdir(parents=True, exist_ok=True)   # where flows' Java handlers go
     if jar.is_file():
         _copy_plugin(cluster, jar, progress)
-        if agent.is_file():
-            _copy_agent(cluster, agent, progress)
-        else:
-            progress(f"agent jar {agent} not built: nodes start without it")
     else:
         progress(f"plugin jar {jar} not built: nodes start without it")
 
@@ -324,8 +311,29 @@ def _start_nodes(cluster, to_start: list, progress: Progress, timeout: float) ->
         for node in live:
             others = [o for o in live if o is not node and (node.name in started or o.name in started)]
             if others:
-                with _ccm(f"waiting for {node.name} to see {', '.join(o.name for o in others)} up", progress):
-                    node.watch_log_for_alive(others, from_mark=marks[node.name], timeout=timeout)
+                _wait_seen_up(node, others, marks[node.name], timeout, progress)
+
+
+def _wait_seen_up(node, others: list, mark: int, timeout: float, progress: Progress) -> None:
+    """Wait until `node` logs that it sees each of `others` up; if the log does not say so in time (a rotated
+    system.log loses the lines after the mark), ask the node itself with `nodetool status`."""
+    from ccmlib.node import TimeoutError as NodeTimeout
+    what = f"waiting for {node.name} to see {', '.join(o.name for o in others)} up"
+    try:
+        with _ccm(what, progress):
+            node.watch_log_for_alive(others, from_mark=mark, timeout=timeout)
+        return
+    except ClusterError as e:
+        if not isinstance(e.__cause__, NodeTimeout):
+            raise
+        with _ccm(f"{what} (nodetool status)", progress):
+            out = node.nodetool("status").stdout
+        up = {line.split()[1] for line in out.splitlines() if line.startswith("U") and len(line.split()) > 1}
+        missing = [o.name for o in others if _address(o) not in up]
+        if missing:
+            raise ClusterError(f"{node.name} does not see {', '.join(missing)} up after {timeout:.0f} s "
+                               f"(nodetool status on {node.name}):\n{out}") from e
+        progress(f"{node.name} sees {', '.join(o.name for o in others)} up (nodetool status; its log did not say)")
 
 
 @_quiet_ccm
@@ -435,9 +443,10 @@ def _as_ccm_cluster(cluster):
 
 
 def triggers_dir(node) -> Path:
-    """Where a ccm node's Cassandra loads trigger jars from: <node>/conf/triggers. Our bin/cassandra passes
-    -Dcassandra.triggers_dir=$CASSANDRA_CONF/triggers; an official distribution finds the same directory as
-    the class path resource `triggers` (the node's conf dir is first on its class path)."""
+    """Where a ccm node's Cassandra loads trigger jars, and the plugin flows' Java handlers, from:
+    <node>/conf/triggers. Our bin/cassandra passes -Dcassandra.triggers_dir=$CASSANDRA_CONF/triggers; an official
+    distribution finds the same directory as the class path resource `triggers` (the node's conf dir is first on
+    its class path)."""
     return Path(node.get_conf_dir()) / "triggers"
 
 
@@ -448,59 +457,38 @@ def triggers_dir_of(node: NodeStatus) -> Path:
     return node.path / "conf" / "triggers"
 
 
-def _copy_plugin(cluster, jar: Path, progress: Progress) -> list[Path]:
-    copied = []
-    for name in sorted(cluster.nodes, key=_node_order):
-        target_dir = triggers_dir(cluster.nodes[name])
-        target_dir.mkdir(parents=True, exist_ok=True)
-        target = target_dir / jar.name
-        tmp = target_dir / f".{jar.name}.tmp"     # not *.jar: the trigger loader ignores it
-        shutil.copyfile(jar, tmp)
-        os.replace(tmp, target)
-        copied.append(target)
-    progress(f"plugin {jar.name} copied to {len(copied)} node(s)' conf/triggers")
-    return copied
-
-
-def _copy_agent(cluster, jar: Path, progress: Progress) -> Path:
-    target = agent_path(Path(cluster.get_path()))
+def _copy_plugin(cluster, jar: Path, progress: Progress) -> Path:
+    target = plugin_path(Path(cluster.get_path()))
     if any(ch.isspace() for ch in str(target)):
         # ccm hands JVM options to bin/cassandra in JVM_EXTRA_OPTS, which is split on whitespace
         raise ClusterError(f"the cluster directory {target.parent} contains whitespace, so -javaagent:{target} "
                            "cannot be passed to the nodes: set ASYNC_TRIGGERS_HOME to a path without spaces")
     tmp = target.with_name(f".{target.name}.tmp")
     shutil.copyfile(jar, tmp)
-    os.replace(tmp, target)     # a running node keeps the agent it opened
-    progress(f"agent {jar.name} copied to {target} (nodes load it when they start)")
+    os.replace(tmp, target)     # a running node keeps the jar it opened
+    progress(f"plugin {jar.name} copied to {target} (nodes load it when they start)")
     return target
 
 
 @_quiet_ccm
-def install_plugin(cluster, jar: Path, progress: Progress | None = None,
-                   agent_jar: Path | None = None) -> list[Path]:
-    """Copy the plugin jar into every node's triggers dir and the agent jar into the cluster's dir, and run
-    `nodetool reloadtriggers` on running nodes (they load the agent at their next start).
+def install_plugin(cluster, jar: Path, progress: Progress | None = None, timeout: float = 180.0) -> Path:
+    """Copy the plugin jar into the cluster's dir and restart the running nodes one at a time (a graceful stop,
+    then a start that waits until the node answers CQL and the others see it up), so each loads the new jar: the
+    plugin is on the node's class path, which only a restart changes. Returns the copied jar.
 
-    cluster: a ccm Cluster or a ClusterInfo. agent_jar: default the agent beside the plugin jar.
-    Returns the copied files: the plugin in each node, then the agent."""
+    cluster: a ccm Cluster or a ClusterInfo."""
     progress = progress or _noop
     jar = _check_plugin(Path(jar))
-    agent = _check_agent(Path(agent_jar) if agent_jar is not None else jar.with_name(AGENT_JAR))
     cluster = _as_ccm_cluster(cluster)
     copied = _copy_plugin(cluster, jar, progress)
-    copied.append(_copy_agent(cluster, agent, progress))
-    failures = []
     for name in sorted(cluster.nodes, key=_node_order):
         node = cluster.nodes[name]
         if not _alive(node):
             continue
-        proc = _run_nodetool(node, ["reloadtriggers"])
-        if proc.returncode != 0:
-            failures.append(f"{name}: {proc.stdout.strip()} {proc.stderr.strip()}")
-        else:
-            progress(f"{name}: nodetool reloadtriggers done")
-    if failures:
-        raise ClusterError("nodetool reloadtriggers failed on " + "; ".join(failures))
+        progress(f"restarting {name} to load the plugin")
+        if not _signal_and_wait(node, signal.SIGTERM, 60.0) and not _signal_and_wait(node, signal.SIGKILL, 15.0):
+            raise ClusterError(f"could not stop {name} (pid {node.pid}) to restart it")
+        _start_nodes(cluster, [node], progress, timeout)
     return copied
 
 

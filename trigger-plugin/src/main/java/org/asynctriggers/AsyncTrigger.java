@@ -10,32 +10,23 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * {@code CREATE TRIGGER async_triggers ON ks.t USING 'org.asynctriggers.AsyncTrigger'}.
+ * {@code CREATE TRIGGER async_triggers ON ks.t USING 'org.asynctriggers.AsyncTrigger'}: back pressure on the coordinator.
  *
- * <p>Stateless: Cassandra makes one instance per class loader and drops it on {@code reloadtriggers}. It maps the
- * update to tasks, queues them in the node's runtime and returns their replica backup entries, which Cassandra
- * applies atomically with the update on its replicas (a logged batch; docs/design.md, "Replica backup maps").
- * Nothing here talks to another node. The only exception that escapes is the full-queue policy's (back pressure
- * on the client's write); a fault in the plugin itself is logged and never fails a write.
- *
- * <p>Constructing it starts the node's runtime, so that the boot agent ({@code async-triggers-agent.jar}) can start
- * takeover and recovery before the node coordinates any write.
+ * <p>Stateless. Cassandra runs it before it sends a write to the replicas, so it is where a flow with the {@code block}
+ * policy may hold the write while this node's queue of the flow is full, and fail it with OVERLOADED naming the flow
+ * (nothing was written then). It returns no mutation, so it never turns a write into a logged batch; tasks are captured
+ * by the replicas themselves ({@link CaptureIndex}). A fault of its own is logged and never fails a write.
  */
 public class AsyncTrigger implements ITrigger
 {
     private static final Logger logger = LoggerFactory.getLogger(AsyncTrigger.class);
-
-    public AsyncTrigger()
-    {
-        TriggerRuntime.get();
-    }
 
     @Override
     public Collection<Mutation> augment(Partition update)
     {
         try
         {
-            return TriggerRuntime.get().augment(update);
+            TriggerRuntime.get().admit(update.metadata().keyspace, update.metadata().name);
         }
         catch (QueueFullException e)
         {
@@ -43,8 +34,7 @@ public class AsyncTrigger implements ITrigger
         }
         catch (RuntimeException e)
         {
-            logger.error("Async trigger could not queue an update of {}.{}; no task created",
-                         update.metadata().keyspace, update.metadata().name, e);
+            logger.error("Async trigger could not check the queues of {}.{}", update.metadata().keyspace, update.metadata().name, e);
         }
         return Collections.emptyList();
     }

@@ -7,25 +7,50 @@ import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 
+import org.apache.cassandra.cql3.ColumnIdentifier;
+import org.apache.cassandra.db.CassandraWriteContext;
+import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.DataRange;
+import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.Mutation;
-import org.apache.cassandra.db.partitions.Partition;
+import org.apache.cassandra.db.WriteContext;
+import org.apache.cassandra.db.commitlog.CommitLog;
+import org.apache.cassandra.db.commitlog.CommitLogPosition;
+import org.apache.cassandra.db.filter.ColumnFilter;
+import org.apache.cassandra.db.lifecycle.SSTableSet;
+import org.apache.cassandra.db.lifecycle.View;
+import org.apache.cassandra.db.memtable.Memtable;
+import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
-import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.db.rows.RowIterator;
+import org.apache.cassandra.io.sstable.SSTableReadsListener;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
+import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.FBUtilities;
-import org.apache.cassandra.utils.TimeUUID;
+import org.apache.cassandra.utils.concurrent.OpOrder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The replica backup map of one source table (docs/design.md, "Replica backup maps"): the companion table
  * {@code <ks>."async_backup_<table>"}, whose partition key has the source's types in the source's order, so an entry
- * written in the source's own mutation lands atomically on exactly the source row's replicas.
+ * has its source row's token and lives on exactly the source row's replicas. Each replica writes the entries of a
+ * write itself, as it applies the write ({@link #applyLocally}); the node that executes the task deletes them on every
+ * replica through the normal write path ({@link #complete}).
  */
 final class BackupMap
 {
+    private static final Logger logger = LoggerFactory.getLogger(BackupMap.class);
     static final String PREFIX = "async_backup_";
     /**
-     * A completed entry is deleted at this timestamp: its (flow, id) is never written again, so a late resume update
+     * A completed entry is deleted at this timestamp: its (flow, id) is written again only by a late copy of the same
+     * write (hint, batchlog replay), whose entry, at the write's own timestamp, stays deleted; and a late resume update
      * from a slower executor of the same task cannot bring the row back.
      */
     static final long COMPLETED_AT = Long.MAX_VALUE / 2;
@@ -36,7 +61,7 @@ final class BackupMap
     private final int partitionKeySize;
     private final CqlGateway gateway;
     private final List<String> where = new ArrayList<>();
-    private volatile CqlGateway.Prepared select, resume, delete;
+    private volatile CqlGateway.Prepared resume, delete;
 
     BackupMap(String keyspace, String table, int partitionKeySize, CqlGateway gateway)
     {
@@ -57,38 +82,35 @@ final class BackupMap
     }
 
     /**
-     * The entries of these tasks as one update of the companion table in the source update's partition; null when
-     * the companion table does not exist (a flow deployed by a ctl without backup maps).
+     * The entries of these tasks (all of one source partition) as one update of the companion table. Each row is
+     * written at its write's timestamp, so every replica, and every replay of the write, writes the same cells.
      */
-    static Mutation entries(Partition source, List<Task> tasks, String master, long timestampMicros)
+    static PartitionUpdate entries(TableMetadata companion, DecoratedKey key, List<Task> tasks, long capturedMillis)
     {
-        TableMetadata metadata = Schema.instance.getTableMetadata(source.metadata().keyspace, companionOf(source.metadata().name));
-        if (metadata == null)
-            return null;
-        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(metadata, source.partitionKey()).timestamp(timestampMicros);
-        ByteBuffer masterBytes = text(master);
+        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(companion, key);
+        ByteBuffer captured = ByteBuffer.allocate(8).putLong(0, capturedMillis);
         for (Task task : tasks)
-        {
-            UUID id = task.backupId();
-            builder.row(text(task.flow()), TimeUUID.fromBytes(id.getMostSignificantBits(), id.getLeastSignificantBits()).toBytes())
-                   .add("master", masterBytes)
-                   .add("task", task.serialize());
-        }
-        return new Mutation(builder.build());
+            builder.row(text(task.flow()), uuid(task.id()))
+                   .timestamp(task.timestamp())
+                   .add("task", task.serialize())
+                   .add("captured", captured);
+        return builder.build();
     }
 
-    static UUID newId()
+    /**
+     * Applies the entries on this replica inside the source write's own operation group (so a memtable flush waits
+     * for both alike), with a commit log record of their own when the source write has one: durable as the source
+     * write is, and no message to another node. During commit log replay the source write is replayed without a new
+     * record, and so are its entries, which the replay's flush then persists.
+     */
+    static void applyLocally(PartitionUpdate entries, WriteContext sourceWrite)
     {
-        return TimeUUID.Generator.nextTimeUUID().asUUID();
-    }
-
-    /** The entry is there (at ONE, or at ALL): the source write it came with was stored on a replica. */
-    boolean isStored(Task task, ConsistencyLevel consistency)
-    {
-        CqlGateway.Prepared statement = select;
-        if (statement == null)
-            select = statement = gateway.prepare(Cql.select(keyspace, companion, List.of("master"), where));
-        return !gateway.execute(statement, consistency, entryKey(task)).isEmpty();
+        CassandraWriteContext outer = CassandraWriteContext.fromContext(sourceWrite);
+        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(entries.metadata().id);
+        if (cfs == null)
+            throw new IllegalStateException("backup map " + entries.metadata() + " does not exist");
+        CommitLogPosition position = outer.getPosition() == null ? null : CommitLog.instance.add(new Mutation(entries));
+        cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), position), false);
     }
 
     /** Records where a chunked fan-out goes on (at ONE; a lost update only makes a takeover redo more rows). */
@@ -104,7 +126,7 @@ final class BackupMap
         gateway.execute(statement, ConsistencyLevel.ONE, values);
     }
 
-    /** The task is done (or a dead letter): its entry goes, through the normal write path so hints carry it. */
+    /** The task is done (or a dead letter, or discarded): its entry goes on every replica; hints carry it. */
     void complete(Task task)
     {
         CqlGateway.Prepared statement = delete;
@@ -120,9 +142,97 @@ final class BackupMap
     {
         List<ByteBuffer> key = new ArrayList<>(task.partitionKey(partitionKeySize));
         key.add(text(task.flow()));
-        UUID id = task.backupId();
-        key.add(ByteBuffer.allocate(16).putLong(0, id.getMostSignificantBits()).putLong(8, id.getLeastSignificantBits()));
+        key.add(uuid(task.id()));
         return key;
+    }
+
+    /** One live entry of a backup map on this node. */
+    static final class Entry
+    {
+        final Task task;
+        final DecoratedKey key;
+        /** wall-clock milliseconds at which this replica captured it */
+        final long capturedMillis;
+        final Map.Entry<Integer, byte[]> resume;
+
+        Entry(Task task, DecoratedKey key, long capturedMillis, Map.Entry<Integer, byte[]> resume)
+        {
+            this.task = task;
+            this.key = key;
+            this.capturedMillis = capturedMillis;
+            this.resume = resume;
+        }
+    }
+
+    /** What a scan does with each live entry it finds. */
+    interface EntryVisitor
+    {
+        void visit(Entry entry);
+    }
+
+    /**
+     * Visits the live entries of the local replica of a backup map, read directly from its memtables and sstables: a
+     * CQL read would count the completed entries' tombstones against tombstone_warn_threshold, this reads past them.
+     */
+    static void scan(String keyspace, String sourceTable, EntryVisitor visitor)
+    {
+        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, companionOf(sourceTable));
+        if (cfs == null)
+            return;
+        TableMetadata metadata = cfs.metadata();
+        ColumnMetadata taskColumn = metadata.getColumn(ColumnIdentifier.getInterned("task", true));
+        ColumnMetadata capturedColumn = metadata.getColumn(ColumnIdentifier.getInterned("captured", true));
+        ColumnMetadata resumeColumn = metadata.getColumn(ColumnIdentifier.getInterned("resume", true));
+        if (taskColumn == null || capturedColumn == null)
+        {
+            logger.warn("Backup map {}.{} has not the layout of this plugin (no 'task' or 'captured' column): redeploy its flows",
+                        keyspace, companionOf(sourceTable));
+            return;
+        }
+        long nowInSec = FBUtilities.nowInSeconds();
+        ColumnFilter columns = ColumnFilter.all(metadata);
+        DataRange range = DataRange.allData(metadata.partitioner);
+        try (OpOrder.Group op = cfs.readOrdering.start();
+             ColumnFamilyStore.RefViewFragment view = cfs.selectAndReference(View.selectFunction(SSTableSet.LIVE)))
+        {
+            List<UnfilteredPartitionIterator> sources = new ArrayList<>();
+            for (Memtable memtable : view.memtables)
+                sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
+            for (SSTableReader sstable : view.sstables)
+                sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
+            if (sources.isEmpty())
+                return;
+            try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
+                     UnfilteredPartitionIterators.merge(sources, UnfilteredPartitionIterators.MergeListener.NOOP), nowInSec))
+            {
+                while (partitions.hasNext())
+                {
+                    try (RowIterator rows = partitions.next())
+                    {
+                        DecoratedKey key = rows.partitionKey();
+                        while (rows.hasNext())
+                        {
+                            Row row = rows.next();
+                            Cell<?> task = row.getCell(taskColumn);
+                            if (task == null)
+                                continue; // only a late resume update survived the delete: nothing to run
+                            Cell<?> captured = row.getCell(capturedColumn);
+                            Cell<?> resume = resumeColumn == null ? null : row.getCell(resumeColumn);
+                            try
+                            {
+                                visitor.visit(new Entry(Task.deserialize(task.buffer()), key,
+                                                        captured == null ? 0 : captured.buffer().getLong(captured.buffer().position()),
+                                                        resume == null ? null : decodeResume(resume.buffer())));
+                            }
+                            catch (IllegalArgumentException e)
+                            {
+                                logger.warn("Backup map {}.{}: unreadable entry skipped: {}", keyspace, companionOf(sourceTable), e.getMessage());
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 
     static ByteBuffer encodeResume(int target, ByteBuffer paging)
@@ -149,14 +259,8 @@ final class BackupMap
         return ByteBuffer.wrap(value.getBytes(StandardCharsets.UTF_8));
     }
 
-    /** Milliseconds since the epoch at which a time-based UUID was made. */
-    static long unixMillis(UUID id)
+    static ByteBuffer uuid(UUID id)
     {
-        return (id.timestamp() - 0x01b21dd213814000L) / 10_000;
-    }
-
-    static long nowMicros()
-    {
-        return FBUtilities.timestampMicros();
+        return ByteBuffer.allocate(16).putLong(0, id.getMostSignificantBits()).putLong(8, id.getLeastSignificantBits());
     }
 }

@@ -4,33 +4,24 @@ import java.nio.ByteBuffer;
 
 /**
  * What the workers of one flow do with the backup entries of their tasks (docs/design.md, "Replica backup maps"):
- * check that the source write was stored, record fan-out resume positions, and complete entries.
+ * record fan-out resume positions, and complete entries.
  */
 interface Backups
 {
-    /**
-     * The entry is there, read at ONE ({@code everywhere} false) or at ALL (true: an absent entry then means the
-     * source write is on no replica). Throws when the read fails (e.g. a replica down for ALL).
-     */
-    boolean isStored(Task task, boolean everywhere);
-
     void recordResume(Task task, int target, ByteBuffer paging);
 
-    /** done or a dead letter: the entry goes */
+    /** done, a dead letter, or discarded: the entry goes */
     void completed(Task task);
 
-    /** the source write was never stored: nothing to delete, only to forget */
-    void abandoned(Task task);
+    /**
+     * The task leaves this node's hands unfinished (its dead letter could not be written): its entry stays, and the
+     * node forgets it was queued, so the next scan runs it again from the entry.
+     */
+    void released(Task task);
 
-    /** For flows without backup maps and for tests: every task counts as stored. */
+    /** For tests: nothing is recorded. */
     Backups NONE = new Backups()
     {
-        @Override
-        public boolean isStored(Task task, boolean everywhere)
-        {
-            return true;
-        }
-
         @Override
         public void recordResume(Task task, int target, ByteBuffer paging)
         {
@@ -42,7 +33,7 @@ interface Backups
         }
 
         @Override
-        public void abandoned(Task task)
+        public void released(Task task)
         {
         }
     };

@@ -75,7 +75,8 @@ public final class Cql
     {
         List<String> columns = List.of("flow", "node", "pending", "active", "completed", "failed", "retried",
                                        "oldest_pending_ms", "workers", "capacity", "spilled", "discarded",
-                                       "recovered", "resumed", "abandoned", "fanout_rows", "updated");
+                                       "recovered", "resumed", "fanout_rows", "backlog", "last_capture", "last_scan",
+                                       "updated");
         String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
         return "INSERT INTO " + table(KEYSPACE, "flow_status") + " (" + names(columns) + ") VALUES (" + markers + ") USING TTL 30";
     }

@@ -67,7 +67,8 @@ final class DeadLetters
         {
             insert = null;
             logger.error("Flow '{}': task for key {} failed after {} attempt(s) ({}) and could not be written to "
-                         + "async_triggers.dead_letters ({}); the task is LOST: {}; its last failure: {}",
+                         + "async_triggers.dead_letters ({}); its backup entry keeps it for the next scan (without a "
+                         + "backup map the task is LOST): {}; its last failure: {}",
                          task.flow(), task.keyHex(), attempts, why, e, task, error);
             return false;
         }

@@ -8,7 +8,7 @@ import javax.management.ObjectName;
 
 /**
  * One running flow version on this node: its queue, worker pool, retry scheduler, metrics, executor, full-queue
- * policy (its {@code overflow} option) and, for the spill policy, its spill and drainer, started and stopped together.
+ * policy (its {@code overflow} option) and, unless it discards, its spill and drainer, started and stopped together.
  */
 final class Flow
 {
@@ -20,13 +20,13 @@ final class Flow
     private final RetryScheduler retryScheduler;
     final ObjectName objectName;
     private final FullQueuePolicy policy;
-    /** null unless the policy is spill */
+    /** null for the discard policy */
     private final SpillStore spill;
     private final ThreadFactory threadFactory;
     private final TaskProcessor processor;
     /** where its tasks' backup entries go; null when the flow keeps none */
     volatile BackupMap backupMap;
-    /** set by the runtime once the MBean is registered (it may have to wait for a previous runtime to unregister) */
+    /** set by the runtime once the MBean is registered */
     volatile boolean registered;
 
     /** @param spillDir the flow's spill directory (used by the spill policy only) */
@@ -54,24 +54,22 @@ final class Flow
         this.pool = new WorkerPool(spec.name, spec.workers, elastic ? overflow.maxWorkers : spec.workers,
                                    idleWorkerMillis, threadFactory, queue, processor);
         metrics.poolSize(pool::currentSize);
-        switch (overflow.policy)
+        if (overflow.policy == FlowSpec.Overflow.Policy.DISCARD)
         {
-            case BLOCK:
-                spill = null;
-                policy = new FullQueuePolicy.BlockThenFail(overflow.blockTimeoutMillis);
-                break;
-            case DISCARD:
-                spill = null;
-                policy = new FullQueuePolicy.Discard(nanoClock);
-                break;
-            case ELASTIC:
-                spill = null;
-                policy = new FullQueuePolicy.Elastic(pool, overflow.blockTimeoutMillis);
-                break;
-            default:
-                spill = new SpillStore(spec.name, spillDir, nanoClock);
-                metrics.spilledPending(spill::pending);
-                policy = new FullQueuePolicy.Spill(spill, overflow.blockTimeoutMillis);
+            spill = null;
+            policy = new FullQueuePolicy.Discard(nanoClock);
+        }
+        else
+        {
+            // spill, block and elastic: what a replica cannot queue goes to disk (it never waits)
+            spill = new SpillStore(spec.name, spillDir, nanoClock);
+            metrics.spilledPending(spill::pending);
+            if (overflow.policy == FlowSpec.Overflow.Policy.BLOCK)
+                policy = new FullQueuePolicy.BlockThenFail(spill, overflow.blockTimeoutMillis, nanoClock);
+            else if (overflow.policy == FlowSpec.Overflow.Policy.ELASTIC)
+                policy = new FullQueuePolicy.Elastic(spill, pool);
+            else
+                policy = new FullQueuePolicy.Spill(spill);
         }
         this.objectName = FlowMetrics.objectName(spec.source.keyspace, spec.source.table, spec.name);
     }
@@ -91,9 +89,16 @@ final class Flow
             spill.start(threadFactory, queue);
     }
 
-    FullQueuePolicy.Outcome enqueue(Task task)
+    /** A replica's offer: never waits. */
+    FullQueuePolicy.Outcome offer(Task task)
     {
-        return policy.enqueue(spec.name, queue, task, metrics);
+        return policy.offer(spec.name, queue, task, metrics);
+    }
+
+    /** On the coordinator, before the write is sent: holds it while a {@code block} flow's queue is full. */
+    void admit()
+    {
+        policy.admit(spec.name, queue, metrics);
     }
 
     /**

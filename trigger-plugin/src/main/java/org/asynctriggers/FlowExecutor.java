@@ -189,7 +189,10 @@ public final class FlowExecutor
                 return ExecutionResult.success(rows[0]);
             }
             if (task.operation() == Operation.DELETE)
-                execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), bigint(task.timestamp()), bigint(task.timestamp()));
+                for (FlowSpec.Target target : spec.targets)
+                    if (target.mode == FlowSpec.Mode.LINEAGE)
+                        execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, List.of()),
+                                bigint(task.timestamp()), bigint(task.timestamp()));
             converge(task);
         }
         return ExecutionResult.success(rows[0]);
@@ -385,8 +388,8 @@ public final class FlowExecutor
 
     /**
      * Step 1 of a lineage target: record the image (its lineage columns' values) at the task's timestamp, then write
-     * the rows derived from it. No image (a lineage column is null) is recorded as the sentinel, so that older rows
-     * are cleaned up and an older task executed later cannot resurrect its rows.
+     * the rows derived from it. No image (a lineage column is null) is recorded as the target's sentinel, so that
+     * older rows are cleaned up and an older task executed later cannot resurrect its rows.
      */
     private ByteBuffer writeLineageTarget(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
     {
@@ -394,7 +397,7 @@ public final class FlowExecutor
         List<ByteBuffer> image = image(target, values);
         if (image == null || (target.fanout == null && targetKey(target, values, null) == null))
         {
-            execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), empty(), ts, ts);
+            execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, List.of()), ts, ts);
             return null;
         }
         if (from == null) // a resumed fan-out recorded its image with its first page
@@ -415,7 +418,10 @@ public final class FlowExecutor
         return image;
     }
 
-    /** Lineage entries carry the target's index so that several lineage targets of a flow share one source key. */
+    /**
+     * Lineage entries carry the target's index so that several lineage targets of a flow share one source key; a
+     * target's sentinel (a delete, or no image) is its index alone.
+     */
     private static ByteBuffer lineageKey(FlowSpec.Target target, List<ByteBuffer> image)
     {
         List<ByteBuffer> components = new ArrayList<>(image.size() + 1);
@@ -438,45 +444,111 @@ public final class FlowExecutor
     }
 
     /**
-     * Step 3: every lineage entry older than the newest one names a derived row that no longer derives from the
-     * source row: delete it and its entry at the newest timestamp. Whichever task reads last sees all entries.
+     * Step 3, per lineage target: every entry of the target older than its newest one names derived rows that no longer
+     * derive from the source row: they and the entry are deleted. Whichever task reads last sees all entries.
+     * <p>
+     * The deletion is at the newest timestamp minus one when the newest entry is an image: the newest image's own rows
+     * are written at the newest timestamp and outlive it, even where an old image derives the same row (a follower of
+     * both the old and the new author of a tweet) and even when the newest task has not written them yet. When the
+     * newest entry is a sentinel (the source row was deleted, or has no image), nothing derives from it and the
+     * deletion is at its timestamp, as the source's own delete wins a tie.
      */
     private void converge(Task task)
     {
         ByteBuffer sourceKey = task.serializedKey();
         List<Map<String, ByteBuffer>> entries = gateway.execute(statement(Cql.lineageSelect()), lineageRead, List.of(flowNameBytes, sourceKey));
-        long max = task.timestamp();
-        for (Map<String, ByteBuffer> entry : entries)
-            max = Math.max(max, entry.get("ts").getLong(entry.get("ts").position()));
-        for (Map<String, ByteBuffer> entry : entries)
+        Map<Integer, List<LineageEntry>> byTarget = new LinkedHashMap<>();
+        for (Map<String, ByteBuffer> row : entries)
         {
-            long ts = entry.get("ts").getLong(entry.get("ts").position());
-            if (ts >= max)
-                continue;
-            ByteBuffer targetKey = entry.get("target_key");
-            if (targetKey.hasRemaining())
+            LineageEntry entry = LineageEntry.of(row);
+            if (entry == null)
             {
-                List<ByteBuffer> components = KeyCodec.decode(targetKey);
-                int index = components.get(0).getInt(components.get(0).position());
-                if (index < 0 || index >= spec.targets.size())
-                {
-                    logger.warn("Flow '{}': lineage entry names target {} which this version does not have; entry dropped", spec.name, index);
-                }
-                else if (components.size() - 1 != spec.targets.get(index).lineageColumns.size())
-                {
-                    logger.warn("Flow '{}': lineage entry of target {} does not match its lineage columns {}; entry dropped",
-                                spec.name, index, spec.targets.get(index).lineageColumns);
-                }
-                else
-                {
-                    FlowSpec.Target target = spec.targets.get(index);
-                    Map<String, ByteBuffer> old = imageValues(task, target, components.subList(1, components.size()));
-                    long deleteAt = max;
-                    eachRow(task, target, old, row -> deleteDerived(task, target, old, row, deleteAt));
-                }
+                logger.warn("Flow '{}': unreadable lineage entry of {} dropped", spec.name, task);
+                execute(Cql.lineageDelete(), lineageWrite, bigint(row.get("ts") == null ? task.timestamp() : longOf(row.get("ts"))),
+                        flowNameBytes, sourceKey, row.get("target_key"));
+                continue;
             }
-            execute(Cql.lineageDelete(), lineageWrite, bigint(max), flowNameBytes, sourceKey, targetKey);
+            byTarget.computeIfAbsent(entry.target, t -> new ArrayList<>()).add(entry);
         }
+        for (Map.Entry<Integer, List<LineageEntry>> group : byTarget.entrySet())
+        {
+            LineageEntry newest = null;
+            for (LineageEntry entry : group.getValue())
+                if (newest == null || entry.ts > newest.ts)
+                    newest = entry;
+            long deleteAt = newest.image.isEmpty() ? newest.ts : newest.ts - 1;
+            for (LineageEntry entry : group.getValue())
+            {
+                if (entry.ts >= newest.ts)
+                    continue;
+                deleteRowsOf(task, group.getKey(), entry, deleteAt);
+                execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
+            }
+        }
+    }
+
+    /** Deletes the rows an old image of a target derived, at {@code deleteAt}. */
+    private void deleteRowsOf(Task task, int index, LineageEntry entry, long deleteAt)
+    {
+        if (entry.image.isEmpty())
+            return; // a sentinel derived nothing
+        if (index < 0 || index >= spec.targets.size() || spec.targets.get(index).mode != FlowSpec.Mode.LINEAGE)
+        {
+            logger.warn("Flow '{}': lineage entry names target {} which this version does not trace; entry dropped", spec.name, index);
+            return;
+        }
+        FlowSpec.Target target = spec.targets.get(index);
+        if (entry.image.size() != target.lineageColumns.size())
+        {
+            logger.warn("Flow '{}': lineage entry of target {} does not match its lineage columns {}; entry dropped",
+                        spec.name, index, target.lineageColumns);
+            return;
+        }
+        Map<String, ByteBuffer> old = imageValues(task, target, entry.image);
+        eachRow(task, target, old, row -> deleteDerived(task, target, old, row, deleteAt));
+    }
+
+    /** One row of {@code async_triggers.lineage}: a target's image (empty: its sentinel) and when it was written. */
+    private static final class LineageEntry
+    {
+        final ByteBuffer targetKey;
+        final int target;
+        final List<ByteBuffer> image;
+        final long ts;
+
+        private LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts)
+        {
+            this.targetKey = targetKey;
+            this.target = target;
+            this.image = image;
+            this.ts = ts;
+        }
+
+        /** null when the row cannot be read */
+        static LineageEntry of(Map<String, ByteBuffer> row)
+        {
+            ByteBuffer key = row.get("target_key");
+            ByteBuffer ts = row.get("ts");
+            if (key == null || ts == null || ts.remaining() != 8 || !key.hasRemaining())
+                return null;
+            try
+            {
+                List<ByteBuffer> components = KeyCodec.decode(key);
+                ByteBuffer index = components.get(0);
+                if (index.remaining() != 4)
+                    return null;
+                return new LineageEntry(key, index.getInt(index.position()), components.subList(1, components.size()), longOf(ts));
+            }
+            catch (RuntimeException e) // a corrupt blob: a length past its end, or a cut-off length
+            {
+                return null;
+            }
+        }
+    }
+
+    private static long longOf(ByteBuffer b)
+    {
+        return b.getLong(b.position());
     }
 
     private void execute(String cql, ConsistencyLevel consistency, ByteBuffer... values)
@@ -487,11 +559,6 @@ public final class FlowExecutor
     private static ByteBuffer bigint(long value)
     {
         return ByteBuffer.allocate(8).putLong(0, value);
-    }
-
-    private static ByteBuffer empty()
-    {
-        return ByteBuffer.allocate(0);
     }
 
     /** What a handler sees; CQL it runs goes through the same gateway at the flow's write consistency. */

@@ -31,7 +31,6 @@ public final class FlowMetrics implements FlowMetricsMBean
     private final LongAdder rejected = new LongAdder();
     private final LongAdder recovered = new LongAdder();
     private final LongAdder resumed = new LongAdder();
-    private final LongAdder abandoned = new LongAdder();
     private final LongAdder fanoutRows = new LongAdder();
     private final LongAdder backupEntries = new LongAdder();
     /** failed tasks waiting for their retry: pending too, or a drained queue would hide work still to do */
@@ -101,7 +100,6 @@ public final class FlowMetrics implements FlowMetricsMBean
         discarded.add(p.getDiscardedTasks());
         recovered.add(p.getRecoveredTasks());
         resumed.add(p.getResumedTasks());
-        abandoned.add(p.getAbandonedTasks());
         fanoutRows.add(p.getFanoutRowsWritten());
         backupEntries.add(p.getBackupEntries());
         previous = null;
@@ -146,18 +144,6 @@ public final class FlowMetrics implements FlowMetricsMBean
         awaitingRetry.increment();
     }
 
-    /** Taken off the queue before it started (its source write is not stored yet) and queued again later. */
-    void taskDeferred()
-    {
-        awaitingRetry.increment();
-    }
-
-    /** Its source write was never stored: dropped without running. */
-    void taskAbandoned()
-    {
-        abandoned.increment();
-    }
-
     /** Queued from a backup map (takeover, restart, safety net); resumed: from a recorded fan-out position. */
     void taskRecovered(boolean fromResumePosition)
     {
@@ -191,12 +177,6 @@ public final class FlowMetrics implements FlowMetricsMBean
         return resumed.sum() + (p == null ? 0 : p.getResumedTasks());
     }
 
-    @Override
-    public long getAbandonedTasks()
-    {
-        FlowMetrics p = previous;
-        return abandoned.sum() + (p == null ? 0 : p.getAbandonedTasks());
-    }
 
     @Override
     public long getFanoutRowsWritten()

@@ -40,12 +40,9 @@ public interface FlowMetricsMBean
     /** recovered tasks that went on from a recorded fan-out resume position rather than from the start */
     long getResumedTasks();
 
-    /** tasks dropped because their source write was never stored (e.g. Unavailable after augment ran) */
-    long getAbandonedTasks();
-
     /** fan-out rows written or deleted by this node's workers */
     long getFanoutRowsWritten();
 
-    /** backup entries written with source writes this node coordinated */
+    /** backup entries this node wrote as a replica of source writes */
     long getBackupEntries();
 }

@@ -128,7 +128,7 @@ public final class FlowSpec
     {
         public static final Backup DEFAULT = new Backup(true, 300_000);
 
-        /** when false the flow's tasks live in the coordinator's memory only (a crash loses them) */
+        /** when false the flow's tasks live in their executor's memory only (a crash loses them) */
         public final boolean enabled;
         /** entries older than this are executed by their first live replica, whoever their master */
         public final long safetyNetMillis;
@@ -150,9 +150,9 @@ public final class FlowSpec
     public final int workers;
     public final int pageSize;
     /**
-     * a task starts no sooner than this after its write reached the coordinator: augment runs before the write is
-     * sent to the replicas, and the report's master queues tasks only after their replicas acknowledged (Figure 4,
-     * M2 before M4); the delay lets the source write finish first instead of competing with its own fan-out
+     * a task starts no sooner than this after its executor applied the write: the report's master queues tasks only
+     * after the replicas acknowledged (Figure 4, M2 before M4); the delay lets the write finish on the other replicas
+     * first instead of competing with its own fan-out
      */
     public final int startDelayMillis;
     /** how a failed task is retried before it becomes a dead letter */

@@ -180,10 +180,7 @@ public final class FlowSpecParser
         Set<Operation> events = EnumSet.noneOf(Operation.class);
         for (JsonNode item : node)
         {
-            Operation op = null;
-            for (Operation candidate : Operation.values())
-                if (item.isTextual() && candidate.eventName().equals(item.asText()))
-                    op = candidate;
+            Operation op = item.isTextual() ? Operation.fromEventName(item.asText()) : null;
             if (op == null)
                 throw ctx.error("'events' contains unknown event " + item + " (expected insert, update or delete)");
             events.add(op);

@@ -8,103 +8,64 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * What {@code augment} does with a task whose flow queue is full (docs/design.md, "Full queues"): chosen per flow by
- * its {@code overflow.policy} and counted in the flow's metrics. {@link BlockThenFail} ({@code block}),
- * {@link Spill} ({@code spill}, the default), {@link Discard} ({@code discard}), {@link Elastic} ({@code elastic}).
+ * What happens to a task whose flow queue is full (docs/design.md, "Full queues"), chosen per flow by its
+ * {@code overflow.policy} and counted in the flow's metrics. Tasks are offered by a replica as it applies a write, so
+ * {@link #offer} never waits: {@code spill} (the default), {@code block} and {@code elastic} (after growing the pool)
+ * spill to disk, {@code discard} drops. Waiting belongs before the write is sent anywhere: {@link #admit}, called by the
+ * trigger on the coordinator, holds a write of a {@code block} flow while that node's queue is full.
  */
-public interface FullQueuePolicy
+public abstract class FullQueuePolicy
 {
-    enum Outcome
+    private static final Logger logger = LoggerFactory.getLogger(FullQueuePolicy.class);
+
+    public enum Outcome
     {
         /** queued at once */
         ACCEPTED,
-        /** queued after waiting for space */
-        ACCEPTED_AFTER_BLOCKING,
         /** written to the flow's spill file; the drainer queues it later */
         SPILLED,
         /** dropped and counted */
         DISCARDED,
+        /** neither queued nor spilled (the spill cannot be written): its backup entry holds it for a later scan */
+        LEFT,
         /** the queue is closed (flow replaced or runtime shutting down): the caller re-resolves the flow */
         CLOSED
     }
 
-    /** @throws QueueFullException when the policy gives up on the task */
-    Outcome enqueue(String flow, FlowQueue queue, Task task, FlowMetrics metrics);
-
-    /** Bounded blocking put: waits up to the timeout for space, then fails the write with a clear message. */
-    final class BlockThenFail implements FullQueuePolicy
-    {
-        private final long timeoutMillis;
-
-        public BlockThenFail(long timeoutMillis)
-        {
-            this.timeoutMillis = timeoutMillis;
-        }
-
-        @Override
-        public Outcome enqueue(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
-        {
-            if (queue.isClosed())
-                return Outcome.CLOSED;
-            if (queue.offer(task))
-                return Outcome.ACCEPTED;
-            return block(flow, queue, task, metrics);
-        }
-
-        /** The waiting part, after a first offer failed. */
-        Outcome block(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
-        {
-            if (queue.isClosed())
-                return Outcome.CLOSED;
-            metrics.blockStarted();
-            boolean accepted;
-            try
-            {
-                accepted = queue.offer(task, timeoutMillis, TimeUnit.MILLISECONDS);
-            }
-            catch (InterruptedException e)
-            {
-                Thread.currentThread().interrupt();
-                accepted = false;
-            }
-            finally
-            {
-                metrics.blockEnded();
-            }
-            if (accepted)
-                return Outcome.ACCEPTED_AFTER_BLOCKING;
-            if (queue.isClosed())
-                return Outcome.CLOSED;
-            metrics.rejected();
-            throw new QueueFullException("async trigger queue of flow '" + flow + "' is full (capacity " + queue.capacity()
-                                         + ") after waiting " + timeoutMillis + " ms; the write was not applied: "
-                                         + "raise 'queue.workers' or 'queue.capacity', or slow the writers down");
-        }
-    }
+    /** Never blocks, never throws. */
+    public abstract Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics);
 
     /**
-     * Spills to the flow's {@link SpillStore} instead of waiting; never blocks the writer, unless the spill cannot be
-     * written (disk full or failing): then it blocks like {@link BlockThenFail}, the error logged by the store.
+     * Before a write is sent to its replicas: returns at once unless the policy holds writes back.
+     * @throws QueueFullException when the write must fail
      */
-    final class Spill implements FullQueuePolicy
+    public void admit(String flow, FlowQueue queue, FlowMetrics metrics)
+    {
+    }
+
+    /** Queue, else spill ({@code spill}; also what {@code block} and {@code elastic} do on a replica). */
+    public static class Spill extends FullQueuePolicy
     {
         private final SpillStore store;
-        private final BlockThenFail fallback;
 
-        public Spill(SpillStore store, long blockTimeoutMillis)
+        public Spill(SpillStore store)
         {
             this.store = store;
-            this.fallback = new BlockThenFail(blockTimeoutMillis);
         }
 
         @Override
-        public Outcome enqueue(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
         {
             if (queue.isClosed())
                 return Outcome.CLOSED;
             // fast path without the store's lock: nothing spilled, room in the queue
             if (!store.isSpilling() && queue.offer(task))
                 return Outcome.ACCEPTED;
+            return spill(queue, task, metrics);
+        }
+
+        final Outcome spill(FlowQueue queue, Task task, FlowMetrics metrics)
+        {
             switch (store.offerOrSpill(queue, task))
             {
                 case QUEUED:
@@ -115,15 +76,90 @@ public interface FullQueuePolicy
                 case CLOSED:
                     return Outcome.CLOSED;
                 default:
-                    return fallback.block(flow, queue, task, metrics);
+                    return Outcome.LEFT;
+            }
+        }
+
+        boolean full(FlowQueue queue)
+        {
+            return store.isSpilling() || queue.size() >= queue.capacity();
+        }
+    }
+
+    /**
+     * {@code block}: the coordinator holds a write while its own queue of the flow is full (every node executes about
+     * the same share of the tasks), up to the timeout, then fails it with OVERLOADED naming the flow. A replica still
+     * spills what it cannot queue: it has applied the write already.
+     */
+    public static final class BlockThenFail extends Spill
+    {
+        private static final long RECHECK_MILLIS = 1;
+        private final long timeoutMillis;
+        private final LongSupplier nanoClock;
+
+        public BlockThenFail(SpillStore store, long timeoutMillis, LongSupplier nanoClock)
+        {
+            super(store);
+            this.timeoutMillis = timeoutMillis;
+            this.nanoClock = nanoClock;
+        }
+
+        @Override
+        public void admit(String flow, FlowQueue queue, FlowMetrics metrics)
+        {
+            if (queue.isClosed() || !full(queue))
+                return;
+            metrics.blockStarted();
+            long deadline = nanoClock.getAsLong() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
+            try
+            {
+                while (full(queue) && !queue.isClosed())
+                {
+                    if (nanoClock.getAsLong() - deadline >= 0)
+                    {
+                        metrics.rejected();
+                        throw new QueueFullException("async trigger queue of flow '" + flow + "' is full (capacity " + queue.capacity()
+                                                     + ") after waiting " + timeoutMillis + " ms; the write was not applied: "
+                                                     + "raise 'queue.workers' or 'queue.capacity', or slow the writers down");
+                    }
+                    Thread.sleep(RECHECK_MILLIS);
+                }
+            }
+            catch (InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+            finally
+            {
+                metrics.blockEnded();
             }
         }
     }
 
-    /** Drops the task and counts it; a WARN at most once per 10 s per flow. */
-    final class Discard implements FullQueuePolicy
+    /** {@code elastic}: grows the pool by one worker (up to its maximum) when the queue is full, then spills. */
+    public static final class Elastic extends Spill
     {
-        private static final Logger logger = LoggerFactory.getLogger(Discard.class);
+        private final WorkerPool pool;
+
+        public Elastic(SpillStore store, WorkerPool pool)
+        {
+            super(store);
+            this.pool = pool;
+        }
+
+        @Override
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        {
+            Outcome outcome = super.offer(flow, queue, task, metrics);
+            if (outcome == Outcome.SPILLED)
+                pool.grow();
+            return outcome;
+        }
+    }
+
+    /** {@code discard}: drops the task and counts it; a WARN at most once per 10 s per flow. */
+    public static final class Discard extends FullQueuePolicy
+    {
         static final long WARN_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
 
         private final LongSupplier nanoClock;
@@ -136,7 +172,7 @@ public interface FullQueuePolicy
         }
 
         @Override
-        public Outcome enqueue(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
         {
             if (queue.isClosed())
                 return Outcome.CLOSED;
@@ -151,30 +187,6 @@ public interface FullQueuePolicy
                 logger.warn("Flow '{}': queue full (capacity {}), task discarded ('overflow.policy' is discard); "
                             + "{} discarded so far", flow, queue.capacity(), metrics.getDiscardedTasks());
             return Outcome.DISCARDED;
-        }
-    }
-
-    /** Grows the pool by one worker (up to its maximum) when the queue is full, then blocks like {@link BlockThenFail}. */
-    final class Elastic implements FullQueuePolicy
-    {
-        private final WorkerPool pool;
-        private final BlockThenFail block;
-
-        public Elastic(WorkerPool pool, long blockTimeoutMillis)
-        {
-            this.pool = pool;
-            this.block = new BlockThenFail(blockTimeoutMillis);
-        }
-
-        @Override
-        public Outcome enqueue(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
-        {
-            if (queue.isClosed())
-                return Outcome.CLOSED;
-            if (queue.offer(task))
-                return Outcome.ACCEPTED;
-            pool.grow();
-            return block.block(flow, queue, task, metrics);
         }
     }
 }

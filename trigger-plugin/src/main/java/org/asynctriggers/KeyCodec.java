@@ -6,8 +6,7 @@ import java.util.List;
 
 /**
  * Serializes a list of key components into one blob (4-byte length, then the bytes, per component) and back.
- * Used for a task's key and for the {@code source_key}/{@code target_key} columns of {@code async_triggers.lineage};
- * the empty blob is the lineage sentinel of a deleted source row.
+ * Used for a task's key and for the {@code source_key}/{@code target_key} columns of {@code async_triggers.lineage}.
  */
 public final class KeyCodec
 {

@@ -6,6 +6,9 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
+import org.apache.cassandra.exceptions.OverloadedException;
+import org.apache.cassandra.exceptions.RequestTimeoutException;
+import org.apache.cassandra.exceptions.UnavailableException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,6 +23,8 @@ final class Retries
     private static final Logger logger = LoggerFactory.getLogger(Retries.class);
     /** lower bound of the wait before offering again to a full queue, so a 0 ms backoff does not spin */
     static final long FULL_QUEUE_WAIT_MILLIS = 10;
+    /** the wait after a failure of the cluster (see {@link #failed}) */
+    static final long UNAVAILABLE_WAIT_MILLIS = 1_000;
 
     private final String flow;
     private final RetryPolicy policy;
@@ -76,11 +81,6 @@ final class Retries
         }
     }
 
-    long maxAgeMillis()
-    {
-        return policy.maxAgeMillis;
-    }
-
     void backups(Backups backups)
     {
         this.backups = backups;
@@ -88,7 +88,7 @@ final class Retries
 
     /**
      * Queues the task again after {@code delayMillis} without counting a failure: the rest of a chunked fan-out
-     * (at the tail of the queue, behind the flow's other tasks) or a task waiting for its source write.
+     * (at the tail of the queue, behind the flow's other tasks).
      */
     void later(Task task, long delayMillis)
     {
@@ -97,10 +97,16 @@ final class Retries
         later(again, delayMillis);
     }
 
-    /** Called by a worker after a failed execution; never blocks, never throws. */
+    /**
+     * Called by a worker after a failed execution; never blocks, never throws. A failure of the cluster rather than
+     * of the task (replicas unavailable, a timeout, an overloaded node: a node restarting, the whole cluster
+     * restarting) costs no attempt: the task waits {@link #UNAVAILABLE_WAIT_MILLIS} and tries again, until
+     * {@code max_age_ms}, so an outage does not turn healthy tasks into dead letters.
+     */
     void failed(Task task, Throwable cause)
     {
-        int attempts = task.attempts() + 1;
+        boolean clusterFailure = isClusterFailure(cause);
+        int attempts = clusterFailure ? task.attempts() : task.attempts() + 1;
         if (attempts >= policy.maxAttempts)
         {
             deadLetter(task, attempts, cause, "out of attempts");
@@ -109,7 +115,16 @@ final class Retries
         long ageMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - task.createdNanos());
         if (ageMillis >= policy.maxAgeMillis)
         {
-            deadLetter(task, attempts, cause, "older than 'retry.max_age_ms' (" + policy.maxAgeMillis + " ms)");
+            deadLetter(task, Math.max(1, attempts), cause, "older than 'retry.max_age_ms' (" + policy.maxAgeMillis + " ms)");
+            return;
+        }
+        if (clusterFailure)
+        {
+            logger.debug("Flow '{}': {} waits {} ms for the cluster: {}", flow, task, UNAVAILABLE_WAIT_MILLIS, String.valueOf(cause));
+            metrics.taskRetrying();
+            Pending retry = new Pending(task, cause);
+            pending.add(retry);
+            later(retry, UNAVAILABLE_WAIT_MILLIS);
             return;
         }
         long backoff = policy.jitteredBackoffMillis(attempts, jitter);
@@ -141,6 +156,8 @@ final class Retries
         metrics.retryAbandoned();
         if (deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why))
             complete(retry.task);
+        else
+            backups.released(retry.task);
     }
 
     private void deadLetter(Task task, int attempts, Throwable cause, String why)
@@ -148,6 +165,8 @@ final class Retries
         metrics.taskFinished(false);
         if (deadLetters.write(task, attempts, cause, why))
             complete(task);
+        else
+            backups.released(task); // its entry still holds it: a scan runs it again rather than lose it
     }
 
     /** A dead letter holds the task now: its backup entry can go. */
@@ -161,6 +180,14 @@ final class Retries
         {
             logger.warn("Flow '{}': could not remove the backup entry of dead letter {}: {}", flow, task, e.toString());
         }
+    }
+
+    static boolean isClusterFailure(Throwable cause)
+    {
+        for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause())
+            if (t instanceof UnavailableException || t instanceof RequestTimeoutException || t instanceof OverloadedException)
+                return true;
+        return false;
     }
 
     int pending()

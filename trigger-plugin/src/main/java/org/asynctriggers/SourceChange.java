@@ -6,7 +6,7 @@ import java.util.Map;
 
 import org.asynctriggers.api.Operation;
 
-/** One row-level change found in a partition update, before it is bound to a flow. */
+/** One row-level change found in a partition update, before it is bound to a flow. Immutable. */
 public final class SourceChange
 {
     public final Operation operation;
@@ -21,7 +21,19 @@ public final class SourceChange
         this.operation = operation;
         this.key = List.copyOf(key);
         this.timestamp = timestamp;
-        this.values = values;
+        this.values = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(values));
+    }
+
+    /**
+     * The same write seen twice (a replica's index hears a contended memtable update once per attempt): what either
+     * saw of its values; an insert wins over an update (a later attempt sees the row marker already there).
+     */
+    SourceChange mergedWith(SourceChange other)
+    {
+        java.util.Map<String, ByteBuffer> merged = new java.util.LinkedHashMap<>(values);
+        other.values.forEach(merged::putIfAbsent);
+        Operation op = operation == Operation.UPDATE ? other.operation : operation;
+        return new SourceChange(op, key, timestamp, merged);
     }
 
     @Override

@@ -206,7 +206,7 @@ final class SpillStore
         }
         catch (IOException | RuntimeException e)
         {
-            logRateLimited("could not write the spill in " + dir + "; blocking the writer instead", e);
+            logRateLimited("could not write the spill in " + dir + "; the task is left to its backup entry", e);
             return Result.FAILED;
         }
     }

@@ -11,19 +11,41 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** Writes each flow's counters to {@code async_triggers.flow_status} (one row per flow and node, TTL 30 s). */
+/**
+ * Writes each flow's counters to {@code async_triggers.flow_status} (one row per flow and node, TTL 30 s), with what
+ * the last scan of this node's backup maps found.
+ */
 final class StatusReporter
 {
+    /** The backup-map side of a flow's status on this node. */
+    static final class Extra
+    {
+        /** live entries of the flow on this node, at the last complete scan */
+        final long backlog;
+        /** wall-clock millis of the last capture on this node, of the last scan's start (Long.MIN_VALUE: never) */
+        final long lastCaptureMillis, lastScanMillis;
+
+        Extra(long backlog, long lastCaptureMillis, long lastScanMillis)
+        {
+            this.backlog = backlog;
+            this.lastCaptureMillis = lastCaptureMillis;
+            this.lastScanMillis = lastScanMillis;
+        }
+    }
+
     private static final Logger logger = LoggerFactory.getLogger(StatusReporter.class);
 
     private final CqlGateway gateway;
     private final Supplier<Collection<Flow>> flows;
     private final Supplier<String> node;
     private final LongSupplier wallClockMillis;
+    private final java.util.function.Function<String, Extra> extra;
     private CqlGateway.Prepared insert;
 
-    StatusReporter(CqlGateway gateway, Supplier<Collection<Flow>> flows, Supplier<String> node, LongSupplier wallClockMillis)
+    StatusReporter(CqlGateway gateway, Supplier<Collection<Flow>> flows, Supplier<String> node, LongSupplier wallClockMillis,
+                   java.util.function.Function<String, Extra> extra)
     {
+        this.extra = extra;
         this.gateway = gateway;
         this.flows = flows;
         this.node = node;
@@ -45,6 +67,7 @@ final class StatusReporter
             for (Flow flow : current)
             {
                 FlowMetrics m = flow.metrics;
+                Extra x = extra.apply(flow.spec.name);
                 gateway.execute(insert, ConsistencyLevel.ONE,
                                 Arrays.asList(text(flow.spec.name), nodeBytes, bigint(m.getPendingTasks()),
                                               bigint(m.getActiveTasks()), bigint(m.getCompletedTasks()),
@@ -52,8 +75,9 @@ final class StatusReporter
                                               bigint(m.getOldestPendingTaskAgeMillis()), integer(m.getMaxPoolSize()),
                                               integer(m.getQueueCapacity()), bigint(m.getSpilledTasks()),
                                               bigint(m.getDiscardedTasks()), bigint(m.getRecoveredTasks()),
-                                              bigint(m.getResumedTasks()), bigint(m.getAbandonedTasks()),
-                                              bigint(m.getFanoutRowsWritten()), updated));
+                                              bigint(m.getResumedTasks()), bigint(m.getFanoutRowsWritten()),
+                                              bigint(x.backlog), millis(x.lastCaptureMillis), millis(x.lastScanMillis),
+                                              updated));
             }
         }
         catch (RuntimeException e)
@@ -71,6 +95,12 @@ final class StatusReporter
     private static ByteBuffer bigint(long v)
     {
         return ByteBuffer.allocate(8).putLong(0, v);
+    }
+
+    /** a timestamp, or null for never */
+    private static ByteBuffer millis(long v)
+    {
+        return v == Long.MIN_VALUE ? null : bigint(v);
     }
 
     private static ByteBuffer integer(int v)

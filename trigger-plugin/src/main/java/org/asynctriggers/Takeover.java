@@ -1,100 +1,86 @@
 package org.asynctriggers;
 
-import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashSet;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Predicate;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.LongSupplier;
 
-import org.apache.cassandra.cql3.ColumnIdentifier;
-import org.apache.cassandra.db.ColumnFamilyStore;
-import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.Keyspace;
-import org.apache.cassandra.db.filter.ColumnFilter;
-import org.apache.cassandra.db.DataRange;
-import org.apache.cassandra.db.lifecycle.SSTableSet;
-import org.apache.cassandra.db.lifecycle.View;
-import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionIterator;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
-import org.apache.cassandra.db.rows.Cell;
-import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.RowIterator;
 import org.apache.cassandra.gms.EndpointState;
-import org.apache.cassandra.gms.FailureDetector;
 import org.apache.cassandra.gms.Gossiper;
 import org.apache.cassandra.gms.IEndpointStateChangeSubscriber;
-import org.apache.cassandra.io.sstable.SSTableReadsListener;
-import org.apache.cassandra.io.sstable.format.SSTableReader;
 import org.apache.cassandra.locator.InetAddressAndPort;
-import org.apache.cassandra.locator.Replica;
-import org.apache.cassandra.schema.ColumnMetadata;
-import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.utils.FBUtilities;
-import org.apache.cassandra.utils.concurrent.OpOrder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Takeover from the replica backup maps (docs/design.md, "Takeover"). Gossip tells this node when another died
- * ({@code onDead}) or restarted before it was convicted ({@code onRestart}); then, on its own thread, it scans its
- * local replicas of every backup map and queues the entries of that master for which it is the first live replica
- * in ring order (the master excluded). At start it queues the entries it mastered itself, and every minute the
- * safety net queues entries older than their flow's {@code backup.safety_net_ms}.
+ * Scans of this node's replicas of the backup maps (docs/design.md, "Takeover"). A scan queues every live entry this
+ * node executes now ({@link ExecutorChoice}) that is not already queued here, and counts the live entries per flow
+ * (the backlog {@code ctl trigger wait} waits on). It also adopts orphans: an entry whose executor is idle and has
+ * scanned its own backup map since the entry was captured here, so holds no live copy of it (it never applied the
+ * write, or saw it superseded in its memtable, or its completion has not reached this replica yet): running it here
+ * is at worst a harmless repeat. Scans run on one thread, when the node starts (its own entries, after a crash or a
+ * restart), when gossip convicts another node ({@code onDead}: the entries it executed now fall to the next live
+ * replica), when a flow is applied, after a burst of captures, while entries are left, and every minute as the
+ * safety net, which also queues any entry older than twice its flow's {@code backup.safety_net_ms}, whoever
+ * executes it.
  */
 final class Takeover implements IEndpointStateChangeSubscriber
 {
     private static final Logger logger = LoggerFactory.getLogger(Takeover.class);
     static final long SAFETY_NET_PERIOD_MILLIS = 60_000;
 
-    /** What the runtime offers: its flows, and a way to queue a recovered task into the running flow. */
+    /** What the runtime offers a scan. */
     interface Runtime
     {
+        /** The flows with backup entries, by name. */
         Collection<FlowSpec> backedUpFlows();
 
-        /** @return true when queued (false: known in flight here, or its flow is gone) */
+        /** Whether this node executes the tasks of this row now. */
+        boolean executes(String keyspace, org.apache.cassandra.dht.Token token);
+
+        /** Whether no other node will run this entry: its executor is idle and scanned since it was captured here. */
+        boolean orphaned(String keyspace, org.apache.cassandra.dht.Token token, String flow, long capturedMillis);
+
+        /** @return true when queued (false: already queued here, recently done, or its flow is gone) */
         boolean requeue(Task task, String why);
+
+        /** The live entries per flow found by a scan that started at {@code startedMillis}. */
+        void backlog(Map<String, Long> entriesByFlow, long startedMillis);
     }
 
-    /** One live entry of a backup map on this node. */
-    static final class Entry
+    /** How a scan walks the backup maps; production: {@link BackupMap#scan}. */
+    interface Scanner
     {
-        final Task task;
-        final String master;
-        final List<InetAddressAndPort> replicas;
-        final Map.Entry<Integer, byte[]> resume;
-
-        Entry(Task task, String master, List<InetAddressAndPort> replicas, Map.Entry<Integer, byte[]> resume)
-        {
-            this.task = task;
-            this.master = master;
-            this.replicas = replicas;
-            this.resume = resume;
-        }
+        void scan(String keyspace, String sourceTable, BackupMap.EntryVisitor visitor);
     }
 
     private final Runtime runtime;
+    private final Scanner scanner;
     private final ExecutorService thread;
-    private final String self;
-    private final InetAddressAndPort me;
+    private final LongSupplier wallClockMillis;
+    /** false in unit tests: no gossip to listen to */
+    private final boolean gossip;
+    /** a scan is queued and has not started: another request adds nothing */
+    private final AtomicBoolean queued = new AtomicBoolean();
+    /** safety-net scans are queued apart: they queue more than a plain scan */
+    private final AtomicBoolean safetyNetQueued = new AtomicBoolean();
     private volatile boolean registered;
+    private volatile long lastScanStartedMillis = Long.MIN_VALUE;
 
-    Takeover(Runtime runtime, ThreadFactory threadFactory)
+    Takeover(Runtime runtime, Scanner scanner, ThreadFactory threadFactory, LongSupplier wallClockMillis, boolean gossip)
     {
+        this.gossip = gossip;
         this.runtime = runtime;
-        this.me = FBUtilities.getBroadcastAddressAndPort();
-        this.self = me.getHostAddress(false);
-        // one scan at a time; scans asked for while one runs are queued (each has its own master to look for)
+        this.scanner = scanner;
+        this.wallClockMillis = wallClockMillis;
         this.thread = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
             Thread t = threadFactory.newThread(r);
             t.setName("async-trigger-takeover");
@@ -103,11 +89,15 @@ final class Takeover implements IEndpointStateChangeSubscriber
         });
     }
 
+    /** Listens to gossip and scans once: this node's own entries, after a restart. */
     void start()
     {
-        Gossiper.instance.register(this);
-        registered = true;
-        submit("start", entry -> entry.master.equals(self) || shouldExecute(entry, Set.of(), Takeover::alive, me));
+        if (gossip)
+        {
+            Gossiper.instance.register(this);
+            registered = true;
+        }
+        scan("start");
     }
 
     void stop()
@@ -118,170 +108,112 @@ final class Takeover implements IEndpointStateChangeSubscriber
         thread.shutdownNow();
     }
 
-    /** The safety net, from the control thread's schedule. */
-    void safetyNet()
+    long lastScanStartedMillis()
     {
-        long now = System.currentTimeMillis();
-        Map<String, Long> thresholds = new LinkedHashMap<>();
-        for (FlowSpec flow : runtime.backedUpFlows())
-            thresholds.put(flow.name, flow.backup.safetyNetMillis);
-        submit("safety net", entry -> {
-            Long threshold = thresholds.get(entry.task.flow());
-            return threshold != null && now - BackupMap.unixMillis(entry.task.backupId()) > threshold
-                   && shouldExecute(entry, Set.of(), Takeover::alive, me);
-        });
+        return lastScanStartedMillis;
     }
 
     @Override
     public void onDead(InetAddressAndPort endpoint, EndpointState state)
     {
-        masterLost(endpoint, "died");
+        scan("node " + endpoint.getHostAddress(false) + " died");
     }
 
-    @Override
-    public void onRestart(InetAddressAndPort endpoint, EndpointState state)
+    /** Queues a scan unless one is already waiting to start (it will see everything this one would). */
+    void scan(String why)
     {
-        masterLost(endpoint, "restarted");
+        if (queued.compareAndSet(false, true))
+            submit(() -> {
+                queued.set(false);
+                run(why, Map.of());
+            });
     }
 
-    private void masterLost(InetAddressAndPort endpoint, String what)
+    /** The safety net, from the control thread's schedule. */
+    void safetyNet()
     {
-        String master = endpoint.getHostAddress(false);
-        if (master.equals(self))
-            return;
-        submit("node " + master + " " + what,
-               entry -> entry.master.equals(master) && shouldExecute(entry, Set.of(endpoint), Takeover::alive, me));
+        Map<String, Long> thresholds = new LinkedHashMap<>();
+        for (FlowSpec flow : runtime.backedUpFlows())
+            thresholds.put(flow.name, flow.backup.safetyNetMillis);
+        if (safetyNetQueued.compareAndSet(false, true))
+            submit(() -> {
+                safetyNetQueued.set(false);
+                run("safety net", thresholds);
+            });
     }
 
-    /** The first replica of the entry's token in ring order that is alive and not excluded is this node. */
-    static boolean shouldExecute(Entry entry, Set<InetAddressAndPort> excluded, Predicate<InetAddressAndPort> alive, InetAddressAndPort me)
-    {
-        for (InetAddressAndPort replica : entry.replicas)
-        {
-            if (excluded.contains(replica) || !(replica.equals(me) || alive.test(replica)))
-                continue;
-            return replica.equals(me);
-        }
-        return false;
-    }
-
-    private static boolean alive(InetAddressAndPort endpoint)
-    {
-        return FailureDetector.instance.isAlive(endpoint);
-    }
-
-    private void submit(String why, Predicate<Entry> mine)
+    private void submit(Runnable scan)
     {
         try
         {
-            thread.execute(() -> run(why, mine));
+            thread.execute(scan);
         }
-        catch (java.util.concurrent.RejectedExecutionException e)
+        catch (RejectedExecutionException e)
         {
             // stopping
         }
     }
 
-    private void run(String why, Predicate<Entry> mine)
+    /**
+     * @param safetyNet flow name to its threshold: entries older than twice that are queued here whoever executes
+     *                  them (empty for a plain scan)
+     */
+    void run(String why, Map<String, Long> safetyNet)
     {
-        long started = System.nanoTime();
-        int queued = 0, seen = 0;
-        Set<String> tables = new HashSet<>();
-        Set<String> flows = new HashSet<>();
+        long started = wallClockMillis.getAsLong();
+        lastScanStartedMillis = started;
+        Map<String, FlowSpec> flows = new HashMap<>();
         for (FlowSpec flow : runtime.backedUpFlows())
+            flows.put(flow.name, flow);
+        Map<String, Long> backlog = new HashMap<>();
+        for (String name : flows.keySet())
+            backlog.put(name, 0L);
+        int[] queuedHere = new int[1];
+        boolean complete = true;
+        for (FlowSpec table : distinctTables(flows.values()))
         {
-            tables.add(flow.source.keyspace + '.' + flow.source.table);
-            flows.add(flow.name);
-        }
-        for (String table : tables)
-        {
-            String[] parts = table.split("\\.", 2);
             try
             {
-                for (Entry entry : scan(parts[0], parts[1]))
-                {
-                    seen++;
-                    if (!flows.contains(entry.task.flow()) || !mine.test(entry))
-                        continue;
+                scanner.scan(table.source.keyspace, table.source.table, entry -> {
+                    String flow = entry.task.flow();
+                    if (!flows.containsKey(flow))
+                        return; // a flow dropped from this table, or not applied here yet
+                    backlog.merge(flow, 1L, Long::sum);
+                    Long threshold = safetyNet.get(flow);
+                    boolean stale = threshold != null && started - entry.capturedMillis > 2 * threshold;
+                    String keyspace = table.source.keyspace;
+                    if (!(stale || runtime.executes(keyspace, entry.key.getToken())
+                          || runtime.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))
+                        return;
                     Task task = entry.resume == null
                                 ? entry.task.recovered(System.nanoTime(), 0, null)
                                 : entry.task.recovered(System.nanoTime(), entry.resume.getKey(), entry.resume.getValue());
                     if (runtime.requeue(task, why))
-                        queued++;
-                }
+                        queuedHere[0]++;
+                });
             }
             catch (RuntimeException e)
             {
-                logger.error("Async trigger takeover ({}): could not scan the backup map of {}", why, table, e);
+                complete = false;
+                logger.error("Async trigger scan ({}): could not scan the backup map of {}.{}", why,
+                             table.source.keyspace, table.source.table, e);
             }
         }
-        long millis = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started);
-        if (queued > 0 || !why.equals("safety net"))
-            logger.info("Async trigger takeover ({}): {} backup entries on this node, {} queued here, in {} ms", why, seen, queued, millis);
+        if (complete)
+            runtime.backlog(backlog, started);
+        long millis = wallClockMillis.getAsLong() - started;
+        long entries = backlog.values().stream().mapToLong(Long::longValue).sum();
+        if (queuedHere[0] > 0 || why.equals("start") || why.contains("died") || millis > 1_000)
+            logger.info("Async trigger scan ({}): {} live backup entries on this node, {} queued here, in {} ms",
+                        why, entries, queuedHere[0], millis);
     }
 
-    /**
-     * The live entries of the local replica of a backup map, read directly from its memtables and sstables: a CQL
-     * read would count the completed entries' tombstones against tombstone_warn_threshold, this reads past them.
-     */
-    static List<Entry> scan(String keyspace, String sourceTable)
+    /** One flow per source table, so each backup map is scanned once. */
+    private static Collection<FlowSpec> distinctTables(Collection<FlowSpec> flows)
     {
-        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, BackupMap.companionOf(sourceTable));
-        if (cfs == null)
-            return List.of();
-        TableMetadata metadata = cfs.metadata();
-        ColumnMetadata masterColumn = metadata.getColumn(ColumnIdentifier.getInterned("master", true));
-        ColumnMetadata taskColumn = metadata.getColumn(ColumnIdentifier.getInterned("task", true));
-        ColumnMetadata resumeColumn = metadata.getColumn(ColumnIdentifier.getInterned("resume", true));
-        Keyspace ks = Keyspace.open(keyspace);
-        long nowInSec = FBUtilities.nowInSeconds();
-        ColumnFilter columns = ColumnFilter.all(metadata);
-        DataRange range = DataRange.allData(metadata.partitioner);
-        List<Entry> out = new ArrayList<>();
-        try (OpOrder.Group op = cfs.readOrdering.start();
-             ColumnFamilyStore.RefViewFragment view = cfs.selectAndReference(View.selectFunction(SSTableSet.LIVE)))
-        {
-            List<UnfilteredPartitionIterator> sources = new ArrayList<>();
-            for (Memtable memtable : view.memtables)
-                sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            for (SSTableReader sstable : view.sstables)
-                sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            if (sources.isEmpty())
-                return out;
-            try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
-                     UnfilteredPartitionIterators.merge(sources, UnfilteredPartitionIterators.MergeListener.NOOP), nowInSec))
-            {
-                while (partitions.hasNext())
-                {
-                    try (RowIterator rows = partitions.next())
-                    {
-                        DecoratedKey key = rows.partitionKey();
-                        List<InetAddressAndPort> replicas = new ArrayList<>();
-                        for (Replica replica : ks.getReplicationStrategy().getNaturalReplicasForToken(key.getToken()))
-                            replicas.add(replica.endpoint());
-                        while (rows.hasNext())
-                        {
-                            Row row = rows.next();
-                            Cell<?> task = row.getCell(taskColumn);
-                            if (task == null)
-                                continue; // only a late resume update survived the delete: nothing to run
-                            Cell<?> master = row.getCell(masterColumn);
-                            Cell<?> resume = row.getCell(resumeColumn);
-                            try
-                            {
-                                out.add(new Entry(Task.deserialize(task.buffer()),
-                                                  master == null ? "" : StandardCharsets.UTF_8.decode(master.buffer().duplicate()).toString(),
-                                                  replicas, resume == null ? null : BackupMap.decodeResume(resume.buffer())));
-                            }
-                            catch (IllegalArgumentException e)
-                            {
-                                logger.warn("Backup map {}.{}: unreadable entry skipped: {}", keyspace, BackupMap.companionOf(sourceTable), e.getMessage());
-                            }
-                        }
-                    }
-                }
-            }
-        }
-        return out;
+        Map<String, FlowSpec> byTable = new LinkedHashMap<>();
+        for (FlowSpec flow : flows)
+            byTable.putIfAbsent(flow.source.keyspace + '.' + flow.source.table, flow);
+        return byTable.values();
     }
 }

@@ -12,8 +12,9 @@ import org.asynctriggers.api.Operation;
 
 /**
  * One unit of asynchronous work: one source row change for one flow (docs/design.md, "The task model").
- * Immutable and {@link Serializable} (values kept as byte arrays) so that replica backup maps, dead letters and
- * spill files can store it as is.
+ * Immutable and {@link Serializable} (values kept as byte arrays) so that backup entries, dead letters and spill
+ * files can store it as is. Its {@link #id()} is computed from the flow, the source key and the write's timestamp,
+ * so every replica that captures the same write gives its task the same id (the report's {@code hash(t)}).
  */
 public final class Task implements Serializable
 {
@@ -30,10 +31,10 @@ public final class Task implements Serializable
     private final long createdNanos;
     /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
     private final int attempts;
-    /** the id of its entry in the source table's backup map; both 0 when the flow keeps no backup */
-    private final long backupMsb, backupLsb;
-    /** the backup entry is known to exist (read back, or the task came from it): the source write was stored */
-    private final boolean stored;
+    /** {@link #idOf}: the same on every replica of the write; its backup entry's id */
+    private final long idMsb, idLsb;
+    /** read back from a backup map (takeover, restart, safety net): its write was applied long ago */
+    private final boolean recovered;
     /** chunked fan-out: the target to go on with and the paging state within it (null: from its start) */
     private final int resumeTarget;
     private final byte[] resumePaging;
@@ -52,16 +53,16 @@ public final class Task implements Serializable
         values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
         this.createdNanos = createdNanos;
         this.attempts = 0;
-        this.backupMsb = 0;
-        this.backupLsb = 0;
-        this.stored = false;
+        java.util.UUID id = idOf(flow, key, timestamp);
+        this.idMsb = id.getMostSignificantBits();
+        this.idLsb = id.getLeastSignificantBits();
+        this.recovered = false;
         this.resumeTarget = 0;
         this.resumePaging = null;
     }
 
     /** Shares the immutable key and values: only the bookkeeping differs. */
-    private Task(Task task, long createdNanos, int attempts, long backupMsb, long backupLsb, boolean stored,
-                 int resumeTarget, byte[] resumePaging)
+    private Task(Task task, long createdNanos, int attempts, boolean recovered, int resumeTarget, byte[] resumePaging)
     {
         this.flow = task.flow;
         this.flowVersion = task.flowVersion;
@@ -71,9 +72,9 @@ public final class Task implements Serializable
         this.values = task.values;
         this.createdNanos = createdNanos;
         this.attempts = attempts;
-        this.backupMsb = backupMsb;
-        this.backupLsb = backupLsb;
-        this.stored = stored;
+        this.idMsb = task.idMsb;
+        this.idLsb = task.idLsb;
+        this.recovered = recovered;
         this.resumeTarget = resumeTarget;
         this.resumePaging = resumePaging;
     }
@@ -81,37 +82,25 @@ public final class Task implements Serializable
     /** The same task after one more failed execution, to be queued again. */
     Task failedOnce()
     {
-        return new Task(this, createdNanos, attempts + 1, backupMsb, backupLsb, stored, resumeTarget, resumePaging);
+        return new Task(this, createdNanos, attempts + 1, recovered, resumeTarget, resumePaging);
     }
 
     /** The task of a dead letter an operator asked to retry: a fresh start, so it gets all its attempts and age again. */
     Task restarted(long createdNanos)
     {
-        return new Task(this, createdNanos, 0, backupMsb, backupLsb, stored, resumeTarget, resumePaging);
-    }
-
-    /** The task with an entry in its source table's backup map. */
-    Task withBackup(java.util.UUID id)
-    {
-        return new Task(this, createdNanos, attempts, id.getMostSignificantBits(), id.getLeastSignificantBits(), false, resumeTarget, resumePaging);
-    }
-
-    /** Its backup entry was read back: the source write was stored. */
-    Task stored()
-    {
-        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, true, resumeTarget, resumePaging);
+        return new Task(this, createdNanos, 0, recovered, resumeTarget, resumePaging);
     }
 
     /** A task read from a backup map on this node (takeover, recovery, safety net): queued now, its entry at hand. */
     Task recovered(long createdNanos, int resumeTarget, byte[] resumePaging)
     {
-        return new Task(this, createdNanos, 0, backupMsb, backupLsb, true, resumeTarget, resumePaging);
+        return new Task(this, createdNanos, 0, true, resumeTarget, resumePaging);
     }
 
     /** The rest of a chunked fan-out: the same task, to go on at this position. */
     Task resumeAt(int target, ByteBuffer paging)
     {
-        return new Task(this, createdNanos, attempts, backupMsb, backupLsb, stored, target, bytes(paging));
+        return new Task(this, createdNanos, attempts, recovered, target, bytes(paging));
     }
 
     static Task of(FlowSpec flow, SourceChange change, long createdNanos)
@@ -119,15 +108,44 @@ public final class Task implements Serializable
         return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values, createdNanos);
     }
 
-    /** The id of its backup entry, null when it has none. */
-    public java.util.UUID backupId()
+    /** A task captured by a replica as it applied the write, for a flow it knows by name only. */
+    static Task captured(String flow, SourceChange change, long createdNanos)
     {
-        return backupMsb == 0 && backupLsb == 0 ? null : new java.util.UUID(backupMsb, backupLsb);
+        return new Task(flow, 0, change.key, change.operation, change.timestamp, change.values, createdNanos);
     }
 
-    boolean isStored()
+    /**
+     * A name-based UUID of the flow, the source key and the write timestamp: what every replica computes alike for
+     * the same write, whatever else its index saw of it (a full row, or only the cells that changed in its memtable).
+     */
+    static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp)
     {
-        return stored;
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
+        byte[] name = flow.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        writeChunk(out, name);
+        for (ByteBuffer component : key)
+            writeChunk(out, bytes(component));
+        for (int shift = 56; shift >= 0; shift -= 8)
+            out.write((int) (timestamp >>> shift));
+        return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+    }
+
+    private static void writeChunk(java.io.ByteArrayOutputStream out, byte[] chunk)
+    {
+        for (int shift = 24; shift >= 0; shift -= 8)
+            out.write(chunk.length >>> shift);
+        out.write(chunk, 0, chunk.length);
+    }
+
+    /** The same on every replica of its write (see {@link #idOf}). */
+    public java.util.UUID id()
+    {
+        return new java.util.UUID(idMsb, idLsb);
+    }
+
+    boolean isRecovered()
+    {
+        return recovered;
     }
 
     int resumeTarget()

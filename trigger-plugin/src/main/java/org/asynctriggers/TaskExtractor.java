@@ -23,11 +23,15 @@ import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.api.Operation;
 
 /**
- * Turns the partition update given to {@code augment} into row-level changes, classified per docs/design.md:
- * a row marker (primary key liveness) is an insert, cells only an update, a row, range or partition deletion a
- * delete. A range or partition deletion is keyed by what it names: the partition key and the clustering prefix
- * common to both bounds. Only simple (non-collection) cells are captured; a column whose value is not captured is
- * read back by the executor when a target needs it.
+ * Turns a partition update into row-level changes, classified per docs/design.md: a row marker (primary key
+ * liveness) is an insert, cells only an update, a row, range or partition deletion a delete. A range or partition
+ * deletion is keyed by what it names: the partition key and the clustering prefix common to both bounds. Only simple
+ * (non-collection) cells are captured; a column whose value is not captured is read back by the executor when a
+ * target needs it.
+ * <p>
+ * A replica sees an update as its capture index does ({@link Collector}): event by event, and for a row already in
+ * its memtable only what the update changed there. {@link #extract} feeds a whole update to a collector the way a
+ * replica with an empty memtable would see it.
  */
 public final class TaskExtractor
 {
@@ -37,38 +41,99 @@ public final class TaskExtractor
 
     public static List<SourceChange> extract(Partition update)
     {
-        TableMetadata metadata = update.metadata();
-        List<ByteBuffer> partitionKey = partitionKeyComponents(metadata, update.partitionKey().getKey());
-        Map<String, ByteBuffer> keyValues = new LinkedHashMap<>();
-        for (int i = 0; i < partitionKey.size(); i++)
-            keyValues.put(metadata.partitionKeyColumns().get(i).name.toString(), partitionKey.get(i));
-
-        List<SourceChange> changes = new ArrayList<>();
+        Collector collector = new Collector(update.metadata(), update.partitionKey().getKey());
         DeletionTime partitionDeletion = update.partitionLevelDeletion();
         if (!partitionDeletion.isLive())
-            changes.add(new SourceChange(Operation.DELETE, partitionKey, partitionDeletion.markedForDeleteAt(), new LinkedHashMap<>(keyValues)));
-
+            collector.partitionDelete(partitionDeletion);
         if (update instanceof PartitionUpdate)
         {
             Iterator<RangeTombstone> ranges = ((PartitionUpdate) update).deletionInfo().rangeIterator(false);
             while (ranges.hasNext())
-                changes.add(rangeDelete(metadata, partitionKey, keyValues, ranges.next()));
+                collector.rangeTombstone(ranges.next());
         }
-
         try (UnfilteredRowIterator rows = update.unfilteredIterator())
         {
             Row staticRow = rows.staticRow();
             if (staticRow != null && !staticRow.isEmpty())
-                changes.add(rowChange(metadata, partitionKey, keyValues, staticRow));
+                collector.inserted(staticRow);
             while (rows.hasNext())
             {
                 Unfiltered unfiltered = rows.next();
                 // range tombstone markers were taken from the deletion info above, as whole ranges
                 if (unfiltered.isRow())
-                    changes.add(rowChange(metadata, partitionKey, keyValues, (Row) unfiltered));
+                    collector.inserted((Row) unfiltered);
             }
         }
-        return changes;
+        return collector.changes();
+    }
+
+    /**
+     * The changes of one partition update on one replica, from the events of its index transaction. Events can come
+     * twice (a contended memtable partition re-applies the update): changes of one key and timestamp are merged.
+     */
+    static final class Collector
+    {
+        private final TableMetadata metadata;
+        private final List<ByteBuffer> partitionKey;
+        private final Map<String, ByteBuffer> keyValues = new LinkedHashMap<>();
+        private final List<SourceChange> changes = new ArrayList<>(1);
+
+        Collector(TableMetadata metadata, ByteBuffer partitionKey)
+        {
+            this.metadata = metadata;
+            this.partitionKey = partitionKeyComponents(metadata, partitionKey);
+            for (int i = 0; i < this.partitionKey.size(); i++)
+                keyValues.put(metadata.partitionKeyColumns().get(i).name.toString(), this.partitionKey.get(i));
+        }
+
+        void partitionDelete(DeletionTime deletion)
+        {
+            add(new SourceChange(Operation.DELETE, partitionKey, deletion.markedForDeleteAt(), new LinkedHashMap<>(keyValues)));
+        }
+
+        void rangeTombstone(RangeTombstone range)
+        {
+            add(rangeDelete(metadata, partitionKey, keyValues, range));
+        }
+
+        /** A row that was not in the memtable: all of it is this update's. */
+        void inserted(Row row)
+        {
+            add(rowChange(metadata, partitionKey, keyValues, row, true, true));
+        }
+
+        /**
+         * A row that was in the memtable: {@code newData} holds the merged liveness and deletion and the cells this
+         * update changed; liveness and deletion are this update's only where they differ from {@code oldData}'s.
+         */
+        void updated(Row oldData, Row newData)
+        {
+            boolean liveness = !newData.primaryKeyLivenessInfo().isEmpty()
+                               && !newData.primaryKeyLivenessInfo().equals(oldData.primaryKeyLivenessInfo());
+            boolean deletion = !newData.deletion().isLive() && !newData.deletion().equals(oldData.deletion());
+            if (!liveness && !deletion && !newData.iterator().hasNext())
+                return; // the update changed nothing here (superseded, or a repeat of what is there)
+            add(rowChange(metadata, partitionKey, keyValues, newData, liveness, deletion));
+        }
+
+        private void add(SourceChange change)
+        {
+            for (int i = 0; i < changes.size(); i++)
+            {
+                SourceChange seen = changes.get(i);
+                if (seen.timestamp == change.timestamp && seen.key.equals(change.key))
+                {
+                    changes.set(i, seen.mergedWith(change));
+                    return;
+                }
+            }
+            changes.add(change);
+        }
+
+        List<SourceChange> changes()
+        {
+            return changes;
+        }
     }
 
     static List<ByteBuffer> partitionKeyComponents(TableMetadata metadata, ByteBuffer key)
@@ -96,7 +161,9 @@ public final class TaskExtractor
         return new SourceChange(Operation.DELETE, key, range.deletionTime().markedForDeleteAt(), values);
     }
 
-    private static SourceChange rowChange(TableMetadata metadata, List<ByteBuffer> partitionKey, Map<String, ByteBuffer> keyValues, Row row)
+    /** @param ownLiveness, ownDeletion whether the row's liveness and deletion are this update's (else ignored) */
+    private static SourceChange rowChange(TableMetadata metadata, List<ByteBuffer> partitionKey, Map<String, ByteBuffer> keyValues, Row row,
+                                          boolean ownLiveness, boolean ownDeletion)
     {
         List<ByteBuffer> key = new ArrayList<>(partitionKey);
         Map<String, ByteBuffer> values = new LinkedHashMap<>(keyValues);
@@ -110,8 +177,8 @@ public final class TaskExtractor
             }
         }
 
-        long liveness = row.primaryKeyLivenessInfo().isEmpty() ? Long.MIN_VALUE : row.primaryKeyLivenessInfo().timestamp();
-        long deletion = row.deletion().isLive() ? Long.MIN_VALUE : row.deletion().time().markedForDeleteAt();
+        long liveness = !ownLiveness || row.primaryKeyLivenessInfo().isEmpty() ? Long.MIN_VALUE : row.primaryKeyLivenessInfo().timestamp();
+        long deletion = !ownDeletion || row.deletion().isLive() ? Long.MIN_VALUE : row.deletion().time().markedForDeleteAt();
         long cells = Long.MIN_VALUE;
         for (ColumnData data : row)
         {

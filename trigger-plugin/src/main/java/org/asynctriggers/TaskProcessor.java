@@ -4,8 +4,8 @@ import java.util.function.Consumer;
 
 /**
  * What a worker does with a task: execute it once and count it; a failure goes to {@link Retries}, which queues it
- * again later or makes it a dead letter, so the worker is at once free for the next task. The point where the replica
- * acknowledgement (hash(t) to the slaves) slots in.
+ * again later or makes it a dead letter, so the worker is at once free for the next task. A finished task completes
+ * its backup entry on every replica (the report's notification of hash(t) to the slaves).
  */
 public final class TaskProcessor implements Consumer<Task>
 {
@@ -32,10 +32,6 @@ public final class TaskProcessor implements Consumer<Task>
     private final long startDelayNanos;
     private volatile Backups backups = Backups.NONE;
     private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(TaskProcessor.class);
-    /** how long a task waits for its backup entry (its source write) to show before it is dropped as never stored */
-    static final long STORE_WAIT_MILLIS = 10_000;
-    static final long STORE_RECHECK_MILLIS = 250;
-    static final long STORE_UNKNOWN_RECHECK_MILLIS = 2_000;
 
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
     TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
@@ -63,8 +59,8 @@ public final class TaskProcessor implements Consumer<Task>
     @Override
     public void accept(Task task)
     {
-        // a task read from a backup map (stored) was written long ago: no need to let its write finish first
-        long early = task.isStored() ? 0 : task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
+        // a task read from a backup map was written long ago: no need to let its write finish first
+        long early = task.isRecovered() ? 0 : task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
         if (early > 0)
         {
             try
@@ -75,44 +71,6 @@ public final class TaskProcessor implements Consumer<Task>
             {
                 Thread.currentThread().interrupt(); // stopping: run it now rather than lose it
             }
-        }
-        if (task.backupId() != null && !task.isStored())
-        {
-            Boolean stored = stored(task, false);
-            if (!Boolean.TRUE.equals(stored))
-            {
-                long age = java.util.concurrent.TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - task.createdNanos());
-                if (age < STORE_WAIT_MILLIS)
-                {
-                    defer(task, STORE_RECHECK_MILLIS);
-                    return;
-                }
-                // long enough for any write in flight: only a read of every replica may conclude it was never stored
-                stored = stored(task, true);
-                if (stored == null)
-                {
-                    // a replica does not answer: cannot tell yet; the entry, if any, is safe on the live replicas
-                    if (age < retries.maxAgeMillis())
-                    {
-                        defer(task, STORE_UNKNOWN_RECHECK_MILLIS);
-                        return;
-                    }
-                    logger.warn("Flow '{}': could not tell for {} ms whether the source write of {} was stored; "
-                                + "left to its replicas' safety net", task.flow(), age, task);
-                    backups.abandoned(task);
-                    metrics.taskAbandoned();
-                    return;
-                }
-                if (!stored)
-                {
-                    logger.info("Flow '{}': the source write of {} is on no replica after {} ms (it failed); "
-                                + "task dropped", task.flow(), task, age);
-                    metrics.taskAbandoned();
-                    backups.abandoned(task);
-                    return;
-                }
-            }
-            task = task.stored();
         }
         metrics.taskStarted();
         ExecutionResult result;
@@ -132,16 +90,13 @@ public final class TaskProcessor implements Consumer<Task>
         metrics.fanoutRowsWritten(result.fanoutRows());
         if (result.hasMore())
         {
-            if (task.backupId() != null)
+            try
             {
-                try
-                {
-                    backups.recordResume(task, result.resumeTarget(), result.resumePaging());
-                }
-                catch (RuntimeException e)
-                {
-                    logger.debug("Flow '{}': resume position of {} not recorded: {}", task.flow(), task, e.toString());
-                }
+                backups.recordResume(task, result.resumeTarget(), result.resumePaging());
+            }
+            catch (RuntimeException e)
+            {
+                logger.debug("Flow '{}': resume position of {} not recorded: {}", task.flow(), task, e.toString());
             }
             metrics.taskYielded();
             retries.later(task.resumeAt(result.resumeTarget(), result.resumePaging()), 0);
@@ -156,25 +111,5 @@ public final class TaskProcessor implements Consumer<Task>
             logger.debug("Flow '{}': backup entry of {} not removed ({}); a replica may run it again", task.flow(), task, e.toString());
         }
         metrics.taskFinished(true);
-    }
-
-    private void defer(Task task, long millis)
-    {
-        metrics.taskDeferred();
-        retries.later(task, millis);
-    }
-
-    /** Reads the task's backup entry; null when the read failed. */
-    private Boolean stored(Task task, boolean everywhere)
-    {
-        try
-        {
-            return backups.isStored(task, everywhere);
-        }
-        catch (RuntimeException e)
-        {
-            logger.debug("Flow '{}': backup entry of {} not readable{}: {}", task.flow(), task, everywhere ? " at ALL" : "", e.toString());
-            return null;
-        }
     }
 }

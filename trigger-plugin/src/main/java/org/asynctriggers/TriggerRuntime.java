@@ -1,13 +1,18 @@
 package org.asynctriggers;
 
 import java.lang.management.ManagementFactory;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.Set;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -16,31 +21,30 @@ import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.function.BooleanSupplier;
 import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import javax.management.InstanceNotFoundException;
 import javax.management.MBeanServer;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 
 import org.apache.cassandra.config.DatabaseDescriptor;
-import org.apache.cassandra.db.partitions.Partition;
+import org.apache.cassandra.dht.Token;
+import org.apache.cassandra.service.StorageService;
 import org.apache.cassandra.utils.FBUtilities;
 import org.asynctriggers.api.FlowHandler;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Everything the plugin runs on one node, one instance per class loader: the flows (queue, pool, executor, MBean
- * each), the config poller and the status reporter on one control thread.
+ * Everything the plugin runs on one node, one instance per JVM (the plugin is on the node's class path): the flows
+ * (queue, pool, executor, MBean each), the config poller, the status reporter and the scans of the backup maps.
  *
- * <p>{@code nodetool reloadtriggers} creates a new class loader and drops the old trigger instances without a close
- * hook. The new runtime therefore, on its control thread: (1) reads the flows and starts its own pools, so writes
- * routed to the new trigger class are queued at once; (2) finds the previous runtime's MBean and invokes its
- * {@code shutdown} through JMX, which closes its queues, drains them, joins its threads and unregisters its MBeans;
- * (3) registers its own MBeans under the now free names. A node ends with one worker pool per flow.
+ * <p>Tasks arrive from the capture index on this node ({@link #captured}, on the write path: it never waits and never
+ * throws): those of rows this node executes are queued, the others only sit in the backup maps until a scan finds
+ * that this node executes them now. The trigger on the coordinator calls {@link #admit} before a write is sent.
  */
 public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
 {
@@ -51,7 +55,21 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     static final int FANOUT_WRITERS = 32;
     static final long DRAIN_MILLIS = 30_000;
     static final String SPILL_DIRECTORY = "async_triggers_spill";
-    static final long READY_WAIT_MILLIS = 10_000;
+    /** tasks captured for flows not applied here yet, kept in memory until they are (their entries hold them too) */
+    static final int PARK_LIMIT = 100_000;
+    /** a finished task is remembered this long, so a scan that read its entry just before the delete does not rerun it */
+    static final long RECENTLY_DONE_MILLIS = 60_000;
+    /** a scan after a burst of captures waits for this much quiet */
+    static final long QUIET_MILLIS = 1_000;
+    /** while some entry is left, scans repeat this often */
+    static final long BACKLOG_RESCAN_MILLIS = 5_000;
+    /**
+     * An entry is adopted from an idle executor that scanned at least this long after the entry was captured here
+     * (the margin covers clock skew and a completion on its way to this replica)
+     */
+    static final long ORPHAN_GRACE_MILLIS = 10_000;
+    /** a peer's status report older than this says nothing about it now */
+    static final long PEER_REPORT_MAX_AGE_MILLIS = 10_000;
 
     private static volatile TriggerRuntime instance;
 
@@ -62,7 +80,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     /** Writes the rows of fan-out pages in parallel, for every flow of this node (FlowExecutor). */
     private final ExecutorService fanoutWriters;
     private final LongSupplier nanoClock;
-    /** flow name to its spill directory (docs/design.md, "Full queues") */
+    private final LongSupplier wallClockMillis;
     private final Function<String, java.nio.file.Path> spillDirs;
     private final RetryScheduler.Factory retrySchedulers;
     private final RetryPolicy.Jitter jitter;
@@ -70,59 +88,132 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     private final DeadLetterRetries deadLetterRetries;
     private final TaskProcessor.Sleeper sleeper;
     private final Function<FlowSpec, ColumnTypes> columnTypes;
-    private final ClassLoader handlerLoader;
+    private final Supplier<ClassLoader> handlerLoader;
     private final long drainMillis;
     private final FlowConfigSource configSource;
     private final StatusReporter statusReporter;
+    private final ExecutorChoice executors;
+    private final BooleanSupplier nodeReady;
+    /** the backup map a flow completes entries in; null for none */
+    private final Function<FlowSpec, BackupMap> backupMaps;
+    /** null when the runtime scans no backup maps (unit tests without Cassandra) */
+    private final Takeover takeover;
     private final CountDownLatch ready = new CountDownLatch(1);
-    private static final long REFRESH_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
-    private static final long REFRESH_WAIT_MILLIS = 1_000;
-    /** one config poll at a time: the control thread's and a write's refresh */
-    private final java.util.concurrent.locks.ReentrantLock refreshLock = new java.util.concurrent.locks.ReentrantLock();
-    /** table to the last time a write on it, watched by no flow, made us read the flows */
-    private final Map<String, Long> lastRefresh = new java.util.concurrent.ConcurrentHashMap<>();
 
-    /** copy-on-write snapshots: augment reads them without locking */
+    /** copy-on-write snapshots: the write path reads them without locking */
     private volatile Map<String, Flow> flowsByName = Collections.emptyMap();
     private volatile Map<String, List<Flow>> flowsByTable = Collections.emptyMap();
     private volatile boolean shutdown;
     private ScheduledExecutorService control;
-    private boolean tookOver;
-    private final Supplier<String> nodeName;
-    /** the flows' tasks with a backup entry, queued on this node and not done yet: a takeover scan skips them */
-    private final java.util.Set<UUID> inFlight = java.util.concurrent.ConcurrentHashMap.newKeySet();
-    /** the backup map a flow writes to, null for none; production: the companion table when it exists */
-    private volatile Function<FlowSpec, BackupMap> backupMaps = spec -> null;
-    /** null in unit tests (no gossip) */
-    private volatile Takeover takeover;
     private long cycles;
 
-    TriggerRuntime(CqlGateway gateway, MBeanServer mbeans, ThreadFactory threadFactory, LongSupplier nanoClock,
-                   Function<String, java.nio.file.Path> spillDirs, RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter,
-                   TaskProcessor.Sleeper sleeper, Function<FlowSpec, ColumnTypes> columnTypes, ClassLoader handlerLoader,
-                   Supplier<String> nodeName, LongSupplier wallClockMillis, long drainMillis)
+    /**
+     * ids of the tasks queued, spilled or running here, to the flow version that holds them: a capture or a scan skips
+     * them; a retired version's are forgotten, so a scan finds any it left behind
+     */
+    private final Map<UUID, Flow> inFlight = new ConcurrentHashMap<>();
+    /** flows whose tasks found the park full (warned once) */
+    private final Set<String> parkFullWarned = ConcurrentHashMap.newKeySet();
+    /** id to the wall-clock millis it finished at (see RECENTLY_DONE_MILLIS) */
+    private final Map<UUID, Long> recentlyDone = new ConcurrentHashMap<>();
+    /** flow name to the tasks captured for it before it was applied here */
+    private final Map<String, Queue<Task>> parked = new ConcurrentHashMap<>();
+    private final AtomicInteger parkedCount = new AtomicInteger();
+    private volatile long lastCaptureMillis = Long.MIN_VALUE;
+    /** flow name to its live entries on this node, as the last complete scan found them */
+    private volatile Map<String, Long> backlog = Collections.emptyMap();
+    private volatile long backlogScannedMillis = Long.MIN_VALUE;
+    /** the other nodes' status rows as last read, for orphan adoption */
+    private final PeerStatus peers;
+
+    private TriggerRuntime(Builder b)
     {
-        this.gateway = gateway;
-        this.mbeans = mbeans;
-        this.threadFactory = threadFactory;
+        this.gateway = b.gateway;
+        this.mbeans = b.mbeans;
+        this.threadFactory = b.threadFactory;
         this.fanoutWriters = fanoutWriters(threadFactory);
-        this.nanoClock = nanoClock;
-        this.spillDirs = spillDirs;
-        this.retrySchedulers = retrySchedulers;
-        this.jitter = jitter;
-        this.sleeper = sleeper;
-        this.columnTypes = columnTypes;
-        this.handlerLoader = handlerLoader;
-        this.drainMillis = drainMillis;
-        this.nodeName = nodeName;
+        this.nanoClock = b.nanoClock;
+        this.wallClockMillis = b.wallClockMillis;
+        this.spillDirs = b.spillDirs;
+        this.retrySchedulers = b.retrySchedulers;
+        this.jitter = b.jitter;
+        this.sleeper = b.sleeper;
+        this.columnTypes = b.columnTypes;
+        this.handlerLoader = b.handlerLoader;
+        this.drainMillis = b.drainMillis;
+        this.executors = b.executors;
+        this.nodeReady = b.nodeReady;
+        this.backupMaps = b.backupMaps;
         this.configSource = new FlowConfigSource(gateway, this);
-        this.statusReporter = new StatusReporter(gateway, () -> flowsByName.values(), nodeName, wallClockMillis);
-        this.deadLetters = new DeadLetters(gateway, nodeName, wallClockMillis);
-        this.deadLetterRetries = new DeadLetterRetries(gateway, nodeName, name -> flowsByName.get(name), nanoClock,
+        this.statusReporter = new StatusReporter(gateway, () -> flowsByName.values(), b.nodeName, wallClockMillis, this::reportOf);
+        this.deadLetters = new DeadLetters(gateway, b.nodeName, wallClockMillis);
+        this.deadLetterRetries = new DeadLetterRetries(gateway, b.nodeName, name -> flowsByName.get(name), nanoClock,
                                                        wallClockMillis);
+        this.peers = new PeerStatus(gateway, wallClockMillis);
+        this.takeover = b.scanner == null ? null : new Takeover(scanView(), b.scanner, threadFactory, wallClockMillis, b.gossip);
     }
 
-    /** The runtime of this class loader, created and started on first use (the first augment after a (re)load). */
+    /** How a runtime is put together; the defaults suit a unit test on one thread set (no ring, no gossip). */
+    static final class Builder
+    {
+        private final CqlGateway gateway;
+        private MBeanServer mbeans = ManagementFactory.getPlatformMBeanServer();
+        private ThreadFactory threadFactory = Thread::new;
+        private LongSupplier nanoClock = System::nanoTime;
+        private LongSupplier wallClockMillis = System::currentTimeMillis;
+        private Function<String, java.nio.file.Path> spillDirs;
+        private RetryScheduler.Factory retrySchedulers;
+        private RetryPolicy.Jitter jitter = RetryPolicy.Jitter.RANDOM;
+        private TaskProcessor.Sleeper sleeper = Thread::sleep;
+        private Function<FlowSpec, ColumnTypes> columnTypes = spec -> column -> null;
+        private Supplier<ClassLoader> handlerLoader = TriggerRuntime.class::getClassLoader;
+        private Supplier<String> nodeName = () -> "127.0.0.1";
+        private long drainMillis = DRAIN_MILLIS;
+        private ExecutorChoice executors = ExecutorChoice.SELF;
+        private BooleanSupplier nodeReady = () -> true;
+        private Function<FlowSpec, BackupMap> backupMaps = spec -> null;
+        private Takeover.Scanner scanner;
+        private boolean gossip;
+
+        Builder(CqlGateway gateway)
+        {
+            this.gateway = gateway;
+        }
+
+        Builder mbeans(MBeanServer v) { mbeans = v; return this; }
+        Builder threads(ThreadFactory v) { threadFactory = v; return this; }
+        Builder nanoClock(LongSupplier v) { nanoClock = v; return this; }
+        Builder wallClock(LongSupplier v) { wallClockMillis = v; return this; }
+        Builder spillDirs(Function<String, java.nio.file.Path> v) { spillDirs = v; return this; }
+        Builder retrySchedulers(RetryScheduler.Factory v) { retrySchedulers = v; return this; }
+        Builder jitter(RetryPolicy.Jitter v) { jitter = v; return this; }
+        Builder sleeper(TaskProcessor.Sleeper v) { sleeper = v; return this; }
+        Builder columnTypes(Function<FlowSpec, ColumnTypes> v) { columnTypes = v; return this; }
+        Builder handlerLoader(Supplier<ClassLoader> v) { handlerLoader = v; return this; }
+        Builder nodeName(Supplier<String> v) { nodeName = v; return this; }
+        Builder drainMillis(long v) { drainMillis = v; return this; }
+        Builder executors(ExecutorChoice v) { executors = v; return this; }
+        Builder nodeReady(BooleanSupplier v) { nodeReady = v; return this; }
+        Builder backupMaps(Function<FlowSpec, BackupMap> v) { backupMaps = v; return this; }
+        Builder scanner(Takeover.Scanner v) { scanner = v; return this; }
+        Builder gossip(boolean v) { gossip = v; return this; }
+
+        TriggerRuntime build()
+        {
+            if (retrySchedulers == null)
+                retrySchedulers = RetryScheduler.onThreads(threadFactory);
+            if (spillDirs == null)
+                throw new IllegalStateException("spillDirs is required");
+            return new TriggerRuntime(this);
+        }
+    }
+
+    static Builder builder(CqlGateway gateway)
+    {
+        return new Builder(gateway);
+    }
+
+    /** The node's runtime, created and started on first use (a capture index or the trigger loaded). */
     public static TriggerRuntime get()
     {
         TriggerRuntime current = instance;
@@ -133,23 +224,30 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     {
         if (instance == null)
         {
-            TriggerRuntime runtime =
-                new TriggerRuntime(new QueryProcessorGateway(), ManagementFactory.getPlatformMBeanServer(), Thread::new,
-                                   System::nanoTime, TriggerRuntime::spillDir,
-                                   RetryScheduler.onThreads(Thread::new), RetryPolicy.Jitter.RANDOM, Thread::sleep,
-                                   spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table),
-                                   TriggerRuntime.class.getClassLoader(),
-                                   () -> FBUtilities.getBroadcastAddressAndPort().getHostAddress(false),
-                                   System::currentTimeMillis, DRAIN_MILLIS);
-            runtime.backupMaps = TriggerRuntime::companionOf;
-            runtime.takeover = new Takeover(runtime.takeoverView(), Thread::new);
+            TriggerRuntime runtime = builder(new QueryProcessorGateway())
+                .spillDirs(TriggerRuntime::spillDir)
+                .columnTypes(spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table))
+                .handlerLoader(HandlerClassLoader::fromTriggersDirectory)
+                .nodeName(() -> FBUtilities.getBroadcastAddressAndPort().getHostAddress(false))
+                .executors(ExecutorChoice.ofRing())
+                .nodeReady(TriggerRuntime::nodeServes)
+                .backupMaps(TriggerRuntime::companionOf)
+                .scanner(BackupMap::scan)
+                .gossip(true)
+                .build();
             runtime.start();
             instance = runtime;
         }
         return instance;
     }
 
-    /** The flow's backup map when it keeps one and its companion table exists (deployed by a ctl that makes it). */
+    /** The node has started: it is in the ring and can run distributed queries. */
+    private static boolean nodeServes()
+    {
+        return StorageService.instance.isInitialized() && !StorageService.instance.isStarting();
+    }
+
+    /** The flow's backup map when it keeps one and its companion table exists. */
     private static BackupMap companionOf(FlowSpec spec)
     {
         if (!spec.backup.enabled)
@@ -182,7 +280,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
     }
 
-    /** Starts the control thread: first poll, takeover of a previous runtime, then polling, status and dead-letter retry requests every 2 s. */
+    /** Starts the control thread: waits for the node to serve, reads the flows, then every 2 s: poll, status, scans. */
     synchronized void start()
     {
         AtomicInteger n = new AtomicInteger();
@@ -199,34 +297,45 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     /** The steps of the control thread, callable directly by tests. */
     void firstCycle()
     {
-        try
+        while (!shutdown && !nodeReady.getAsBoolean())
         {
-            pollFlows();
+            try
+            {
+                Thread.sleep(500);
+            }
+            catch (InterruptedException e)
+            {
+                return;
+            }
         }
-        finally
-        {
-            ready.countDown();
-        }
-        takeOver();
+        if (shutdown)
+            return;
+        register();
+        configSource.poll();
+        ready.countDown();
         registerFlowMBeans();
-        Takeover t = takeover;
-        if (t != null && !shutdown)
-            t.start();
+        if (takeover != null && !shutdown)
+            takeover.start();
     }
 
     void cycle()
     {
-        if (shutdown)
+        if (shutdown || ready.getCount() > 0)
             return;
         try
         {
-            pollFlows();
+            configSource.poll();
             registerFlowMBeans();
             statusReporter.report();
             deadLetterRetries.poll();
-            Takeover t = takeover;
-            if (t != null && ++cycles % (Takeover.SAFETY_NET_PERIOD_MILLIS / POLL_MILLIS) == 0)
-                t.safetyNet();
+            long now = wallClockMillis.getAsLong();
+            recentlyDone.values().removeIf(at -> now - at > RECENTLY_DONE_MILLIS);
+            if (takeover != null)
+            {
+                if (backlog.values().stream().anyMatch(n -> n > 0))
+                    peers.refresh(); // only what orphan adoption needs, and only while this node holds entries
+                scheduleScans(now);
+            }
         }
         catch (RuntimeException e)
         {
@@ -234,20 +343,38 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
     }
 
-    private void pollFlows()
+    /**
+     * The safety net every minute; otherwise only once captures have gone quiet (a scan reads the whole backup map,
+     * completed entries' tombstones included, so none runs under steady load): once after the last capture, then
+     * again while entries are left and this node has nothing queued or running (orphans, completions on their way).
+     */
+    private void scheduleScans(long now)
     {
-        refreshLock.lock();
-        try
+        if (++cycles % (Takeover.SAFETY_NET_PERIOD_MILLIS / POLL_MILLIS) == 0)
         {
-            configSource.poll();
+            takeover.safetyNet();
+            return;
         }
-        finally
-        {
-            refreshLock.unlock();
-        }
+        long lastCapture = lastCaptureMillis;
+        if (lastCapture != Long.MIN_VALUE && now - lastCapture < QUIET_MILLIS)
+            return;
+        long lastScan = takeover.lastScanStartedMillis();
+        if (lastCapture >= lastScan)
+            takeover.scan("after captures");
+        else if (backlog.values().stream().anyMatch(n -> n > 0) && idle() && now - lastScan >= BACKLOG_RESCAN_MILLIS)
+            takeover.scan("entries left");
     }
 
-    /** Waits (once, after a load) until the flows were read, so no write slips through an empty runtime. */
+    /** Nothing queued, spilled, waiting for a retry or running here, in any flow. */
+    private boolean idle()
+    {
+        for (Flow flow : flowsByName.values())
+            if (flow.metrics.getPendingTasks() + flow.metrics.getActiveTasks() > 0)
+                return false;
+        return true;
+    }
+
+    /** Waits until the flows were read (tests). */
     boolean awaitReady(long millis)
     {
         try
@@ -261,33 +388,12 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         }
     }
 
-    synchronized void takeOver()
+    private void register()
     {
-        if (tookOver || shutdown)
-            return;
-        tookOver = true;
         try
         {
-            if (mbeans.isRegistered(NAME))
-            {
-                Object previous = mbeans.getAttribute(NAME, "Id");
-                logger.info("Async trigger runtime {} taking over from runtime {} (reloadtriggers)", id, previous);
-                mbeans.invoke(NAME, "shutdown", new Object[0], new String[0]);
-            }
-        }
-        catch (InstanceNotFoundException e)
-        {
-            // it went away on its own between the two calls
-        }
-        catch (Exception e)
-        {
-            logger.error("Could not shut the previous async trigger runtime down; its threads may linger", e);
-        }
-        try
-        {
-            if (mbeans.isRegistered(NAME))
-                mbeans.unregisterMBean(NAME);
-            mbeans.registerMBean(this, NAME);
+            if (!mbeans.isRegistered(NAME))
+                mbeans.registerMBean(this, NAME);
         }
         catch (Exception e)
         {
@@ -297,8 +403,6 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
 
     private void registerFlowMBeans()
     {
-        if (!tookOver)
-            return;
         for (Flow flow : flowsByName.values())
         {
             if (flow.registered)
@@ -356,8 +460,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             started = new Flow(spec, executor, spillDirs.apply(spec.name), retrySchedulers, jitter, deadLetters, sleeper,
                                threadFactory, nanoClock);
             started.backupMap = backupMaps.apply(spec);
-            if (started.backupMap != null)
-                started.backups(backupsOf(started.backupMap));
+            started.backups(backupsOf(started));
             started.start();
         }
         Flow previous = swap(spec.name, started);
@@ -368,6 +471,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             started.metrics.absorbPrevious();
         }
         registerFlowMBeans();
+        unpark(started);
+        if (takeover != null && started.backupMap != null && ready.getCount() == 0)
+            takeover.scan("flow '" + spec.name + "' applied");
     }
 
     @Override
@@ -395,42 +501,53 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     {
         flow.stop(drainMillis);
         unregister(flow);
+        inFlight.values().removeIf(holder -> holder == flow);
     }
 
-    private Backups backupsOf(BackupMap map)
+    /** Completion forgets the task here and deletes its entry on every replica. */
+    private Backups backupsOf(Flow flow)
     {
         return new Backups()
         {
             @Override
-            public boolean isStored(Task task, boolean everywhere)
+            public void recordResume(Task task, int target, ByteBuffer paging)
             {
-                return map.isStored(task, everywhere ? org.apache.cassandra.db.ConsistencyLevel.ALL
-                                                     : org.apache.cassandra.db.ConsistencyLevel.ONE);
-            }
-
-            @Override
-            public void recordResume(Task task, int target, java.nio.ByteBuffer paging)
-            {
-                map.recordResume(task, target, paging);
+                BackupMap map = flow.backupMap;
+                if (map != null)
+                    map.recordResume(task, target, paging);
             }
 
             @Override
             public void completed(Task task)
             {
-                inFlight.remove(task.backupId());
-                map.complete(task);
+                try
+                {
+                    BackupMap map = flow.backupMap;
+                    if (map != null)
+                        map.complete(task);
+                }
+                finally
+                {
+                    done(task);
+                }
             }
 
             @Override
-            public void abandoned(Task task)
+            public void released(Task task)
             {
-                inFlight.remove(task.backupId());
+                inFlight.remove(task.id());
             }
         };
     }
 
-    /** What the takeover sees of this runtime. */
-    private Takeover.Runtime takeoverView()
+    private void done(Task task)
+    {
+        recentlyDone.put(task.id(), wallClockMillis.getAsLong());
+        inFlight.remove(task.id());
+    }
+
+    /** What a scan sees of this runtime. */
+    private Takeover.Runtime scanView()
     {
         return new Takeover.Runtime()
         {
@@ -445,44 +562,80 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             }
 
             @Override
+            public boolean executes(String keyspace, Token token)
+            {
+                return executes0(keyspace, token);
+            }
+
+            @Override
+            public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
+            {
+                String executor;
+                try
+                {
+                    executor = executors.executorOf(keyspace, token);
+                }
+                catch (RuntimeException e)
+                {
+                    return false;
+                }
+                return executor != null && !executor.equals(executors.self())
+                       && peers.idleAndScannedSince(flow, executor, capturedMillis + ORPHAN_GRACE_MILLIS, PEER_REPORT_MAX_AGE_MILLIS);
+            }
+
+            @Override
             public boolean requeue(Task task, String why)
             {
                 Flow flow = flowsByName.get(task.flow());
-                if (flow == null || flow.backupMap == null || !inFlight.add(task.backupId()))
+                if (flow == null || recentlyDone.containsKey(task.id()))
                     return false;
-                FullQueuePolicy.Outcome outcome;
-                try
-                {
-                    outcome = flow.enqueue(task);
-                }
-                catch (RuntimeException e) // block policy: the queue stayed full
-                {
-                    inFlight.remove(task.backupId());
+                if (!offer(flow, task))
                     return false;
-                }
-                if (outcome == FullQueuePolicy.Outcome.CLOSED || outcome == FullQueuePolicy.Outcome.DISCARDED)
-                {
-                    inFlight.remove(task.backupId());
-                    return false;
-                }
                 flow.metrics.taskRecovered(task.resumePaging() != null);
                 return true;
             }
+
+            @Override
+            public void backlog(Map<String, Long> entriesByFlow, long startedMillis)
+            {
+                backlog = Map.copyOf(entriesByFlow);
+                backlogScannedMillis = startedMillis;
+            }
         };
+    }
+
+    private boolean executes0(String keyspace, Token token)
+    {
+        try
+        {
+            return executors.isExecutor(keyspace, token);
+        }
+        catch (RuntimeException e)
+        {
+            // the ring is not known yet (commit log replay at boot): the start scan decides later
+            return false;
+        }
+    }
+
+    /** What the status row of a flow adds to its counters: the backup maps as the last scan found them. */
+    private StatusReporter.Extra reportOf(String flow)
+    {
+        Long entries = backlog.get(flow);
+        return new StatusReporter.Extra(entries == null ? 0 : entries, lastCaptureMillis, backlogScannedMillis);
     }
 
     private FlowHandler instantiateHandler(FlowSpec spec)
     {
         try
         {
-            Class<?> type = Class.forName(spec.handler, true, handlerLoader);
+            Class<?> type = Class.forName(spec.handler, true, handlerLoader.get());
             if (!FlowHandler.class.isAssignableFrom(type))
                 throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " does not implement " + FlowHandler.class.getName());
             return (FlowHandler) type.getConstructor().newInstance();
         }
         catch (ClassNotFoundException e)
         {
-            throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " is not on the trigger class path");
+            throw new FlowSpecException("flow '" + spec.name + "': 'handler' class " + spec.handler + " is not in the triggers directory");
         }
         catch (ReflectiveOperationException e)
         {
@@ -497,148 +650,172 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
 
     // ---- the write path ----
 
-    /** True when some flow watches the table; cheap, no allocation. */
+    /** True when some applied flow watches the table; cheap, no allocation. */
     boolean watches(String keyspace, String table)
     {
         return flowsByTable.containsKey(tableKey(keyspace, table));
     }
 
     /**
-     * Maps the update to tasks of every flow on its table and queues them. Does no I/O; throws only what the
-     * full-queue policy throws.
+     * On the coordinator, before the write is sent to any replica (the trigger): holds it while the queue of a flow on
+     * the table with the {@code block} policy is full. Throws only the policy's OVERLOADED.
      */
-    /**
-     * Queues the update's tasks and returns the mutation of their backup entries, to be applied with the update
-     * (docs/design.md, "Replica backup maps"); empty when no task has one.
-     */
-    Collection<org.apache.cassandra.db.Mutation> augment(Partition update)
-    {
-        List<Task> backedUp = enqueue(update);
-        if (backedUp.isEmpty())
-            return Collections.emptyList();
-        org.apache.cassandra.db.Mutation entries = BackupMap.entries(update, backedUp, nodeName.get(), BackupMap.nowMicros());
-        return entries == null ? Collections.emptyList() : Collections.singletonList(entries);
-    }
-
-    /** @return the queued tasks that have a backup entry to write */
-    List<Task> enqueue(Partition update)
-    {
-        if (ready.getCount() > 0 && !awaitReady(READY_WAIT_MILLIS))
-            logger.warn("Async trigger flows not loaded after {} ms; writes are not being queued yet", READY_WAIT_MILLIS);
-        String keyspace = update.metadata().keyspace, table = update.metadata().name;
-        if (!watches(keyspace, table) && !(refreshFor(keyspace, table) && watches(keyspace, table)))
-            return Collections.emptyList();
-        return enqueue(keyspace, table, TaskExtractor.extract(update));
-    }
-
-    /**
-     * A write reached our trigger on a table no applied flow watches: `ctl trigger deploy` writes the flow before it
-     * creates the trigger, so the flow is there to read now rather than at the next poll. Reads it once on the
-     * control thread (at most once a second per table, so a trigger left on a table whose flows were dropped costs
-     * little) and waits a bounded time for it.
-     * @return true when a refresh ran
-     */
-    private boolean refreshFor(String keyspace, String table)
-    {
-        if (shutdown)
-            return false;
-        // on the writing thread, not queued behind the control thread's work (retiring a flow waits for its drain);
-        // writes racing the first one wait for its read rather than pass unqueued
-        try
-        {
-            if (!refreshLock.tryLock(REFRESH_WAIT_MILLIS, TimeUnit.MILLISECONDS))
-            {
-                logger.warn("Could not refresh the async trigger flows for {}.{} within {} ms", keyspace, table, REFRESH_WAIT_MILLIS);
-                return false;
-            }
-        }
-        catch (InterruptedException e)
-        {
-            Thread.currentThread().interrupt();
-            return false;
-        }
-        try
-        {
-            if (watches(keyspace, table))
-                return true; // another write's refresh, or the control thread, read it meanwhile
-            long now = nanoClock.getAsLong();
-            String key = tableKey(keyspace, table);
-            Long last = lastRefresh.get(key);
-            if (last != null && now - last < REFRESH_INTERVAL_NANOS)
-                return false; // a trigger whose flows were all dropped: read at most once a second
-            lastRefresh.put(key, now);
-            return configSource.poll();
-        }
-        finally
-        {
-            refreshLock.unlock();
-        }
-    }
-
-    /** The seam below the extraction: queues the changes for every flow on the table that handles their event. */
-    List<Task> enqueue(String keyspace, String table, List<SourceChange> changes)
+    void admit(String keyspace, String table)
     {
         List<Flow> flows = flowsByTable.get(tableKey(keyspace, table));
         if (flows == null)
-            return Collections.emptyList();
-        List<Task> backedUp = new ArrayList<>(0);
+            return;
         for (Flow flow : flows)
-            for (SourceChange change : changes)
-                if (flow.spec.handles(change.operation))
-                    enqueue(flow, change, backedUp);
-        return backedUp;
+            flow.admit();
     }
 
-    private void enqueue(Flow flow, SourceChange change, List<Task> backedUp)
+    /**
+     * On a replica, as it applies a write (the capture index), after the tasks' backup entries were written here:
+     * queues the tasks when this node executes the row. Never waits, never throws.
+     * @param entriesWritten how many of the tasks got a backup entry here (counted per flow)
+     */
+    void captured(String keyspace, Token token, List<Task> tasks, int entriesWritten)
     {
-        if (offer(flow, change, backedUp) != FullQueuePolicy.Outcome.CLOSED)
+        lastCaptureMillis = wallClockMillis.getAsLong();
+        if (entriesWritten > 0)
+            for (Task task : tasks)
+            {
+                Flow flow = flowsByName.get(task.flow());
+                if (flow != null && flow.backupMap != null)
+                    flow.metrics.backupEntriesWritten(1);
+            }
+        // before the flows were read (commit log replay at boot, say) the ring is not known either: the entries
+        // wait for the scan that starts once they are
+        if (tasks.isEmpty() || ready.getCount() > 0 || !executes0(keyspace, token))
             return;
-        // the flow was replaced between the lookup and the offer: hand the change to the new version
-        Flow current = flowsByName.get(flow.spec.name);
-        if (current != null && current != flow && offer(current, change, backedUp) != FullQueuePolicy.Outcome.CLOSED)
-            return;
-        logger.warn("Flow '{}' is stopping ({}); task not queued: {}", flow.spec.name,
-                    shutdown ? "runtime replaced by reloadtriggers" : "flow removed", change);
-    }
-
-    /** Queues the change's task; one that was queued (or spilled) and has a backup entry is added to {@code backedUp}. */
-    private FullQueuePolicy.Outcome offer(Flow flow, SourceChange change, List<Task> backedUp)
-    {
-        Task task = Task.of(flow.spec, change, nanoClock.getAsLong());
-        if (flow.backupMap != null)
+        for (Task task : tasks)
         {
-            task = task.withBackup(BackupMap.newId());
-            inFlight.add(task.backupId());
+            Flow flow = flowsByName.get(task.flow());
+            if (flow == null)
+                park(task);
+            else
+                offer(flow, task);
         }
-        FullQueuePolicy.Outcome outcome;
+    }
+
+    /**
+     * Queues (or spills) the task unless it is in flight here already.
+     * @return whether it was taken
+     */
+    private boolean offer(Flow flow, Task task)
+    {
+        if (inFlight.putIfAbsent(task.id(), flow) != null)
+            return false;
+        FullQueuePolicy.Outcome outcome = flow.offer(task);
+        if (outcome == FullQueuePolicy.Outcome.CLOSED)
+        {
+            // the flow was replaced between the lookup and the offer: hand the task to the new version
+            Flow current = flowsByName.get(flow.spec.name);
+            if (current != null && current != flow)
+            {
+                inFlight.put(task.id(), current);
+                outcome = current.offer(task);
+            }
+        }
+        switch (outcome)
+        {
+            case ACCEPTED:
+            case SPILLED:
+                return true;
+            case DISCARDED:
+                completeLater(flow, task);
+                return false;
+            case CLOSED:
+                inFlight.remove(task.id());
+                if (!shutdown)
+                    park(task);
+                return false;
+            default: // LEFT: its entry holds it until a scan
+                inFlight.remove(task.id());
+                return false;
+        }
+    }
+
+    /** A discarded task's entry goes too, off the write path. */
+    private void completeLater(Flow flow, Task task)
+    {
+        Runnable complete = () -> {
+            try
+            {
+                BackupMap map = flow.backupMap;
+                if (map != null)
+                    map.complete(task);
+            }
+            catch (RuntimeException e)
+            {
+                logger.debug("Flow '{}': entry of discarded task {} not removed: {}", flow.spec.name, task, e.toString());
+            }
+            finally
+            {
+                done(task);
+            }
+        };
         try
         {
-            outcome = flow.enqueue(task);
+            control.execute(complete);
         }
         catch (RuntimeException e)
         {
-            if (task.backupId() != null)
-                inFlight.remove(task.backupId());
-            throw e;
+            done(task);
         }
-        if (task.backupId() == null)
-            return outcome;
-        if (outcome == FullQueuePolicy.Outcome.CLOSED || outcome == FullQueuePolicy.Outcome.DISCARDED)
-        {
-            inFlight.remove(task.backupId());
-        }
-        else
-        {
-            backedUp.add(task);
-            flow.metrics.backupEntriesWritten(1);
-        }
-        return outcome;
     }
 
-    // ---- TriggerRuntimeMBean ----
+    /** Keeps a task for a flow not applied here yet; beyond the limit its entry alone holds it (a scan finds it). */
+    private void park(Task task)
+    {
+        if (parkedCount.incrementAndGet() > PARK_LIMIT)
+        {
+            parkedCount.decrementAndGet();
+            if (parkFullWarned.add(task.flow()))
+                logger.warn("Flow '{}' is not applied on this node yet and {} captured tasks already wait; the others "
+                            + "are left to their backup entries until it is", task.flow(), PARK_LIMIT);
+            return;
+        }
+        Queue<Task> waiting = parked.computeIfAbsent(task.flow(), name -> new ConcurrentLinkedQueue<>());
+        boolean first = waiting.isEmpty();
+        waiting.add(task);
+        ScheduledExecutorService c = control;
+        if (first && c != null && !shutdown && ready.getCount() == 0)
+        {
+            try
+            {
+                c.execute(() -> {
+                    configSource.poll(); // a new flow's first tasks: read the flows now, not at the next poll
+                    Flow flow = flowsByName.get(task.flow());
+                    if (flow != null)
+                        unpark(flow);
+                });
+            }
+            catch (RuntimeException e)
+            {
+                // stopping
+            }
+        }
+    }
 
-    @Override
-    public void shutdown()
+    private void unpark(Flow flow)
+    {
+        parkFullWarned.remove(flow.spec.name);
+        Queue<Task> waiting = parked.get(flow.spec.name);
+        if (waiting == null)
+            return;
+        Task task;
+        while ((task = waiting.poll()) != null)
+        {
+            parkedCount.decrementAndGet();
+            offer(flow, task);
+        }
+    }
+
+    // ---- lifecycle and JMX ----
+
+    /** Stops everything this runtime started (tests; a node stops with its JVM). */
+    void shutdown()
     {
         ScheduledExecutorService toStop;
         synchronized (this)
@@ -648,11 +825,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             shutdown = true;
             toStop = control;
         }
-        logger.info("Async trigger runtime {} shutting down", id);
         ready.countDown();
-        Takeover t = takeover;
-        if (t != null)
-            t.stop();
+        if (takeover != null)
+            takeover.stop();
         if (toStop != null)
         {
             toStop.shutdownNow();
@@ -675,7 +850,7 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         flowsByTable = Collections.emptyMap();
         try
         {
-            if (mbeans.isRegistered(NAME) && id.equals(mbeans.getAttribute(NAME, "Id")))
+            if (mbeans.isRegistered(NAME))
                 mbeans.unregisterMBean(NAME);
         }
         catch (Exception e)
@@ -683,7 +858,6 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
             logger.debug("Could not unregister {}: {}", NAME, e.getMessage());
         }
         fanoutWriters.shutdown();
-        logger.info("Async trigger runtime {} stopped", id);
     }
 
     /** Threads that write fan-out rows: a page of {@code FANOUT_WRITERS} rows is written in about one round trip. */
@@ -716,6 +890,12 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         return id;
     }
 
+    @Override
+    public int getParkedTasks()
+    {
+        return parkedCount.get();
+    }
+
     boolean isShutdown()
     {
         return shutdown;
@@ -724,5 +904,10 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
     Collection<Flow> flows()
     {
         return flowsByName.values();
+    }
+
+    int inFlight()
+    {
+        return inFlight.size();
     }
 }

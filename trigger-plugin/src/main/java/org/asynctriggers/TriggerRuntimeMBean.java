@@ -1,19 +1,16 @@
 package org.asynctriggers;
 
-/**
- * JMX face of the runtime, {@code org.asynctriggers:type=Runtime}. A runtime loaded by a newer class loader (after
- * {@code nodetool reloadtriggers}) calls {@code shutdown} on the previous one through the MBean server, which is the
- * only channel shared by both class loaders.
- */
+/** JMX face of the node's runtime, {@code org.asynctriggers:type=Runtime}. */
 public interface TriggerRuntimeMBean
 {
-    /** Stops accepting, drains the queues, stops every thread and unregisters every MBean of this runtime. */
-    void shutdown();
-
     String[] getFlowNames();
 
+    /** The flows were read once: captured tasks are queued, not parked. */
     boolean isReady();
 
-    /** Identifies the runtime (and its class loader) in logs. */
+    /** Identifies the runtime in logs. */
     String getId();
+
+    /** Tasks captured here for a flow this node has not applied yet (they wait for it, bounded). */
+    int getParkedTasks();
 }

@@ -31,8 +31,8 @@ class CqlTest
     {
         assertEquals("INSERT INTO \"async_triggers\".\"flow_status\" (\"flow\", \"node\", \"pending\", \"active\", \"completed\", \"failed\", "
                      + "\"retried\", \"oldest_pending_ms\", \"workers\", \"capacity\", \"spilled\", \"discarded\", "
-                     + "\"recovered\", \"resumed\", \"abandoned\", \"fanout_rows\", \"updated\") "
-                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
+                     + "\"recovered\", \"resumed\", \"fanout_rows\", \"backlog\", \"last_capture\", \"last_scan\", \"updated\") "
+                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
                      Cql.statusInsert());
     }
 }

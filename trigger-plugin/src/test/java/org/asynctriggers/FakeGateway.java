@@ -101,6 +101,8 @@ final class FakeGateway implements CqlGateway
     int largestPage;
     /** fail the next n executions, to test retries */
     int failNext;
+    /** runs before every statement, outside the gateway's lock: a test may block there, or throw to fail it */
+    volatile java.util.function.Consumer<String> beforeEach = cql -> {};
 
     FakeGateway table(String keyspace, String table, List<String> partitionKey, List<String> clustering)
     {
@@ -169,13 +171,19 @@ final class FakeGateway implements CqlGateway
         List<String> columns = new ArrayList<>(row.keySet());
         List<ByteBuffer> values = new ArrayList<>(row.values());
         values.add(Fixtures.bigint(ts));
-        execute(prepare(Cql.insert(keyspace, table, columns)), ConsistencyLevel.ONE, values);
+        executeNow(prepare(Cql.insert(keyspace, table, columns)), ConsistencyLevel.ONE, values);
         executed.remove(executed.size() - 1);
         consistencies.remove(consistencies.size() - 1);
     }
 
     @Override
-    public synchronized List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
+    public List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
+    {
+        beforeEach.accept(statement.cql);
+        return executeNow(statement, consistency, values);
+    }
+
+    private synchronized List<Map<String, ByteBuffer>> executeNow(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
     {
         if (failNext > 0)
         {
@@ -259,6 +267,12 @@ final class FakeGateway implements CqlGateway
 
     @Override
     public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        beforeEach.accept(statement.cql);
+        return fetchPageNow(statement, consistency, values, pageSize, from);
+    }
+
+    private synchronized Page fetchPageNow(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
     {
         executed.add(statement.cql);
         consistencies.add(consistency);

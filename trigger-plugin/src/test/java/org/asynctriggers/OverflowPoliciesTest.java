@@ -118,7 +118,7 @@ class OverflowPoliciesTest
     {
         Flow flow = flow("\"queue\": {\"capacity\": 100, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
         for (long n = 0; n < 10_000; n++)
-            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, flow.enqueue(task(n)));
+            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, flow.offer(task(n)));
 
         assertTrue(flow.metrics.getSpilledTasks() > 0);
         assertEquals(0, flow.metrics.getRejectedTasks());
@@ -137,7 +137,7 @@ class OverflowPoliciesTest
         assertEquals(List.of(), spillFiles(), "drained spill files are deleted");
 
         // drained: tasks go straight to the queue again
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(10_000)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(10_000)));
         waitFor(() -> executed.size() == 10_001, "one more execution");
     }
 
@@ -145,18 +145,18 @@ class OverflowPoliciesTest
     void shouldReadBackTheSpillOfAStoppedFlowWhenTheFlowStartsAgain() throws Exception
     {
         Flow first = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.enqueue(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.offer(task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.enqueue(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.offer(task(1)));
         for (long n = 2; n < 6; n++)
-            assertEquals(FullQueuePolicy.Outcome.SPILLED, first.enqueue(task(n)));
+            assertEquals(FullQueuePolicy.Outcome.SPILLED, first.offer(task(n)));
         assertEquals(4, first.metrics.getSpilledPending());
 
         // the worker stuck on task 0 is interrupted; task 1 (in memory) is lost, tasks 2..5 stay on disk
         assertEquals(1, first.stop(50));
         running.remove(first);
         assertEquals(1, spillFiles().size());
-        assertEquals(FullQueuePolicy.Outcome.CLOSED, first.enqueue(task(6)));
+        assertEquals(FullQueuePolicy.Outcome.CLOSED, first.offer(task(6)));
 
         List<Long> ran = new CopyOnWriteArrayList<>();
         Flow second = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", t -> {
@@ -174,11 +174,11 @@ class OverflowPoliciesTest
     {
         Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}, \"overflow\": {\"policy\": \"discard\"}",
                          this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
         for (long n = 2; n < 5; n++)
-            assertEquals(FullQueuePolicy.Outcome.DISCARDED, flow.enqueue(task(n)));
+            assertEquals(FullQueuePolicy.Outcome.DISCARDED, flow.offer(task(n)));
         assertEquals(3, flow.metrics.getDiscardedTasks());
         assertEquals(0, flow.metrics.getRejectedTasks());
         assertEquals(0, flow.metrics.getTotalBlockedTasks());
@@ -196,65 +196,70 @@ class OverflowPoliciesTest
                          + "\"overflow\": {\"policy\": \"elastic\", \"max_workers\": 3, \"block_timeout_ms\": 1000}",
                          this::gated, 200);
         assertEquals(1, flow.metrics.getMaxPoolSize());
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(1)));
-        // full: one more worker takes task 1, task 2 gets its place
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED_AFTER_BLOCKING, flow.enqueue(task(2)));
-        assertEquals(2, flow.metrics.getMaxPoolSize());
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED_AFTER_BLOCKING, flow.enqueue(task(3)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
+        // full: a replica never waits; the task spills and one more worker joins
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(2)));
+        waitFor(() -> flow.metrics.getMaxPoolSize() == 2, "a second worker");
+        waitFor(() -> started.size() == 2, "the second worker to take task 1");
+        waitFor(() -> flow.metrics.getSpilledPending() == 0, "task 2 to leave the spill for the queue");
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(3)));
+        waitFor(() -> flow.metrics.getMaxPoolSize() == 3, "a third worker");
+        // at the maximum: spills, no more workers
+        waitFor(() -> started.size() == 3 && flow.metrics.getSpilledPending() == 0, "the third worker busy, task 3 queued");
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(4)));
         assertEquals(3, flow.metrics.getMaxPoolSize());
-        // at the maximum: blocks like 'block'
-        QueueFullException e = assertThrows(QueueFullException.class, () -> flow.enqueue(task(4)));
-        assertTrue(e.getMessage().startsWith("async trigger queue of flow 'users_by_name' is full (capacity 1) after waiting 1000 ms"));
-        assertEquals(3, flow.metrics.getMaxPoolSize());
+        assertEquals(0, flow.metrics.getRejectedTasks());
         assertEquals(List.of("async-trigger-users_by_name-worker-1", "async-trigger-users_by_name-worker-2",
                              "async-trigger-users_by_name-worker-3"),
                      threads.threads.stream().map(Thread::getName).filter(n -> n.contains("-worker-")).collect(Collectors.toList()));
 
         gate.countDown();
-        waitFor(() -> executed.size() == 4, "the accepted tasks");
+        waitFor(() -> executed.size() == 5, "every task");
         waitFor(() -> flow.metrics.getMaxPoolSize() == 1, "the idle workers to leave");
         waitFor(() -> threads.threads.stream().filter(t -> t.getName().contains("-worker-") && t.isAlive()).count() == 1,
                 "one worker thread left");
         Thread.sleep(400); // idle past the timeout again: never below queue.workers
         assertEquals(1, flow.metrics.getMaxPoolSize());
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(5)));
-        waitFor(() -> executed.size() == 5, "a task on the shrunk pool");
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(5)));
+        waitFor(() -> executed.size() == 6, "a task on the shrunk pool");
     }
 
     @Test
-    void shouldBlockThenFailWithTheOverloadedMessage() throws Exception
+    void shouldHoldTheCoordinatorsWriteThenFailWithTheOverloadedMessageWhileReplicasSpill() throws Exception
     {
         Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}, "
                          + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 50}",
                          this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(0)));
+        flow.admit();
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(1)));
-        QueueFullException e = assertThrows(QueueFullException.class, () -> flow.enqueue(task(2)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
+        QueueFullException e = assertThrows(QueueFullException.class, flow::admit);
         assertEquals("async trigger queue of flow 'users_by_name' is full (capacity 1) after waiting 50 ms; the write was "
                      + "not applied: raise 'queue.workers' or 'queue.capacity', or slow the writers down", e.getMessage());
         assertEquals(1, flow.metrics.getTotalBlockedTasks());
         assertEquals(0, flow.metrics.getCurrentlyBlockedTasks());
         assertEquals(1, flow.metrics.getRejectedTasks());
-        assertEquals(0, flow.metrics.getSpilledTasks());
-        assertEquals(List.of(), spillFiles());
+        // a replica has applied its write already: it spills rather than wait
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(2)));
+        gate.countDown();
+        waitFor(() -> executed.size() == 3, "every task");
+        flow.admit(); // room again: the next write goes through at once
     }
 
     @Test
-    void shouldBlockLikeBlockWhenTheSpillCannotBeWritten() throws Exception
+    void shouldLeaveATaskToItsBackupEntryWhenTheSpillCannotBeWritten() throws Exception
     {
         Files.writeString(spillDir(), "a file where the spill directory should be");
-        Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}, \"overflow\": {\"block_timeout_ms\": 50}",
-                         this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(0)));
+        Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.enqueue(task(1)));
-        QueueFullException e = assertThrows(QueueFullException.class, () -> flow.enqueue(task(2)));
-        assertTrue(e.getMessage().startsWith("async trigger queue of flow 'users_by_name' is full (capacity 1) after waiting 50 ms"));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.LEFT, flow.offer(task(2)));
         assertEquals(0, flow.metrics.getSpilledTasks());
-        assertEquals(1, flow.metrics.getRejectedTasks());
+        assertEquals(0, flow.metrics.getRejectedTasks());
         assertTrue(Files.isRegularFile(spillDir()));
     }
 
@@ -275,7 +280,7 @@ class OverflowPoliciesTest
             return ExecutionResult.success();
         }, WorkerPool.DEFAULT_IDLE_MILLIS);
         for (long n = 0; n < 10; n++)
-            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, first.enqueue(task(n)));
+            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, first.offer(task(n)));
         permits.release(3);
         waitFor(() -> executed.size() == 3 && first.metrics.getSpilledPending() == 5, "tasks 0..2 to run, 3 and 4 to leave the spill");
         assertEquals(List.of(0L, 1L, 2L), executed);

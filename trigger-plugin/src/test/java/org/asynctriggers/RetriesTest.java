@@ -7,6 +7,9 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.WriteType;
+import org.apache.cassandra.exceptions.UnavailableException;
+import org.apache.cassandra.exceptions.WriteTimeoutException;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.api.TaskContext;
@@ -160,6 +163,32 @@ class RetriesTest
     }
 
     @Test
+    void shouldWaitOutAClusterFailureWithoutSpendingAttemptsUntilMaxAge() throws Exception
+    {
+        // a node, or the whole cluster, restarting: the derived writes find no replica; 10 such failures of a task
+        // allowed 3 attempts still make no dead letter, until the task is max_age_ms old
+        Task task = user(7, 70);
+        for (int i = 0; i < 10; i++)
+        {
+            retries.failed(task, new RuntimeException("write failed", UnavailableException.create(ConsistencyLevel.ONE, 1, 0)));
+            assertEquals(1, scheduler.runDue());
+            task = queue.poll(0, TimeUnit.MILLISECONDS);
+            assertEquals(0, task.attempts());
+        }
+        retries.failed(task, new WriteTimeoutException(WriteType.SIMPLE, ConsistencyLevel.ONE, 0, 1));
+        assertEquals(1, scheduler.runDue());
+        task = queue.poll(0, TimeUnit.MILLISECONDS);
+        assertEquals(java.util.Collections.nCopies(11, Retries.UNAVAILABLE_WAIT_MILLIS), scheduler.delays);
+        assertEquals(0, metrics.getFailedTasks());
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+
+        nowNanos = TimeUnit.MILLISECONDS.toNanos(60_000);
+        retries.failed(task, UnavailableException.create(ConsistencyLevel.ONE, 1, 0));
+        assertEquals(1, metrics.getFailedTasks());
+        assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+    }
+
+    @Test
     void shouldSendATaskOlderThanMaxAgeToTheDeadLettersWithoutRetrying() throws Exception
     {
         nowNanos = TimeUnit.MILLISECONDS.toNanos(60_000); // the task was created at 0: exactly max_age_ms old
@@ -214,16 +243,41 @@ class RetriesTest
     }
 
     @Test
-    void shouldLogAndGoOnWhenTheDeadLetterCannotBeWritten()
+    void shouldReleaseTheTaskToItsBackupEntryWhenTheDeadLetterCannotBeWritten()
     {
+        // the whole cluster restarting: the task fails its attempts, and its dead letter cannot be written either
         FakeGateway noTables = new FakeGateway().table("app", "users", List.of("id"), List.of());
         Retries lost = new Retries(spec.name, new RetryPolicy(1, 0, 0, 1_000), (min, max) -> max, scheduler, queue, metrics,
                                    new DeadLetters(noTables, () -> "n", () -> 0L, () -> deadLetterId), () -> nowNanos);
+        List<Task> completed = new ArrayList<>(), released = new ArrayList<>();
+        lost.backups(new Backups()
+        {
+            @Override
+            public void recordResume(Task task, int target, ByteBuffer paging)
+            {
+            }
+
+            @Override
+            public void completed(Task task)
+            {
+                completed.add(task);
+            }
+
+            @Override
+            public void released(Task task)
+            {
+                released.add(task);
+            }
+        });
         TaskProcessor processor = new TaskProcessor(new FlowExecutor(spec, noTables, handler, c -> null),
                                                     metrics, lost, sleeps::add, () -> nowNanos, 0);
-        processor.accept(user(7, POISON_TS));
+        Task task = user(7, POISON_TS);
+        processor.accept(task);
         assertEquals(1, metrics.getFailedTasks());
         assertEquals(0, metrics.getActiveTasks());
+        assertEquals(List.of(), completed, "the entry stays: it is the only copy of the task now");
+        assertEquals(1, released.size(), "the node forgets it queued the task, so a scan queues it again");
+        assertEquals(task.id(), released.get(0).id());
     }
 
     @Test

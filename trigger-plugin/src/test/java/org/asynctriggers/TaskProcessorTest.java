@@ -31,117 +31,52 @@ class TaskProcessorTest
                                  sleeps::add, () -> nowNanos, 20);
     }
 
-    /** Backup entries as a set: what is stored, what was completed, what resume positions were recorded. */
+    /** Records what the workers did with the backup entries. */
     private static final class RecordingBackups implements Backups
     {
-        final java.util.Set<java.util.UUID> stored = new java.util.HashSet<>();
-        /** entries only a read of every replica finds (the replica a read at ONE asks lacks them) */
-        final java.util.Set<java.util.UUID> storedElsewhere = new java.util.HashSet<>();
         final List<java.util.UUID> completed = new ArrayList<>();
-        final List<java.util.UUID> abandoned = new ArrayList<>();
-        boolean replicaDown;
-
-        @Override
-        public boolean isStored(Task task, boolean everywhere)
-        {
-            if (everywhere && replicaDown)
-                throw new IllegalStateException("Cannot achieve consistency level ALL");
-            return stored.contains(task.backupId()) || (everywhere && storedElsewhere.contains(task.backupId()));
-        }
+        final List<Integer> resumedAt = new ArrayList<>();
 
         @Override
         public void recordResume(Task task, int target, java.nio.ByteBuffer paging)
         {
+            resumedAt.add(target);
         }
 
         @Override
         public void completed(Task task)
         {
-            completed.add(task.backupId());
+            completed.add(task.id());
         }
 
         @Override
-        public void abandoned(Task task)
+        public void released(Task task)
         {
-            abandoned.add(task.backupId());
+            throw new AssertionError("released " + task);
         }
     }
 
     @Test
-    void shouldRunATaskOnlyOnceItsBackupEntryShowsAndThenCompleteTheEntry()
+    void shouldRunATaskAtOnceAndThenCompleteItsEntry()
     {
         RecordingBackups backups = new RecordingBackups();
-        java.util.UUID id = BackupMap.newId();
-        Task task = insert().withBackup(id);
-
-        TaskProcessor early = processor(30_000_000L);
-        early.backups(backups);
-        early.accept(task); // the source write has not landed yet: put back, not run
-        assertEquals(0, gateway.rows("app", "users_by_name").size());
-        assertEquals(List.of(TaskProcessor.STORE_RECHECK_MILLIS), scheduler.delays);
-        assertEquals(1, metrics.getPendingTasks(), "a task waiting for its source write is pending");
-
-        backups.stored.add(id);
-        scheduler.runDue();
-        Task requeued = pollNow();
-        early.accept(requeued);
+        Task task = insert();
+        TaskProcessor processor = processor(30_000_000L);
+        processor.backups(backups);
+        processor.accept(task);
         assertEquals(1, gateway.rows("app", "users_by_name").size());
-        assertEquals(List.of(id), backups.completed);
+        assertEquals(List.of(task.id()), backups.completed);
+        assertEquals(List.of(), scheduler.delays, "no wait for anything: the replica that captured it applied its write");
         assertEquals(1, metrics.getCompletedTasks());
         assertEquals(0, metrics.getPendingTasks());
     }
 
-    private Task pollNow()
-    {
-        try
-        {
-            return queue.poll(1, java.util.concurrent.TimeUnit.SECONDS);
-        }
-        catch (InterruptedException e)
-        {
-            throw new AssertionError(e);
-        }
-    }
-
     @Test
-    void shouldRunATaskWhoseEntryOnlyAReadOfEveryReplicaFinds()
+    void shouldStartATaskReadBackFromABackupMapWithoutItsStartDelay()
     {
-        RecordingBackups backups = new RecordingBackups();
-        Task task = insert().withBackup(BackupMap.newId());
-        backups.storedElsewhere.add(task.backupId());
-        TaskProcessor late = processor(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(TaskProcessor.STORE_WAIT_MILLIS + 1));
-        late.backups(backups);
-        late.accept(task);
+        processor(5_000_000L).accept(insert().recovered(5_000_000L, 0, null));
+        assertEquals(List.of(), sleeps);
         assertEquals(1, gateway.rows("app", "users_by_name").size());
-        assertEquals(List.of(task.backupId()), backups.completed);
-    }
-
-    @Test
-    void shouldKeepWaitingRatherThanDropATaskWhenAReplicaDoesNotAnswer()
-    {
-        RecordingBackups backups = new RecordingBackups();
-        backups.replicaDown = true;
-        Task task = insert().withBackup(BackupMap.newId());
-        TaskProcessor late = processor(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(TaskProcessor.STORE_WAIT_MILLIS + 1));
-        late.backups(backups);
-        late.accept(task);
-        assertEquals(List.of(), backups.abandoned, "unknown is not absent");
-        assertEquals(List.of(TaskProcessor.STORE_UNKNOWN_RECHECK_MILLIS), scheduler.delays);
-        assertEquals(1, metrics.getPendingTasks());
-    }
-
-    @Test
-    void shouldDropATaskWhoseSourceWriteWasNeverStored()
-    {
-        RecordingBackups backups = new RecordingBackups();
-        Task task = insert().withBackup(BackupMap.newId());
-        TaskProcessor late = processor(java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(TaskProcessor.STORE_WAIT_MILLIS + 1));
-        late.backups(backups);
-        late.accept(task);
-        assertEquals(0, gateway.rows("app", "users_by_name").size(), "no derived row for a write that failed everywhere");
-        assertEquals(List.of(task.backupId()), backups.abandoned);
-        assertEquals(1, metrics.getAbandonedTasks());
-        assertEquals(0, metrics.getPendingTasks());
     }
 
     @Test

@@ -36,12 +36,24 @@ class TriggerRuntimeTest
     private TriggerRuntime first;
     private TriggerRuntime second;
 
+    private TriggerRuntime.Builder builder(TrackingThreadFactory threads, FakeGateway gw)
+    {
+        return TriggerRuntime.builder(gw).mbeans(mbeans).threads(threads).spillDirs(flow -> spillRoot.resolve(flow))
+                             .jitter((min, max) -> max).sleeper(millis -> {}).wallClock(() -> 1_000L).drainMillis(5_000);
+    }
+
     private TriggerRuntime runtime(TrackingThreadFactory threads, FakeGateway gw)
     {
-        return new TriggerRuntime(gw, mbeans, threads, System::nanoTime, flow -> spillRoot.resolve(flow),
-                                  RetryScheduler.onThreads(threads), (min, max) -> max, millis -> {},
-                                  spec -> column -> null,
-                                  getClass().getClassLoader(), () -> "127.0.0.1", () -> 1_000L, 5_000);
+        return builder(threads, gw).build();
+    }
+
+    /** What the capture index hands the runtime on a replica that applied these changes. */
+    private static void capture(TriggerRuntime runtime, String flow, SourceChange... changes)
+    {
+        List<Task> tasks = new java.util.ArrayList<>();
+        for (SourceChange change : changes)
+            tasks.add(Task.captured(flow, change, System.nanoTime()));
+        runtime.captured("app", null, tasks, 0);
     }
 
     private void deploy(String name, String spec, long version)
@@ -90,28 +102,63 @@ class TriggerRuntimeTest
     }
 
     @Test
-    void shouldReadANewFlowAtOnceWhenAWriteArrivesBeforeTheNextPoll() throws Exception
+    void shouldKeepTheTasksOfAFlowNotAppliedYetAndRunThemOnceItIs() throws Exception
     {
-        org.apache.cassandra.config.DatabaseDescriptor.clientInitialization(false);
-        org.apache.cassandra.schema.TableMetadata users =
-            org.apache.cassandra.schema.TableMetadata.builder("app", "users")
-                                                     .partitioner(org.apache.cassandra.dht.Murmur3Partitioner.instance)
-                                                     .addPartitionKeyColumn("id", org.apache.cassandra.db.marshal.LongType.instance)
-                                                     .addRegularColumn("name", org.apache.cassandra.db.marshal.UTF8Type.instance)
-                                                     .addRegularColumn("email", org.apache.cassandra.db.marshal.UTF8Type.instance)
-                                                     .build();
         first = runtime(new TrackingThreadFactory(), gateway);
         first.start();
         assertTrue(first.awaitReady(5_000));
         assertFalse(first.watches("app", "users"));
-        // ctl writes the flow, then creates the trigger: the first write can come before the next 2 s poll
+        // the capture index knows a flow before this node has read it from the flows table
+        capture(first, "users_by_name", userNamed(1, "ann", 10));
+        assertEquals(1, first.getParkedTasks());
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        org.apache.cassandra.db.partitions.PartitionUpdate.SimpleBuilder write =
-            org.apache.cassandra.db.partitions.PartitionUpdate.simpleBuilder(users, 1L).timestamp(10);
-        write.row().add("name", "ann").add("email", "e");
-        first.enqueue(write.build());
-        assertTrue(first.watches("app", "users"), "the write made the runtime read the flows at once");
         waitFor(() -> gateway.rows("app", "users_by_name").size() == 1);
+        assertEquals(0, first.getParkedTasks());
+    }
+
+    @Test
+    void shouldQueueNothingForRowsAnotherNodeExecutes() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        first = builder(new TrackingThreadFactory(), gateway).executors(new ExecutorChoice()
+        {
+            @Override
+            public String executorOf(String keyspace, org.apache.cassandra.dht.Token token)
+            {
+                return "10.0.0.9";
+            }
+
+            @Override
+            public String self()
+            {
+                return "127.0.0.1";
+            }
+        }).build();
+        first.firstCycle();
+        capture(first, "users_by_name", userNamed(1, "ann", 10));
+        assertEquals(0, first.inFlight());
+        assertEquals(0, first.getParkedTasks());
+        Thread.sleep(100);
+        assertEquals(0, gateway.rows("app", "users_by_name").size());
+    }
+
+    @Test
+    void shouldRunATaskCapturedTwiceOnce() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.firstCycle();
+        // a contended memtable update, a hint and the original, batchlog replay: the same write captured again while
+        // its task is queued or running here (the worker cannot finish while the test holds the gateway)
+        synchronized (gateway)
+        {
+            capture(first, "users_by_name", userNamed(1, "ann", 10));
+            capture(first, "users_by_name", userNamed(1, "ann", 10));
+        }
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+        Thread.sleep(100);
+        assertEquals(1L, mbeans.getAttribute(USERS_FLOW, "CompletedTasks"));
+        assertEquals(0, first.inFlight());
     }
 
     @Test
@@ -122,36 +169,12 @@ class TriggerRuntimeTest
         first = runtime(new TrackingThreadFactory(), gateway);
         first.firstCycle();
 
-        first.enqueue("app", "users", List.of(userNamed(1, "ann", 10), userNamed(2, "bob", 10)));
-        first.enqueue("app", "elsewhere", List.of(userNamed(3, "cy", 10)));
+        capture(first, "users_by_name", userNamed(1, "ann", 10), userNamed(2, "bob", 10));
+        capture(first, "not_deployed", userNamed(3, "cy", 10));
         waitFor(() -> gateway.rows("app", "users_by_name").size() == 2);
+        assertEquals(1, first.getParkedTasks(), "a flow this node does not know yet: its task waits for it");
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 2L);
         assertEquals(0L, mbeans.getAttribute(FlowMetrics.objectName("twitter", "tweets", "twitter_timeline"), "CompletedTasks"));
-    }
-
-    @Test
-    void shouldHandOverToTheRuntimeOfANewClassLoader() throws Exception
-    {
-        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        TrackingThreadFactory oldThreads = new TrackingThreadFactory();
-        first = runtime(oldThreads, gateway);
-        first.firstCycle();
-        first.enqueue("app", "users", List.of(userNamed(1, "ann", 10), userNamed(2, "bob", 10), userNamed(3, "cy", 10)));
-
-        TrackingThreadFactory newThreads = new TrackingThreadFactory();
-        second = runtime(newThreads, gateway);
-        second.firstCycle();
-
-        assertTrue(first.isShutdown());
-        oldThreads.assertAllEnded(5_000);
-        assertEquals(3, gateway.rows("app", "users_by_name").size(), "the old runtime drained its queue before stopping");
-        assertEquals(second.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
-        Set<ObjectName> flowBeans = mbeans.queryNames(new ObjectName("org.asynctriggers:type=Flow,*"), null);
-        assertEquals(Set.of(USERS_FLOW), flowBeans);
-        assertEquals(4L, newThreads.alive(), "one pool, one retry thread and one spill drainer per flow");
-
-        second.enqueue("app", "users", List.of(userNamed(4, "dee", 10)));
-        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
     }
 
     @Test
@@ -252,7 +275,7 @@ class TriggerRuntimeTest
     }
 
     @Test
-    void shouldFailTheWriteWhenTheQueueStaysFull()
+    void shouldFailTheCoordinatorsWriteWhenTheQueueOfABlockFlowStaysFull()
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 1, \"workers\": 1}, "
                + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 100}, \"targets\""), 1);
@@ -262,10 +285,9 @@ class TriggerRuntimeTest
         // a slow executor: hold the gateway's lock so the single worker cannot finish
         synchronized (blocked)
         {
-            QueueFullException e = assertThrows(QueueFullException.class, () -> {
-                for (int i = 0; i < 5; i++)
-                    first.enqueue("app", "users", List.of(userNamed(i, "n" + i, 10)));
-            });
+            for (int i = 0; i < 5; i++)
+                capture(first, "users_by_name", userNamed(i, "n" + i, 10)); // a replica never waits: it spills
+            QueueFullException e = assertThrows(QueueFullException.class, () -> first.admit("app", "users"));
             assertTrue(e.getMessage().startsWith("async trigger queue of flow 'users_by_name' is full (capacity 1)"));
         }
     }
@@ -280,7 +302,7 @@ class TriggerRuntimeTest
         first.firstCycle();
         gateway.failNext = 2;
 
-        first.enqueue("app", "users", List.of(userNamed(1, "ann", 10), userNamed(2, "bob", 10)));
+        capture(first, "users_by_name", userNamed(1, "ann", 10), userNamed(2, "bob", 10));
 
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 2L);
         assertEquals(2, gateway.rows("app", "users_by_name").size());
@@ -289,6 +311,26 @@ class TriggerRuntimeTest
         assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
         first.shutdown();
         threads.assertAllEnded(5_000);
+    }
+
+    @Test
+    void shouldRunATaskAgainWhenItsDeadLetterCouldNotBeWritten() throws Exception
+    {
+        // the whole cluster restarting: the task's only attempt fails, and so does its dead letter's write
+        deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"",
+               "\"retry\": {\"max_attempts\": 1}, \"targets\""), 1);
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.firstCycle();
+        gateway.failNext = 2;
+        capture(first, "users_by_name", userNamed(1, "ann", 10));
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "FailedTasks") == 1L && gateway.failNext == 0);
+        waitFor(() -> first.inFlight() == 0);
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+
+        // what a scan does with the entry that still holds it (Takeover.Runtime#requeue offers it like a capture)
+        capture(first, "users_by_name", userNamed(1, "ann", 10));
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
     }
 
     private static final java.nio.ByteBuffer DEAD_LETTER_ID = java.nio.ByteBuffer.wrap(new byte[]{ 1, 2, 3, 4, 5, 6, 0x11, 8, 9, 10, 11, 12, 13, 14, 15, 16 });

@@ -1,6 +1,6 @@
 package org.asynctriggers.api;
 
-/** What the source write did to a row, as seen by {@code augment} on the coordinator. */
+/** What the source write did to a row, as seen by each replica as it applies the write. */
 public enum Operation
 {
     /** The update carries a row marker (CQL {@code INSERT}). */
@@ -14,5 +14,14 @@ public enum Operation
     public String eventName()
     {
         return name().toLowerCase(java.util.Locale.ROOT);
+    }
+
+    /** The operation spelled {@code event} in a spec's {@code events}; null for none. */
+    public static Operation fromEventName(String event)
+    {
+        for (Operation op : values())
+            if (op.eventName().equals(event))
+                return op;
+        return null;
     }
 }

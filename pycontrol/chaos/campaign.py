@@ -1,0 +1,214 @@
+"""A chaos campaign: the cluster and flows set up once, a fault-free reference run, then faulty runs.
+
+Each run: the clients write the campaign's inputs (own tweet ids) while the nemesis plays the run's seeded
+schedule; then every node is started again, the flows drain (no task queued, running or left in a backup map
+on any node) and Spark checks the run (spark_jobs.chaos_check). A run passes with nothing missing, nothing
+unexpected and tables equal to the reference run's. A failing run keeps its evidence in ``<out>/run-<n>/``: the
+check's samples and the nodes' logs.
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import random
+import shutil
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Callable, Sequence
+
+from .. import cluster as cluster_mod, deploy, status
+from ..config import Settings
+from ..cql_script import run_text
+from ..errors import ClusterError
+from ..flows import load_flow_file
+from . import nemesis, workload
+
+Progress = Callable[[str], None]
+START_TIMEOUT_S = 600.0   # a node that replays a long commit log after kill -9 takes minutes on this machine
+
+
+@dataclasses.dataclass(frozen=True)
+class CampaignConfig:
+    out: Path
+    runs: int = 3                       # faulty runs, after the reference run
+    seed: int = 1                       # draws each run's fault seed
+    replay: int | None = None           # run only this fault seed (after the reference)
+    kinds: tuple[str, ...] = nemesis.KINDS
+    faults_per_run: int | None = None   # None: one or two, drawn
+    cluster: str = "chaos"
+    nodes: int = 3
+    replication_factor: int = 2
+    workload_seed: int = 7
+    users: int = 12_000
+    celebrity_followers: int = 10_500
+    celebrity_tweets: int = 2
+    tweets: int = 1_200
+    load_s: float = 40.0
+    client_threads: int = 32
+    drain_timeout_s: float = 600.0
+
+
+@dataclasses.dataclass
+class RunResult:
+    index: int
+    fault_seed: int | None
+    faults: list[str]
+    events: list[dict]
+    writes: int
+    retried: int
+    gave_up: int
+    drained_s: float | None
+    missing: int
+    unexpected: int
+    differs: int
+    seconds: float
+    error: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.gave_up == 0 and self.missing == self.unexpected == self.differs == 0
+
+    def line(self) -> str:
+        what = "reference (no fault)" if self.fault_seed is None else f"seed {self.fault_seed} " + "; ".join(self.faults)
+        drained = f"drained in {self.drained_s:.0f}s" if self.drained_s is not None else "not drained"
+        verdict = "ok" if self.ok else f"FAILED{': ' + self.error if self.error else ''}"
+        return (f"run {self.index:>2} {what} | writes {self.writes} (retried {self.retried}, gave up {self.gave_up}) | "
+                f"{drained} | missing {self.missing} unexpected {self.unexpected} differs {self.differs} | "
+                f"{self.seconds:.0f}s | {verdict}")
+
+
+def _session(contact_points: Sequence[str]):
+    """A driver session that reconnects every second (the default backs off for minutes after a restart of all
+    nodes) and retries nothing itself: the clients do."""
+    from cassandra.cluster import Cluster
+    from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy, TokenAwarePolicy
+
+    c = Cluster(list(contact_points), connect_timeout=10, control_connection_timeout=10,
+                reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None),
+                load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+    session = c.connect()
+    session.default_timeout = 30
+    return session
+
+
+def _setup(settings: Settings, config: CampaignConfig, progress: Progress):
+    info = cluster_mod.up(settings, nodes=config.nodes, name=config.cluster, progress=progress)
+    session = _session(info.contact_points)
+    run_text(session, workload.schema_cql(config.replication_factor))
+    flow_file = config.out / "chaos_flows.py"
+    flow_file.write_text(workload.FLOW_FILE)
+    deploy.deploy(session, load_flow_file(flow_file), progress=lambda m: None)
+    graph = workload.follower_graph(config.users, config.celebrity_followers, config.workload_seed)
+    from cassandra.concurrent import execute_concurrent_with_args
+    insert = session.prepare(f"INSERT INTO {workload.KEYSPACE}.followers (user_id, follower_id) VALUES (?, ?)")
+    results = execute_concurrent_with_args(session, insert, graph.edges, concurrency=64, raise_on_first_error=True)
+    progress(f"follower graph: {config.users} users, {len(results)} edges, the celebrity has "
+             f"{config.celebrity_followers} followers")
+    return info, session
+
+
+def _nodes(info) -> list[str]:
+    return [n.name for n in info.nodes]
+
+
+def _heal(settings: Settings, config: CampaignConfig, info, progress: Progress) -> None:
+    for node in _nodes(info):
+        cluster_mod.start_node(settings, node, name=config.cluster, progress=lambda m: None, timeout=START_TIMEOUT_S)
+
+
+def _keep_evidence(settings: Settings, config: CampaignConfig, info, folder: Path, check: dict | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    if check is not None:
+        (folder / "check.json").write_text(json.dumps(check, indent=2, default=str))
+    for node in info.nodes:
+        log = node.path / "logs" / "system.log" if node.path else None
+        if log is not None and log.is_file():
+            shutil.copy(log, folder / f"{node.name}-system.log")
+
+
+def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress, report: Progress) -> list[RunResult]:
+    """The reference run, then the faulty runs; ``report`` gets one line per run and the summary."""
+    from spark_jobs.chaos_check import check
+    from spark_jobs.session import build_session
+
+    if config.out.exists():   # a campaign's folder holds that campaign only
+        for old in [config.out / "runs.jsonl", config.out / "summary.json", config.out / "reference",
+                    *config.out.glob("run-*")]:
+            shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
+    config.out.mkdir(parents=True, exist_ok=True)
+    created = cluster_mod.load_cluster(settings, config.cluster) is None
+    info, session = _setup(settings, config, progress)
+    spark = build_session(master="local[2]", contact_points=info.contact_points, app_name="chaos-check")
+    ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
+    campaign_base = int(time.time()) * 1_000_000_000   # a campaign's ids are its own, on a reused cluster too
+    reference = config.out / "reference"
+    rng = random.Random(config.seed)
+    seeds: list[int | None] = [None]
+    seeds += [config.replay] if config.replay is not None else [rng.randrange(2 ** 31) for _ in range(config.runs)]
+    report(f"campaign: seed {config.seed}, {len(seeds) - 1} faulty run(s) after the reference; inputs: "
+           f"{len(ops)} writes of {config.tweets} tweets in {config.load_s:.0f}s (workload seed {config.workload_seed})")
+    results = []
+    for index, fault_seed in enumerate(seeds):
+        result = _run(settings, config, info, session, spark, check, ops, index, fault_seed,
+                      campaign_base + index * workload.ID_STRIDE, reference, progress)
+        report(result.line())
+        results.append(result)
+        with (config.out / "runs.jsonl").open("a") as f:
+            f.write(json.dumps(dataclasses.asdict(result), default=str) + "\n")
+        if index == 0 and not result.ok:
+            break   # without a good reference the other runs cannot be compared
+    faults = Counter(f.split()[0] for r in results for f in r.faults)
+    summary = {"runs": len(results) - 1, "faults": sum(faults.values()), "by_kind": dict(faults),
+               "missing": sum(r.missing for r in results), "unexpected": sum(r.unexpected for r in results),
+               "differs": sum(r.differs for r in results), "gave_up": sum(r.gave_up for r in results),
+               "failed_runs": [r.index for r in results if not r.ok]}
+    (config.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    report(f"summary: {summary['runs']} faulty run(s), {summary['faults']} fault(s) injected "
+           f"({', '.join(f'{k} {v}' for k, v in sorted(faults.items())) or 'none'}), missing {summary['missing']}, "
+           f"unexpected {summary['unexpected']}, differs {summary['differs']}, writes given up {summary['gave_up']}, "
+           f"failed runs: {summary['failed_runs'] or 'none'}")
+    session.cluster.shutdown()
+    spark.stop()
+    if created:   # a cluster made for the campaign goes with it; one it was given stays
+        cluster_mod.down(settings, name=config.cluster, progress=progress)
+    return results
+
+
+def _run(settings, config, info, session, spark, check, ops, index, fault_seed, id_base, reference, progress) -> RunResult:
+    started = time.monotonic()
+    faults = [] if fault_seed is None else nemesis.schedule(fault_seed, _nodes(info), config.load_s, config.kinds,
+                                                             config.faults_per_run)
+    progress(f"run {index}: " + ("reference, no fault" if not faults else "; ".join(f.describe() for f in faults)))
+    nem = nemesis.Nemesis(faults,
+                          kill=lambda n: cluster_mod.kill_node(settings, n, name=config.cluster, progress=lambda m: None),
+                          stop=lambda n: cluster_mod.stop_node(settings, n, name=config.cluster, progress=lambda m: None),
+                          start=lambda n: cluster_mod.start_node(settings, n, name=config.cluster, progress=lambda m: None,
+                                                                 timeout=START_TIMEOUT_S),
+                          progress=progress)
+    result = RunResult(index, fault_seed, [f.describe() for f in faults], [], 0, 0, 0, None, 0, 0, 0, 0.0)
+    check_result = None
+    try:
+        t0 = time.monotonic()
+        nem.start(t0)
+        stats = workload.write_all(session, ops, id_base, threads=config.client_threads)
+        nem.join()
+        result.events = [dataclasses.asdict(e) for e in nem.events]
+        result.writes, result.retried, result.gave_up = stats.writes, stats.retried, stats.gave_up
+        _heal(settings, config, info, progress)
+        since = dt.datetime.utcnow()
+        healed = time.monotonic()
+        status.wait_drained(session, list(workload.FLOWS), since, timeout=config.drain_timeout_s,
+                            progress=lambda m: None)
+        result.drained_s = time.monotonic() - healed
+        check_result = check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
+                             "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=index == 0)
+        result.missing, result.unexpected = check_result["missing"], check_result["unexpected"]
+        result.differs = check_result["differs"]
+    except ClusterError as e:
+        result.error = str(e).splitlines()[0]
+    result.seconds = time.monotonic() - started
+    if not result.ok:
+        _keep_evidence(settings, config, info, config.out / f"run-{index}", check_result)
+    return result

@@ -1,0 +1,47 @@
+"""`ctl chaos`: a fault campaign on a real cluster (pycontrol/chaos)."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from .cli_common import errors_to_exit
+from .errors import ConfigError
+
+app = typer.Typer(help="Fault campaigns: load + nemesis + Spark checker, seeded and replayable.", no_args_is_help=True)
+
+
+@app.command("run")
+def run(ctx: typer.Context,
+        runs: int = typer.Option(3, "--runs", help="Faulty runs after the fault-free reference run."),
+        seed: int = typer.Option(1, "--seed", help="Draws each run's fault seed."),
+        replay: Optional[int] = typer.Option(None, "--replay", help="Run only this fault seed (from a run's line)."),
+        kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma-separated fault kinds to draw from."),
+        faults: Optional[int] = typer.Option(None, "--faults", help="Faults per run (default: one or two, drawn)."),
+        cluster: str = typer.Option("chaos", "--cluster", help="The ccm cluster (created when missing)."),
+        nodes: int = typer.Option(3, "--nodes"),
+        tweets: Optional[int] = typer.Option(None, "--tweets", help="Tweets per run."),
+        load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
+        out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence.")):
+    """Run a campaign: one line per run, then a summary; exit 1 when any run lost, added or changed a row."""
+    from .chaos import campaign, nemesis
+    with errors_to_exit():
+        config = campaign.CampaignConfig(out=out, runs=runs, seed=seed, replay=replay, cluster=cluster, nodes=nodes,
+                                         faults_per_run=faults)
+        if kinds:
+            chosen = tuple(k.strip() for k in kinds.split(",") if k.strip())
+            unknown = [k for k in chosen if k not in nemesis.KINDS]
+            if unknown:
+                raise ConfigError(f"unknown fault kind(s) {', '.join(unknown)} (known: {', '.join(nemesis.KINDS)})")
+            config = dataclasses.replace(config, kinds=chosen)
+        if tweets is not None:
+            config = dataclasses.replace(config, tweets=tweets)
+        if load_s is not None:
+            config = dataclasses.replace(config, load_s=load_s)
+        if runs < 0:
+            raise ConfigError(f"--runs must be zero or more, found: {runs}")
+        results = campaign.run_campaign(ctx.obj, config, progress=lambda m: typer.echo(m, err=True),
+                                        report=typer.echo)
+    raise typer.Exit(0 if all(r.ok for r in results) else 1)

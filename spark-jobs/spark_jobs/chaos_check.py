@@ -1,0 +1,117 @@
+"""The checker of a chaos run: an independent read of the tables through the Spark Cassandra Connector.
+
+For one run's rows (the tweet ids in ``[id_from, id_to)``):
+
+- every flow is verified as ``spark_jobs.verify`` does (expected rows from the current source and fan-out
+  tables; missing and unexpected rows of each target), on that run's rows only;
+- the run's tables, ids made relative to the run, are compared with those of the campaign's fault-free
+  reference run (same inputs): rows only in the reference, rows only in this run. The reference run writes its
+  snapshot (Parquet) instead.
+
+    python -m spark_jobs.chaos_check --flows chaos_timeline,chaos_copy --tables chaos.tweets:tweet_id \\
+        --id-from 10000000 --id-to 20000000 --reference /tmp/ref --json
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Iterable, Mapping, Sequence
+
+SAMPLE_SIZE = 10
+
+
+def restrict(df, column: str, id_from: int, id_to: int):
+    from pyspark.sql import functions as F
+
+    return df.where((F.col(column) >= id_from) & (F.col(column) < id_to))
+
+
+def verify_flow(spark, spec: Mapping, id_column: str, id_from: int, id_to: int) -> list[dict]:
+    """spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids."""
+    from .session import read_table
+    from .verify import compared_columns, fanout_columns, source_columns, targets_by_table, verify_frames
+
+    src = spec["source"]
+    source_df = restrict(read_table(spark, src["keyspace"], src["table"], source_columns(spec)), id_column, id_from, id_to)
+    fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols) for name, cols in fanout_columns(spec).items()}
+    actual_dfs = {name: restrict(read_table(spark, *name.split(".", 1), compared_columns(group)), id_column, id_from, id_to)
+                  for name, group in targets_by_table(spec).items()}
+    return [dict(flow=spec["name"], **r.as_dict()) for r in verify_frames(spec, source_df, fanout_dfs, actual_dfs)]
+
+
+def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: int, id_to: int,
+                           reference: Path, write: bool) -> list[dict]:
+    """Each table's rows of the run, ids relative to the run; written as the reference (``write``) or compared
+    with it. Returns one dict per table: rows, only_in_reference, only_in_run (and samples)."""
+    from pyspark.sql import functions as F
+
+    from .session import read_table
+
+    out = []
+    for qualified, column in tables:
+        keyspace, table = qualified.split(".", 1)
+        df = restrict(read_table(spark, keyspace, table), column, id_from, id_to)
+        df = df.withColumn(column, F.col(column) - F.lit(id_from))
+        df = df.select(*sorted(df.columns))
+        path = str(reference / table)
+        if write:
+            df.write.mode("overwrite").parquet(path)
+            out.append(dict(table=qualified, rows=spark.read.parquet(path).count(), only_in_reference=0, only_in_run=0))
+            continue
+        ref = spark.read.parquet(path).select(*sorted(df.columns)).cache()
+        cur = df.cache()
+        missing, extra = ref.exceptAll(cur), cur.exceptAll(ref)
+        out.append(dict(table=qualified, rows=cur.count(), only_in_reference=missing.count(), only_in_run=extra.count(),
+                        only_in_reference_sample=[r.asDict() for r in missing.limit(SAMPLE_SIZE).collect()],
+                        only_in_run_sample=[r.asDict() for r in extra.limit(SAMPLE_SIZE).collect()]))
+        ref.unpersist()
+        cur.unpersist()
+    return out
+
+
+def check(spark, flows: Iterable[str], tables: Sequence[tuple[str, str]], id_column: str, id_from: int, id_to: int,
+          reference: Path, write_reference: bool) -> dict:
+    from .verify import load_spec
+
+    verified = [r for flow in flows for r in verify_flow(spark, load_spec(spark, flow), id_column, id_from, id_to)]
+    compared = compare_with_reference(spark, tables, id_from, id_to, reference, write_reference)
+    return {
+        "verified": verified,
+        "compared": compared,
+        "missing": sum(r["missing"] for r in verified),
+        "unexpected": sum(r["unexpected"] for r in verified),
+        "differs": sum(c["only_in_reference"] + c["only_in_run"] for c in compared),
+    }
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m spark_jobs.chaos_check", description=__doc__.split("\n\n")[0])
+    p.add_argument("--flows", required=True, help="comma-separated deployed flows")
+    p.add_argument("--tables", required=True, help="comma-separated keyspace.table:id_column to compare")
+    p.add_argument("--id-column", default="tweet_id")
+    p.add_argument("--id-from", type=int, required=True)
+    p.add_argument("--id-to", type=int, required=True)
+    p.add_argument("--reference", required=True, help="the reference run's snapshot folder")
+    p.add_argument("--write-reference", action="store_true", help="this run is the reference: write its snapshot")
+    p.add_argument("--contact-points", default="127.0.0.1")
+    p.add_argument("--master", default="local[2]")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from .session import build_session
+
+    args = _parser().parse_args(argv)
+    tables = [tuple(t.split(":", 1)) for t in args.tables.split(",") if t]
+    spark = build_session(master=args.master, contact_points=tuple(args.contact_points.split(",")),
+                          app_name="chaos-check")
+    result = check(spark, args.flows.split(","), tables, args.id_column, args.id_from, args.id_to,
+                   Path(args.reference), args.write_reference)
+    print(json.dumps(result, default=str))
+    return 0 if result["missing"] == result["unexpected"] == result["differs"] == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
