@@ -56,7 +56,7 @@ _CLUSTER = typer.Option(None, "--cluster", help="Run on this existing ccm cluste
 _KEEP = typer.Option(False, "--keep-cluster", help="Leave the last cluster up at the end.")
 _SCALE = typer.Option(1.0, "--scale", help="Graph size relative to the default 100,000 users.")
 _NODES = typer.Option(None, "--db-nodes", help="Cassandra nodes for Tables 1-3 (default 2).")
-_APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated.")
+_APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated; plain (a tweet write and no flow) too.")
 _STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 20).")
 _STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 60).")
 _BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % (default 60,30,60).")

@@ -85,7 +85,7 @@ def test_no_requests_is_an_error():
     (lambda r: r.update(experiment="soak"),
      "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, found: 'soak'"),
     (lambda r: r.update(app="kafka"),
-     "'app' must be one of synchronous, external_queue, integrated, bulk_writer, found: 'kafka'"),
+     "'app' must be one of synchronous, external_queue, integrated, bulk_writer, plain, found: 'kafka'"),
     (lambda r: r.update(db_nodes=0), "'db_nodes' must be a positive integer, found: 0"),
     (lambda r: r["requests"].pop("late"), "'requests' lacks 'late'"),
     (lambda r: r["response_ms"].update(p99="fast"), "'response_ms.p99' must be a number, found: 'fast'"),
@@ -113,6 +113,9 @@ def test_runs_round_trip_through_files(tmp_path):
     records = [ok(0, 2), ok(1, 4), Record(1, 0, T0 + 2, T0 + 2, T0 + 2.1, "error", False, "Timeout: 2 s")]
     older = summarise(records, app="synchronous")
     newer = summarise([ok(10, 3)], app="integrated")
+    plain = summarise([ok(20, 2)], app="plain")   # the baseline of the 80 % run: a tweet write, no flow
+    results.write_run(tmp_path / "plain", plain)
+    assert [r["app"] for r in results.load_runs(tmp_path / "plain")] == ["plain"]
     path = results.write_run(tmp_path, newer)
     results.write_run(tmp_path, older, records)
     assert path.name == "20231114T221330Z-80pct-integrated-2n.json"

@@ -47,9 +47,10 @@ final class DeadLetters
     /** @return true when the dead letter was written */
     boolean write(Task task, int attempts, Throwable lastFailure, String why)
     {
-        String error = error(lastFailure);
+        String error = "unknown";
         try
         {
+            error = error(lastFailure);
             CqlGateway.Prepared statement = insert;
             if (statement == null)
                 insert = statement = gateway.prepare(Cql.deadLetterInsert());

@@ -76,7 +76,7 @@ final class FlowConfigSource
                 failed.remove(name);
                 logger.info("Applied flow '{}' version {} on {}.{}", name, version, spec.source.keyspace, spec.source.table);
             }
-            catch (RuntimeException e)
+            catch (RuntimeException | LinkageError e)
             {
                 failed.put(name, version);
                 if (!reported)

@@ -140,7 +140,7 @@ public final class FlowExecutor
         {
             return run(task, rows);
         }
-        catch (Exception | AssertionError e)
+        catch (Throwable e) // a handler's LinkageError or StackOverflowError fails its task, retried like any failure
         {
             return ExecutionResult.failure(e);
         }

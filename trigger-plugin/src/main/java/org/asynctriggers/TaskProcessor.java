@@ -78,13 +78,23 @@ public final class TaskProcessor implements Consumer<Task>
         {
             result = executor.execute(task);
         }
-        catch (RuntimeException | AssertionError e)
+        catch (Throwable e)
         {
             result = ExecutionResult.failure(e); // the executor returns its failures; this is a bug there, still retried
         }
         if (!result.isSuccess())
         {
-            retries.failed(task, result.cause());
+            try
+            {
+                retries.failed(task, result.cause());
+            }
+            catch (Throwable e)
+            {
+                // never forget a task: its entry holds it, and a scan runs it again
+                logger.error("Flow '{}': could not schedule a retry of {}; its backup entry keeps it", task.flow(), task, e);
+                metrics.taskFinished(false);
+                backups.released(task);
+            }
             return;
         }
         metrics.fanoutRowsWritten(result.fanoutRows());

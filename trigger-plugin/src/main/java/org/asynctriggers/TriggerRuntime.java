@@ -311,7 +311,15 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
         if (shutdown)
             return;
         register();
-        configSource.poll();
+        try
+        {
+            configSource.poll();
+        }
+        catch (Throwable e)
+        {
+            // the next cycle polls again: the node must still become ready, or it would drop every capture
+            logger.error("Async trigger: could not read the flows at start", e);
+        }
         ready.countDown();
         registerFlowMBeans();
         if (takeover != null && !shutdown)
@@ -337,8 +345,9 @@ public final class TriggerRuntime implements TriggerRuntimeMBean, FlowRegistry
                 scheduleScans(now);
             }
         }
-        catch (RuntimeException e)
+        catch (RuntimeException | LinkageError e)
         {
+            // an exception would cancel the schedule for good: log it, the next cycle tries again
             logger.error("Unexpected error in the async trigger control thread", e);
         }
     }

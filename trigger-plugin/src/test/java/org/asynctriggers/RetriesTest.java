@@ -39,7 +39,7 @@ class RetriesTest
         }
     }
 
-    private static final String HOOK = "{\"name\": \"users_hook\","
+    static final String HOOK = "{\"name\": \"users_hook\","
         + "\"source\": {\"keyspace\": \"app\", \"table\": \"users\", \"partition_key\": [\"id\"], \"clustering\": [],"
         + "  \"columns\": {\"id\": \"bigint\", \"name\": \"text\", \"email\": \"text\"}},"
         + "\"handler\": \"" + Poison.class.getName() + "\","
@@ -186,6 +186,19 @@ class RetriesTest
         retries.failed(task, UnavailableException.create(ConsistencyLevel.ONE, 1, 0));
         assertEquals(1, metrics.getFailedTasks());
         assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+    }
+
+    @Test
+    void shouldRetryATaskWhoseHandlerThrowsAnError() throws Exception
+    {
+        // a LinkageError from a handler's missing dependency is the task's failure: retried, not lost with the worker
+        TaskProcessor broken = new TaskProcessor((TaskProcessor.Executor) t -> { throw new NoClassDefFoundError("com/example/Gone"); },
+                                                 metrics, retries, sleeps::add, () -> nowNanos, 0);
+        broken.accept(user(7, 70));
+        assertEquals(0, metrics.getActiveTasks());
+        assertEquals(1, metrics.getRetriedTasks());
+        assertEquals(1, scheduler.runDue());
+        assertEquals(70, queue.poll(0, TimeUnit.MILLISECONDS).timestamp());
     }
 
     @Test

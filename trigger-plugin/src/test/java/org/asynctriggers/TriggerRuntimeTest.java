@@ -226,6 +226,38 @@ class TriggerRuntimeTest
         assertEquals(List.of("users_by_name"), List.of(first.getFlowNames()));
     }
 
+    /** A handler whose class cannot initialize: a missing dependency jar, a failing static block. */
+    public static final class UnloadableHandler implements org.asynctriggers.api.FlowHandler
+    {
+        static final Object NEVER = fail();
+
+        private static Object fail()
+        {
+            throw new IllegalStateException("static initializer failed");
+        }
+
+        @Override
+        public void execute(org.asynctriggers.api.TaskContext ctx)
+        {
+        }
+    }
+
+    @Test
+    void shouldKeepGoodFlowsAndKeepPollingWhenAHandlerClassCannotInitialize() throws Exception
+    {
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        deploy("unloadable", RetriesTest.HOOK.replace("users_hook", "unloadable")
+                                             .replace(RetriesTest.Poison.class.getName(), UnloadableHandler.class.getName()), 1);
+        first = runtime(new TrackingThreadFactory(), gateway);
+        first.firstCycle(); // ExceptionInInitializerError, an Error, from the handler's class
+
+        assertTrue(first.awaitReady(0), "the node is ready: it captures and runs the other flows");
+        assertEquals(List.of("users_by_name"), List.of(first.getFlowNames()));
+        first.cycle();
+        capture(first, "users_by_name", userNamed(1, "ann", 10));
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+    }
+
     @Test
     void shouldWaitQuietlyForTheKeyspaceToExist()
     {
