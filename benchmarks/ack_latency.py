@@ -55,7 +55,7 @@ def warm_up(session, count: int) -> None:
     """``count`` tweets by users with no followers, 32 in flight: the flow writes each author's own row only."""
     insert = session.prepare(INSERT_TWEET)
     now = time.time()
-    rows = [(uuid_from_time(now, clock_seq=i % 16384), WARMUP_AUTHORS + i % 1000, "warm-up", int(now * 1000))
+    rows = [(uuid_from_time(now), WARMUP_AUTHORS + i % 1000, "warm-up", int(now * 1000))
             for i in range(count)]
     started = time.monotonic()
     execute_concurrent_with_args(session, insert, rows, concurrency=32, raise_on_first_error=True)
