@@ -43,11 +43,14 @@ def up(ctx: typer.Context,
        heap: str = typer.Option("1G", "--heap", help="JVM heap of each node (e.g. 512M, 1G)."),
        rf_hint: bool = typer.Option(False, "--rf-hint", help="Also print the replication factor to use."),
        no_plugin: bool = typer.Option(False, "--no-plugin", help="Start even if the plugin jar is not built."),
-       timeout: float = typer.Option(300, "--timeout", help="Seconds to wait for the nodes.")):
+       timeout: float = typer.Option(300, "--timeout", help="Seconds to wait for the nodes."),
+       commitlog_sync: Optional[str] = typer.Option(
+           None, "--commitlog-sync", help="New cluster: periodic (Cassandra's default; a node killed -9 forgets its "
+                                          "last ~100 ms of acknowledged writes) or batch (nothing acknowledged is lost).")):
     """Create and start a local cluster (reused if it exists), with the trigger plugin in every node."""
     with errors_to_exit():
         info = cl.up(ctx.obj, nodes=nodes, name=name, heap=heap, progress=_progress,
-                     require_plugin=not no_plugin, timeout=timeout)
+                     require_plugin=not no_plugin, timeout=timeout, commitlog_sync=commitlog_sync)
     _print_status(info.nodes)
     typer.echo(f"contact points: {','.join(info.contact_points)}")
     typer.echo(f"cqlsh: {info.cqlsh_command()}   (or: ctl cluster cqlsh node1)")

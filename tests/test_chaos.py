@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pycontrol.chaos import nemesis, workload
+from pycontrol.chaos import evidence, nemesis, workload
 
 NODES = ("node1", "node2", "node3")
 
@@ -58,6 +58,32 @@ def test_the_follower_graph_has_its_celebrity():
     assert len(followers[0]) == 2500
     assert all(u != f for u, f in g.edges)
     assert max(len(v) for u, v in followers.items() if u) <= 200
+
+
+def test_a_campaign_refuses_to_kill_every_node_of_a_cluster_with_a_periodic_commit_log(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from pycontrol import cluster as cluster_mod, config
+    from pycontrol.chaos import campaign
+    from pycontrol.errors import ClusterError
+
+    started = []
+    monkeypatch.setattr(cluster_mod, "load_cluster", lambda settings, name: SimpleNamespace(_config_options={}))
+    monkeypatch.setattr(cluster_mod, "up", lambda *a, **k: started.append(k))
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match="cluster old runs with commitlog_sync periodic.*--commitlog-sync batch"):
+        campaign._setup(settings, campaign.CampaignConfig(out=tmp_path, cluster="old"), lambda m: None)
+    assert started == []   # refused before anything ran
+
+
+def test_lineage_keys_are_read_as_the_plugin_writes_them():
+    # KeyCodec: per component a 4-byte big-endian length, then its bytes; a target key starts with the target index
+    key = evidence.encode_key([(7).to_bytes(8, "big")])
+    assert key == bytes.fromhex("00000008" "0000000000000007")
+    target = evidence.encode_key([(1).to_bytes(4, "big"), (4000).to_bytes(8, "big")])
+    assert evidence.decode_key(target) == [(1).to_bytes(4, "big"), (4000).to_bytes(8, "big")]
+    assert evidence._image_text(evidence.decode_key(target)) == "target 1 image [4000]"
+    assert evidence._image_text(evidence.decode_key(evidence.encode_key([(0).to_bytes(4, "big")]))) == "target 0 sentinel"
 
 
 @pytest.mark.cluster

@@ -23,6 +23,19 @@ def test_up_rejects_a_bad_heap(tmp_path: Path):
         cluster.up(settings, nodes=1, name="x", heap="lots", require_plugin=False)
 
 
+def test_up_rejects_an_unknown_commitlog_sync(tmp_path: Path):
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match="--commitlog-sync must be one of periodic, batch, not 'fast'"):
+        cluster.up(settings, nodes=1, name="x", commitlog_sync="fast", require_plugin=False)
+    assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
+
+
+def test_batch_commitlog_sync_is_valid_for_cassandra_5():
+    # DatabaseDescriptor refuses batch with a commitlog_sync_period other than 0, and periodic without one
+    assert cluster.COMMITLOG_SYNC["batch"] == {"commitlog_sync": "batch", "commitlog_sync_period": "0ms"}
+    assert cluster.COMMITLOG_SYNC["periodic"]["commitlog_sync_period"] == "10000ms"
+
+
 def test_unknown_cluster_is_a_clear_error(tmp_path: Path):
     settings = config.load(home=tmp_path)
     with pytest.raises(ClusterError, match="no cluster 'nope'.*ctl cluster up"):

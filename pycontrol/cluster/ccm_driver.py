@@ -209,16 +209,24 @@ def node_jvm_args(cluster_dir: Path) -> list[str]:
 
 
 @_quiet_ccm
+def commitlog_sync_of(cluster) -> str:
+    """The commitlog_sync a ccm cluster's nodes run with (ours set it at creation; periodic is Cassandra's default)."""
+    return str(cluster._config_options.get("commitlog_sync", "periodic"))
+
+
 def up(settings: Settings, nodes: int | None = None, name: str | None = None, heap: str = install.DEFAULT_HEAP,
        progress: Progress | None = None, plugin_jar: Path | None = None, require_plugin: bool = True,
-       timeout: float = 300.0) -> ClusterInfo:
+       timeout: float = 300.0, commitlog_sync: str | None = None) -> ClusterInfo:
     """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in the cluster's dir, start the
     nodes that are down (with the plugin), and return once every node answers CQL and sees the others up.
 
     nodes: None means 3 for a new cluster, the existing count otherwise. plugin_jar: default Settings.plugin_jar;
-    with require_plugin=False a missing jar is skipped instead of failing."""
+    with require_plugin=False a missing jar is skipped instead of failing. commitlog_sync: install.COMMITLOG_SYNC's
+    modes; None means periodic for a new cluster, whatever it has for an existing one (which must match if given)."""
     progress = progress or _noop
     name = _resolve_name(settings, name)
+    if commitlog_sync is not None and commitlog_sync not in install.COMMITLOG_SYNC:
+        raise ClusterError(f"--commitlog-sync must be one of {', '.join(install.COMMITLOG_SYNC)}, not '{commitlog_sync}'")
     jar = Path(plugin_jar) if plugin_jar is not None else settings.plugin_jar
     if require_plugin:
         _check_plugin(jar)
@@ -236,7 +244,8 @@ def up(settings: Settings, nodes: int | None = None, name: str | None = None, he
         try:
             with _ccm(f"creating cluster {name} in {settings.ccm_dir}", progress):
                 cluster = Cluster(str(settings.ccm_dir), name, install_dir=str(install_dir))
-                cluster.set_configuration_options(values=dict(install.LAPTOP_TUNING))
+                cluster.set_configuration_options(values={**install.LAPTOP_TUNING,
+                                                          **install.COMMITLOG_SYNC[commitlog_sync or "periodic"]})
                 for key, value in env.items():
                     cluster.set_environment_variable(key, value)
                 cluster.populate(count)
@@ -247,6 +256,9 @@ def up(settings: Settings, nodes: int | None = None, name: str | None = None, he
         if nodes is not None and nodes != len(cluster.nodes):
             raise ClusterError(f"cluster {name} exists with {len(cluster.nodes)} nodes, not {nodes}: "
                                f"remove it first with `ctl cluster down --name {name}`")
+        if commitlog_sync is not None and commitlog_sync_of(cluster) != commitlog_sync:
+            raise ClusterError(f"cluster {name} exists with commitlog_sync {commitlog_sync_of(cluster)}, not "
+                               f"{commitlog_sync}: remove it first with `ctl cluster down --name {name}`")
         progress(f"reusing cluster {name} ({len(cluster.nodes)} nodes) from {cluster.get_path()}")
         with _ccm(f"updating the nodes' heap of cluster {name}", progress):
             for node in cluster.nodes.values():

@@ -56,6 +56,15 @@ LAPTOP_TUNING: dict[str, object] = {
 }
 
 
+# commitlog_sync of a new cluster. periodic (Cassandra's default): a write is acknowledged before its commit log
+# record is on disk, and a node killed -9 forgets its last ~100 ms of acknowledged writes (the commit log's chained
+# markers; up to commitlog_sync_period on a crash of the machine). batch: acknowledged once synced, nothing forgotten.
+COMMITLOG_SYNC: dict[str, dict[str, object]] = {
+    "periodic": {"commitlog_sync": "periodic", "commitlog_sync_period": "10000ms"},
+    "batch": {"commitlog_sync": "batch", "commitlog_sync_period": "0ms"},
+}
+
+
 def _noop(_: str) -> None:
     pass
 
