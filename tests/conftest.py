@@ -19,15 +19,15 @@ def _progress(msg: str) -> None:
     print(f"[cluster] {msg}", flush=True)
 
 
-OWN_CLUSTERS_FIRST = ("tests/test_cluster_integration.py",)
+OWN_CLUSTERS_FIRST = {"test_cluster_integration.py"}
 
 
 def pytest_collection_modifyitems(session, config, items):
     """Modules that make and remove a cluster of their own on 127.0.0.x run before the session's cluster starts
     (it holds those addresses until the end, and such a module would skip)."""
-    first = [item for item in items if item.nodeid.startswith(OWN_CLUSTERS_FIRST)]
+    first = [item for item in items if item.path.name in OWN_CLUSTERS_FIRST]
     if first:
-        items[:] = first + [item for item in items if not item.nodeid.startswith(OWN_CLUSTERS_FIRST)]
+        items[:] = first + [item for item in items if item.path.name not in OWN_CLUSTERS_FIRST]
 
 
 @pytest.fixture(scope="session")

@@ -105,7 +105,8 @@ def _session(contact_points: Sequence[str]):
 
 def _setup(settings: Settings, config: CampaignConfig, progress: Progress):
     existing = cluster_mod.load_cluster(settings, config.cluster)
-    if existing is not None and "restart_all" in config.kinds and cluster_mod.commitlog_sync_of(existing) != "batch":
+    if (existing is not None and "restart_all" in config.kinds
+            and cluster_mod.commitlog_sync_of(existing) not in ("batch", "group")):
         raise ClusterError(
             f"cluster {config.cluster} runs with commitlog_sync {cluster_mod.commitlog_sync_of(existing)}: restart_all "
             "kills every node, and each then forgets its last ~100 ms of acknowledged writes, the flows' bookkeeping "
@@ -240,7 +241,7 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
             again = check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
                           "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=False)
             result.recheck = (again["missing"], again["unexpected"], again["differs"])
-            rows += [{"kind": "after the second check", **r} for r in evidence.explain(session, again)]
+            rows += [{**r, "when": "second check"} for r in evidence.explain(session, again)]
         except Exception as e:  # noqa: BLE001 - the evidence is a bonus: the run's verdict stands without it
             rows.append({"error": f"evidence not gathered: {e!r}"})
     result.seconds = time.monotonic() - started

@@ -51,7 +51,8 @@ def explain_row(session, flow: str, table: str, row: Mapping) -> dict:
     ks = workload.KEYSPACE
     tweet_id = row["tweet_id"]
     out: dict = {"flow": flow, "table": table, "row": dict(row)}
-    out["source"] = _rows(session, f"SELECT author_id, body, writetime(body) AS written FROM {ks}.tweets "
+    source = workload.SOURCES.get(flow, "tweets")
+    out["source"] = _rows(session, f"SELECT author_id, body, writetime(body) AS written FROM {ks}.{source} "
                                    "WHERE tweet_id = %s", (tweet_id,))
     name = table.split(".", 1)[-1]
     if name == "timeline" and "user_id" in row:
@@ -71,10 +72,15 @@ def explain_row(session, flow: str, table: str, row: Mapping) -> dict:
 
 
 def explain(session, check: Mapping) -> list[dict]:
-    """Every sampled missing or unexpected row of the check, explained (see the module)."""
+    """Every sampled missing or unexpected row of the check, explained (see the module); a row that cannot be read
+    says why, and the others are still explained."""
     out = []
     for result in check.get("verified", ()):
         for kind in ("missing", "unexpected"):
             for row in result.get(f"{kind}_sample", ()):
-                out.append({"kind": kind, **explain_row(session, result["flow"], result["table"], row)})
+                try:
+                    out.append({"kind": kind, **explain_row(session, result["flow"], result["table"], row)})
+                except Exception as e:  # noqa: BLE001 - evidence: one unreadable row must not hide the others
+                    out.append({"kind": kind, "flow": result["flow"], "table": result["table"], "row": dict(row),
+                                "error": repr(e)})
     return out

@@ -19,6 +19,7 @@ from typing import Callable, Sequence
 
 KEYSPACE = "chaos"
 FLOWS = ("chaos_timeline", "chaos_copy", "chaos_by_author")
+SOURCES = {"chaos_timeline": "tweets", "chaos_copy": "tweets", "chaos_by_author": "tweets_copy"}   # flow -> its source
 # tables a run's checker compares, with the column holding the tweet id
 TABLES = (("tweets", "tweet_id"), ("tweets_copy", "tweet_id"), ("timeline", "tweet_id"), ("by_author", "tweet_id"))
 ID_STRIDE = 10_000_000   # tweet ids of run r: r * ID_STRIDE + n

@@ -208,12 +208,12 @@ def node_jvm_args(cluster_dir: Path) -> list[str]:
     return args
 
 
-@_quiet_ccm
 def commitlog_sync_of(cluster) -> str:
     """The commitlog_sync a ccm cluster's nodes run with (ours set it at creation; periodic is Cassandra's default)."""
     return str(cluster._config_options.get("commitlog_sync", "periodic"))
 
 
+@_quiet_ccm
 def up(settings: Settings, nodes: int | None = None, name: str | None = None, heap: str = install.DEFAULT_HEAP,
        progress: Progress | None = None, plugin_jar: Path | None = None, require_plugin: bool = True,
        timeout: float = 300.0, commitlog_sync: str | None = None) -> ClusterInfo:
