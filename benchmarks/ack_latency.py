@@ -9,7 +9,7 @@ node that serves traffic; unwarmed, the capture code runs interpreted and the fi
 the design). Every measured write is paced alike in every variant: it waits until the previous fan-out finished (a
 flow's), then ``--gap`` seconds more, so each meets the same idle cluster after the same idle time (a variant that
 wrote back to back would keep its request threads hot and win for that reason alone); its statement is prepared
-once, before. The three variants alternate in blocks (A B C A B C) so drift on this shared machine hits all of them.
+once. The three variants alternate in blocks (A B C A B C) so drift on this shared machine hits all of them.
 
     python benchmarks/ack_latency.py [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
 """
@@ -26,7 +26,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from cassandra import ConsistencyLevel  # noqa: E402
 from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from cassandra.util import uuid_from_time  # noqa: E402
 
@@ -34,7 +33,7 @@ from pycontrol import cluster as cluster_mod, config, deploy, status  # noqa: E4
 from pycontrol.cql import connect  # noqa: E402
 from pycontrol.cql_script import run_file  # noqa: E402
 from pycontrol.flows import Backup, load_flow_file  # noqa: E402
-from pycontrol.workload import INSERT_TWEET, tweet_body, write_tweets  # noqa: E402
+from pycontrol.workload import INSERT_TWEET, write_tweets  # noqa: E402
 
 CELEBRITY = 1
 ORDINARY = 2          # an ordinary user: three followers
@@ -52,16 +51,6 @@ def wait_for_row(session, user: int, tweet, timeout: float = 300) -> float:
             return time.monotonic() - started
         time.sleep(0.005)
     raise TimeoutError(f"tweet {tweet} did not reach user {user} within {timeout} s")
-
-
-def timed_write(session, insert, author: int, rng: random.Random):
-    """One tweet by ``author`` with a statement prepared once: (ack latency in ms, tweet id)."""
-    now = time.time()
-    tweet_id = uuid_from_time(now)
-    values = (tweet_id, author, tweet_body(rng), int(now * 1000))
-    started = time.perf_counter()
-    session.execute(insert, values)
-    return (time.perf_counter() - started) * 1000, tweet_id
 
 
 def warm_up(session, count: int) -> None:
@@ -99,8 +88,7 @@ def main(argv=None) -> int:
             session.execute(f"TRUNCATE twitter.{t}")
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         edges = [(CELEBRITY, f) for f in followers] + [(ORDINARY, f) for f in followers[:3]]
-        timed = session.prepare(INSERT_TWEET)
-        timed.consistency_level = ConsistencyLevel.QUORUM
+        timed = session.prepare(INSERT_TWEET)   # once: a PREPARE round trip before each write would be noise
         execute_concurrent_with_args(session, insert, edges, concurrency=64, raise_on_first_error=True)
         log(f"user {CELEBRITY} has {len(followers)} followers, user {ORDINARY} has 3")
         latencies = {"backup": [], "no-backup": [], "dropped": []}
@@ -123,17 +111,17 @@ def main(argv=None) -> int:
             log(f"{block} writes, flow {variant if variant in variants else 'dropped'}")
             for _ in range(block):
                 time.sleep(args.gap)
-                ms, tweet_id = timed_write(session, timed, CELEBRITY, rng)
-                latencies[variant].append(ms)
+                stats = write_tweets(session, [CELEBRITY], rng, insert=timed)
+                latencies[variant].extend(stats.latencies_ms)
                 if variant in variants:
                     # fan-out pages in follower order: the last follower's row is written last
-                    fanout_s.append(wait_for_row(session, followers[-1], tweet_id))
+                    fanout_s.append(wait_for_row(session, followers[-1], stats.tweet_ids[0]))
                     status.wait_drained(session, [FLOW], dt.datetime.utcnow(), timeout=300)
                 time.sleep(args.gap)
-                ms, tweet_id = timed_write(session, timed, ORDINARY, rng)
-                ordinary[variant].append(ms)
+                stats = write_tweets(session, [ORDINARY], rng, insert=timed)
+                ordinary[variant].extend(stats.latencies_ms)
                 if variant in variants:
-                    wait_for_row(session, followers[2], tweet_id)
+                    wait_for_row(session, followers[2], stats.tweet_ids[0])
         if FLOW in deploy.read_deployed(session):
             deploy.drop(session, FLOW)
 

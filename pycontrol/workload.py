@@ -37,9 +37,10 @@ def tweet_body(rng: random.Random, size: int = 200) -> str:
 
 
 def write_tweets(session, authors: Sequence[int], rng: random.Random,
-                 consistency: int = ConsistencyLevel.QUORUM) -> WriteStats:
-    """Write one tweet per author, one at a time, timing each acknowledgement (the client's view)."""
-    insert = session.prepare(INSERT_TWEET)
+                 consistency: int = ConsistencyLevel.QUORUM, insert=None) -> WriteStats:
+    """Write one tweet per author, one at a time, timing each acknowledgement (the client's view). ``insert``: the
+    INSERT_TWEET statement prepared once by a caller that writes often (else it is prepared here, before the writes)."""
+    insert = insert if insert is not None else session.prepare(INSERT_TWEET)
     insert.consistency_level = consistency
     latencies, ids = [], []
     for author in authors:

@@ -105,10 +105,10 @@ def _session(contact_points: Sequence[str]):
 
 def _setup(settings: Settings, config: CampaignConfig, progress: Progress):
     existing = cluster_mod.load_cluster(settings, config.cluster)
-    if (existing is not None and "restart_all" in config.kinds
-            and cluster_mod.commitlog_sync_of(existing) not in ("batch", "group")):
+    sync = None if existing is None else cluster_mod.commitlog_sync_of(existing)
+    if sync is not None and "restart_all" in config.kinds and sync not in ("batch", "group"):
         raise ClusterError(
-            f"cluster {config.cluster} runs with commitlog_sync {cluster_mod.commitlog_sync_of(existing)}: restart_all "
+            f"cluster {config.cluster} runs with commitlog_sync {sync}: restart_all "
             "kills every node, and each then forgets its last ~100 ms of acknowledged writes, the flows' bookkeeping "
             "among them (docs/design.md, 'Durability'); give the campaign a cluster made with "
             "`ctl cluster up --commitlog-sync batch`, a new cluster name, or --kinds without restart_all")
@@ -211,6 +211,15 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
                           progress=progress)
     result = RunResult(index, fault_seed, [f.describe() for f in faults], [], 0, 0, 0, None, 0, 0, 0, 0.0)
     check_result = None
+
+    def drain() -> None:
+        status.wait_drained(session, list(workload.FLOWS), dt.datetime.utcnow(), timeout=config.drain_timeout_s,
+                            progress=lambda m: None)
+
+    def check_run(write_reference: bool) -> dict:
+        return check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
+                     "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=write_reference)
+
     try:
         t0 = time.monotonic()
         nem.start(t0)
@@ -219,13 +228,10 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         result.events = [dataclasses.asdict(e) for e in nem.events]
         result.writes, result.retried, result.gave_up = stats.writes, stats.retried, stats.gave_up
         _heal(settings, config, info, progress)
-        since = dt.datetime.utcnow()
         healed = time.monotonic()
-        status.wait_drained(session, list(workload.FLOWS), since, timeout=config.drain_timeout_s,
-                            progress=lambda m: None)
+        drain()
         result.drained_s = time.monotonic() - healed
-        check_result = check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
-                             "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=index == 0)
+        check_result = check_run(write_reference=index == 0)
         result.missing, result.unexpected = check_result["missing"], check_result["unexpected"]
         result.differs = check_result["differs"]
     except ClusterError as e:
@@ -236,10 +242,8 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         try:
             rows = evidence.explain(session, check_result)
             time.sleep(RECHECK_AFTER_S)
-            status.wait_drained(session, list(workload.FLOWS), dt.datetime.utcnow(), timeout=config.drain_timeout_s,
-                                progress=lambda m: None)
-            again = check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
-                          "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=False)
+            drain()
+            again = check_run(write_reference=False)
             result.recheck = (again["missing"], again["unexpected"], again["differs"])
             rows += [{**r, "when": "second check"} for r in evidence.explain(session, again)]
         except Exception as e:  # noqa: BLE001 - the evidence is a bonus: the run's verdict stands without it
