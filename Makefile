@@ -7,7 +7,7 @@ CTL   := $(VENV)/bin/ctl
 PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-java test-integration bench-ack bench-backup bench bench-smoke chaos clean
+.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
 
 all: install
 
@@ -30,7 +30,7 @@ cassandra: venv
 	$(CTL) cluster install
 
 spark-jars: venv
-	$(PY) -c "from spark_jobs.session import connector_jars; print(len(connector_jars()), 'connector jars')"
+	$(PY) -c "from async_triggers.spark_jobs.session import connector_jars; print(len(connector_jars()), 'connector jars')"
 
 install: venv plugin cassandra spark-jars
 
@@ -41,8 +41,15 @@ demo: install
 test-java:
 	mvn -q -B -f trigger-plugin/pom.xml test
 
+# one target per tier of tests/ (the folder is the tier)
 test-unit: venv
-	$(PY) -m pytest -q -m "not cluster and not spark" $(PYTEST_ARGS)
+	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
+
+test-cluster: install
+	$(PY) -m pytest -q -rs tests/cluster $(PYTEST_ARGS)
+
+test-spark: install
+	$(PY) -m pytest -q -rs tests/spark $(PYTEST_ARGS)
 
 # The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters,
 # the benchmarks' smoke version (a private RabbitMQ node: `broker`).
@@ -64,11 +71,11 @@ chaos: install
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
 bench-ack: install
-	$(PY) benchmarks/ack_latency.py
+	$(PY) -m async_triggers.benchmarks.ack_latency
 
 # the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
 bench-backup: install
-	$(PY) benchmarks/backup_size.py --minutes 10
+	$(PY) -m async_triggers.benchmarks.backup_size --minutes 10
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target
@@ -94,6 +101,4 @@ bench-deps: venv
 
 # the benchmarks' building blocks: unit tests, the Spark load generator, a private RabbitMQ node (no Cassandra)
 test-bench: bench-deps broker
-	$(PY) -m pytest -q -rs -m "not cluster" tests/test_bench_reference.py tests/test_loadgen.py \
-	  tests/test_bench_results.py tests/test_bench_report.py tests/test_bench_apps.py tests/test_broker.py \
-	  tests/test_external_queue.py
+	$(PY) -m pytest -q -rs -m "not cluster" tests/bench $(PYTEST_ARGS)

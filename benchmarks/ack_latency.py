@@ -11,7 +11,7 @@ flow's), then ``--gap`` seconds more, so each meets the same idle cluster after 
 wrote back to back would keep its request threads hot and win for that reason alone); its statement is prepared
 once. The three variants alternate in blocks (A B C A B C) so drift on this shared machine hits all of them.
 
-    python benchmarks/ack_latency.py [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
+    python -m async_triggers.benchmarks.ack_latency [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
 """
 from __future__ import annotations
 
@@ -24,16 +24,14 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 from cassandra.util import uuid_from_time  # noqa: E402
 
-from pycontrol import cluster as cluster_mod, config, deploy, status  # noqa: E402
-from pycontrol.cql import connect  # noqa: E402
-from pycontrol.cql_script import run_file  # noqa: E402
-from pycontrol.flows import Backup, load_flow_file  # noqa: E402
-from pycontrol.workload import INSERT_TWEET, write_tweets  # noqa: E402
+from async_triggers import cluster as cluster_mod, config, deploy, status  # noqa: E402
+from async_triggers.cql import connect  # noqa: E402
+from async_triggers.cql_script import run_file  # noqa: E402
+from async_triggers.flows import Backup, load_flow_file  # noqa: E402
+from async_triggers.workload import INSERT_TWEET, write_tweets  # noqa: E402
 
 CELEBRITY = 1
 ORDINARY = 2          # an ordinary user: three followers

@@ -5,7 +5,7 @@ prints, per node, the backup map's live entries (nodetool tablestats of twitter.
 estimated, live space, sstables) and the flow's pending tasks. At the end it counts the tombstone warnings in
 every node's log (``tombstone_warn_threshold``) and prints the verdict.
 
-    python benchmarks/backup_size.py [--minutes 10] [--rate 50] [--nodes 3]
+    python -m async_triggers.benchmarks.backup_size [--minutes 10] [--rate 50] [--nodes 3]
 """
 from __future__ import annotations
 
@@ -17,15 +17,13 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
 from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
 
-from pycontrol import cluster as cluster_mod, config, deploy, status  # noqa: E402
-from pycontrol.cql import connect  # noqa: E402
-from pycontrol.cql_script import run_file  # noqa: E402
-from pycontrol.flows import load_flow_file  # noqa: E402
-from pycontrol.workload import INSERT_TWEET, tweet_body  # noqa: E402
+from async_triggers import cluster as cluster_mod, config, deploy, status  # noqa: E402
+from async_triggers.cql import connect  # noqa: E402
+from async_triggers.cql_script import run_file  # noqa: E402
+from async_triggers.flows import load_flow_file  # noqa: E402
+from async_triggers.workload import INSERT_TWEET, tweet_body  # noqa: E402
 
 FLOW = "twitter_timeline"
 TABLE = "twitter.async_backup_tweets"

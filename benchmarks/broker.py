@@ -1,6 +1,6 @@
 """A private RabbitMQ node for the external-queue baseline, from Debian's ``rabbitmq-server`` (``make broker``).
 
-    python -m benchmarks.broker start|stop|status [--amqp-port 35672] [--nodename async-triggers-bench]
+    python -m async_triggers.benchmarks.broker start|stop|status [--amqp-port 35672] [--nodename async-triggers-bench]
 
 The node is the benchmark's own: its own node name, its own ports (AMQP, Erlang distribution and a private
 ``epmd``, all on 127.0.0.1), its own data, logs, configuration and Erlang cookie under
@@ -24,10 +24,7 @@ import time
 from pathlib import Path
 from typing import Callable, Sequence
 
-if __package__ in (None, ""):  # run as a script: python benchmarks/broker.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks.errors import BrokerError  # noqa: E402
+from async_triggers.benchmarks.errors import BrokerError  # noqa: E402
 
 RABBITMQ_SCRIPTS = Path("/usr/lib/rabbitmq/bin")   # Debian's package: the real scripts, not the su wrappers
 DEFAULT_NODENAME = "async-triggers-bench"
@@ -39,7 +36,7 @@ _NODENAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 
 
 def default_home() -> Path:
-    """``$ASYNC_TRIGGERS_HOME``, else ``~/.cache/async-triggers`` (the same rule as ``pycontrol.config``)."""
+    """``$ASYNC_TRIGGERS_HOME``, else ``~/.cache/async-triggers`` (the same rule as ``async_triggers.config``)."""
     return Path(os.environ.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")).expanduser()
 
 
@@ -275,7 +272,7 @@ class Broker:
         if self._read_pid("server") is not None:
             raise BrokerError(f"broker {c.node} has a server process (pid {self._read_pid('server')}) that does "
                               f"not answer AMQP on {c.host}:{c.amqp_port}: stop it first "
-                              f"(python -m benchmarks.broker stop); its log: {c.startup_log}")
+                              f"(python -m async_triggers.benchmarks.broker stop); its log: {c.startup_log}")
         for what, port in (("AMQP", c.amqp_port), ("Erlang distribution", c.dist_port)):
             if not port_free(c.host, port):
                 raise BrokerError(f"port {port} ({what}) on {c.host} is taken by another process: give the "
@@ -390,7 +387,7 @@ class Broker:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.broker", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.benchmarks.broker", description=__doc__.split("\n\n")[0])
     p.add_argument("action", choices=("start", "stop", "status"))
     p.add_argument("--home", type=Path, default=None, help="default: $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers")
     p.add_argument("--nodename", default=DEFAULT_NODENAME)

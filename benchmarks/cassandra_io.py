@@ -18,8 +18,8 @@ import time
 import uuid
 from typing import Callable, Iterable, Sequence
 
-from benchmarks.apps.tweets import Tweet
-from benchmarks.errors import BenchError
+from async_triggers.benchmarks.apps.tweets import Tweet
+from async_triggers.benchmarks.errors import BenchError
 
 INSERT_TWEET = 'INSERT INTO {ks}."tweets" ("tweet_id", "author_id", "body", "created_at") VALUES (?, ?, ?, ?)'
 INSERT_TIMELINE = ('INSERT INTO {ks}."timeline" ("user_id", "tweet_id", "author_id", "body") '
@@ -224,7 +224,7 @@ def worker_args(target: Target) -> list[str]:
     args = {"contact_points": ",".join(target.contact_points), "write_consistency": target.write_consistency,
             "read_consistency": target.read_consistency, "concurrency": str(target.concurrency),
             "retry_s": str(target.retry_s), "keyspace": target.keyspace}
-    return ["--writer", "benchmarks.cassandra_io:fanout_writer",
+    return ["--writer", "async_triggers.benchmarks.cassandra_io:fanout_writer",
             *itertools.chain.from_iterable(("--writer-arg", f"{k}={v}") for k, v in args.items())]
 
 
@@ -269,7 +269,7 @@ def connector_write(spark, target: Target, rows: int, partitions: int, concurren
     """The JVM's bulk writer: ``rows`` synthetic timeline rows written by the Spark Cassandra Connector
     (asynchronous writes, ``concurrency`` in flight per task, the target's write consistency); rows per second."""
     from pyspark.sql import functions as F
-    from spark_jobs.session import CASSANDRA_FORMAT
+    from async_triggers.spark_jobs.session import CASSANDRA_FORMAT
     # a timeuuid column takes version-1 UUIDs only: made from the row number (as the time) and its hash (node)
     tweet_id = F.expr("concat(lpad(hex(id % 4294967296), 8, '0'), '-', lpad(hex((id div 4294967296) % 65536), 4, "
                       "'0'), '-11f1-8', substr(md5(cast(id as string)), 1, 3), '-', "

@@ -1,5 +1,5 @@
 """Errors of the benchmarks. They derive from the control plane's tree so ``ctl`` reports them like its own."""
-from pycontrol.errors import AsyncTriggersError
+from async_triggers.errors import AsyncTriggersError
 
 __all__ = ["BenchError", "BrokerError", "ResultsError"]
 

@@ -8,7 +8,7 @@ One :class:`Bench` drives a run end to end: a ccm cluster (``db_nodes`` nodes; t
 ``fault_nodes``), the schema with the run's replication factor, the follower graph loaded with Spark, and per
 application run: empty tweets/timeline, the application's own machinery (the flow deployed for the integrated
 approach and dropped for the others; a private RabbitMQ node and worker processes for the external queue), the
-open-loop load from ``spark_jobs.loadgen`` (Spark tasks, ``local[partitions]``), and, while it runs, the
+open-loop load from ``async_triggers.spark_jobs.loadgen`` (Spark tasks, ``local[partitions]``), and, while it runs, the
 completed propagations, a propagation-lag probe and per-process resources. A run ends when every acknowledged
 tweet is in every timeline (or ``drain_timeout_s`` passed); its results file follows benchmarks/README.md.
 
@@ -45,13 +45,13 @@ import time
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from benchmarks import results as results_mod
-from benchmarks.apps.external_queue import DEFAULT_QUEUE, ExternalQueueApp, purge, queue_depth
-from benchmarks.apps.integrated import IntegratedApp
-from benchmarks.apps.synchronous import SynchronousApp
-from benchmarks.cassandra_io import (SESSIONS, FanOutFactory, LagProbe, StoreFactory, Target, bulk_write,
+from async_triggers.benchmarks import results as results_mod
+from async_triggers.benchmarks.apps.external_queue import DEFAULT_QUEUE, ExternalQueueApp, purge, queue_depth
+from async_triggers.benchmarks.apps.integrated import IntegratedApp
+from async_triggers.benchmarks.apps.synchronous import SynchronousApp
+from async_triggers.benchmarks.cassandra_io import (SESSIONS, FanOutFactory, LagProbe, StoreFactory, Target, bulk_write,
                                      connector_write, worker_args)
-from benchmarks.errors import BenchError
+from async_triggers.benchmarks.errors import BenchError
 
 Progress = Callable[[str], None]
 APPS = ("synchronous", "external_queue", "integrated")
@@ -170,7 +170,7 @@ class FlowCounters:
     construction; a node whose counter went down restarted: its last value is carried over."""
 
     def __init__(self, session):
-        from pycontrol import status
+        from async_triggers import status
         self.session, self.status = session, status
         self.base: dict[str, tuple[int, int]] = {}
         self.carried: dict[str, tuple[int, int]] = {}
@@ -234,7 +234,7 @@ class DoneFiles:
 # -- the bench -------------------------------------------------------------------------------------------------------
 class Bench:
     def __init__(self, config: BenchConfig, settings=None, progress: Progress = print):
-        from pycontrol import config as pconfig
+        from async_triggers import config as pconfig
         self.cfg = config
         self.settings = settings or pconfig.load()
         self.progress = progress
@@ -257,7 +257,7 @@ class Bench:
 
     def use_cluster(self, nodes: int) -> None:
         """A cluster of ``nodes`` nodes with the schema and the follower graph (reused when it is the current)."""
-        from pycontrol import cluster as cluster_mod
+        from async_triggers import cluster as cluster_mod
         if self.cfg.reuse_cluster:
             name = self.cfg.reuse_cluster
             info = cluster_mod.cluster_info(self.settings, name)
@@ -280,12 +280,12 @@ class Bench:
         self._schema_and_graph()
 
     def _session(self):
-        from pycontrol import cql
+        from async_triggers import cql
         return cql.connect(dataclasses.replace(self.settings, contact_points=self.contact_points))
 
     def _schema_and_graph(self) -> None:
-        from spark_jobs import load_twitter
-        from pycontrol.cql_script import run_file
+        from async_triggers.spark_jobs import load_twitter
+        from async_triggers.cql_script import run_file
         with self._session() as session:
             session.execute("CREATE KEYSPACE IF NOT EXISTS twitter WITH replication = "
                             f"{{'class': 'SimpleStrategy', 'replication_factor': {self.cfg.replication}}}")
@@ -299,7 +299,7 @@ class Bench:
         gen = dict(n_users=self.cfg.users, seed=self.cfg.seed, min_celebrity=self.cfg.min_celebrity)
         counts = load_twitter.counts_df(spark, **gen).cache()
         edges = load_twitter.edges_df(spark, **gen, counts=counts)
-        from spark_jobs.session import write_table
+        from async_triggers.spark_jobs.session import write_table
         write_table(load_twitter.users_df(spark, self.cfg.users, self.cfg.min_celebrity), "twitter", "users")
         write_table(edges, "twitter", "followers")
         self.n_users = load_twitter.effective_users(self.cfg.users, self.cfg.min_celebrity)
@@ -315,13 +315,13 @@ class Bench:
 
     def spark_session(self):
         if self.spark is None:
-            from spark_jobs.session import build_session
+            from async_triggers.spark_jobs.session import build_session
             self.spark = build_session(master=f"local[{self.cfg.partitions}]", contact_points=self.contact_points,
                                        app_name="bench")
         return self.spark
 
     def flow(self):
-        from pycontrol.flows import FanOut, Flow, Queue, Retry, Write, row, source
+        from async_triggers.flows import FanOut, Flow, Queue, Retry, Write, row, source
         columns = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)
         return Flow(name=FLOW, source="twitter.tweets", events=("insert",),
                     steps=[Write("twitter.timeline", user_id=source.author_id, **columns),
@@ -333,7 +333,7 @@ class Bench:
 
     def _prepare(self, app: str):
         """Empty tweets and timeline; the flow deployed only for the integrated approach. Returns its spec."""
-        from pycontrol import deploy
+        from async_triggers import deploy
         with self._session() as session:
             deployed = deploy.read_deployed(session)
             if app == "integrated":
@@ -347,7 +347,7 @@ class Bench:
 
     def ensure_broker(self):
         if self.broker is None:
-            from benchmarks.broker import Broker, default_config, installed
+            from async_triggers.benchmarks.broker import Broker, default_config, installed
             if not installed():
                 raise BenchError("the external-queue approach needs RabbitMQ: make broker")
             self.broker = Broker(default_config(), progress=self.progress).start()
@@ -367,8 +367,8 @@ class Bench:
             during: Callable[[float], list[dict]] | None = None, verify: bool = False,
             config: dict | None = None, write: bool = True) -> dict:
         """One application under one rate profile, until every propagation completed; the results file."""
-        from spark_jobs import loadgen
-        from benchmarks import resources as res_mod
+        from async_triggers.spark_jobs import loadgen
+        from async_triggers.benchmarks import resources as res_mod
         spec = self._prepare(app)
         target = self.target()
         store = StoreFactory(target)
@@ -546,7 +546,7 @@ class Bench:
         return result, checks
 
     def _verify(self, spec: dict) -> dict:
-        from spark_jobs import verify
+        from async_triggers.spark_jobs import verify
         self.progress("  verifying every propagation with Spark")
         got = verify.verify_with_session(self.spark_session(), spec)
         t = next(r for r in got if r.table == "twitter.timeline")
@@ -565,7 +565,7 @@ class Bench:
             files.append(done)
             log = open(work / f"worker-{i}.log", "w")
             procs.append(subprocess.Popen(
-                [sys.executable, "-m", "benchmarks.apps.external_queue", "worker", "--url", url,
+                [sys.executable, "-m", "async_triggers.benchmarks.apps.external_queue", "worker", "--url", url,
                  *worker_args(target), "--record", str(done)], stdout=log, stderr=subprocess.STDOUT, env=env,
                 cwd=str(REPO)))
         return procs, files
@@ -581,8 +581,8 @@ class Bench:
                 p.kill()
 
     def _resource_groups(self, workers: Sequence[subprocess.Popen]) -> dict:
-        from benchmarks import resources as res_mod
-        from pycontrol import cluster as cluster_mod
+        from async_triggers.benchmarks import resources as res_mod
+        from async_triggers import cluster as cluster_mod
         me = os.getpid()
 
         def spark_worker(p) -> bool:
@@ -618,7 +618,7 @@ class Bench:
         self.progress(f"  Spark Cassandra Connector: {jvm['rows']} timeline rows in {jvm['seconds']:.1f} s = "
                       f"{jvm['rows_s']:.0f} rows/s")
         best = max((python, jvm), key=lambda g: g["rows_s"])
-        from spark_jobs.loadgen import Record
+        from async_triggers.spark_jobs.loadgen import Record
         record = Record(0, 0, started, started, started + best["seconds"], "ok", False, None)
         run = results_mod.summarise([record], experiment="bulk_writer", app="bulk_writer", db_nodes=self.nodes,
                                     duration_s=best["seconds"],
@@ -634,9 +634,9 @@ class Bench:
         """The integrated flow's fan-out rate with its queues never empty: the most-followed user's tweets, as
         many as make about ``rows`` timeline rows, written at once; timeline rows/s from the first write to the
         last task's completion (flow_status), the same count the bulk writer's rate is made of."""
-        from benchmarks.apps.tweets import Tweet
+        from async_triggers.benchmarks.apps.tweets import Tweet
         from cassandra.util import uuid_from_time
-        from spark_jobs.loadgen import Record
+        from async_triggers.spark_jobs.loadgen import Record
         self._prepare("integrated")
         author, followers = self.top_user
         count = max(1, round(rows / (followers + 1)))
@@ -669,7 +669,7 @@ class Bench:
         return run
 
     def saturating(self, nodes: int | None = None, experiment: str = "saturating") -> dict[str, dict]:
-        from spark_jobs.loadgen import Phase
+        from async_triggers.spark_jobs.loadgen import Phase
         self.use_cluster(nodes or self.cfg.db_nodes)
         best_runs = {}
         for app in self.cfg.apps:
@@ -747,14 +747,14 @@ class Bench:
         return rates
 
     def eighty(self) -> list[dict]:
-        from spark_jobs.loadgen import Phase
+        from async_triggers.spark_jobs.loadgen import Phase
         rate = 0.8 * min(self._saturating_rates().values())
         self.use_cluster(self.cfg.db_nodes)
         return [self.run("80pct", app, [Phase(self.cfg.steady_s, rate)], config={"base_rate": rate / 0.8})
                 for app in self.cfg.apps]
 
     def burst(self) -> list[dict]:
-        from spark_jobs.loadgen import Phase
+        from async_triggers.spark_jobs.loadgen import Phase
         rates = self._saturating_rates()
         self.use_cluster(self.cfg.db_nodes)
         low, high, again = self.cfg.burst_s
@@ -764,8 +764,8 @@ class Bench:
                 for app in self.cfg.apps]
 
     def fault(self) -> list[dict]:
-        from pycontrol import cluster as cluster_mod
-        from spark_jobs.loadgen import Phase
+        from async_triggers import cluster as cluster_mod
+        from async_triggers.spark_jobs.loadgen import Phase
         rate = 0.8 * min(self._saturating_rates().values())
         self.use_cluster(self.cfg.fault_nodes)
         victim = "node2"
@@ -806,7 +806,7 @@ class NoProbe:
 
 def loadgen_start_s() -> float:
     """How long after the Spark job is launched its schedule starts (Python workers, senders, barrier, delay)."""
-    from spark_jobs.loadgen import DEFAULT_START_DELAY_S
+    from async_triggers.spark_jobs.loadgen import DEFAULT_START_DELAY_S
     return 3.0 + DEFAULT_START_DELAY_S
 
 
@@ -823,9 +823,9 @@ def run_experiments(config: BenchConfig, names: Sequence[str], settings=None, pr
     finally:
         bench.close()
         if bench.cluster_name and not config.reuse_cluster and not config.keep_cluster:
-            from pycontrol import cluster as cluster_mod
+            from async_triggers import cluster as cluster_mod
             cluster_mod.down(bench.settings, name=bench.cluster_name, progress=progress)
-    from benchmarks import model, report
+    from async_triggers.benchmarks import model, report
     runs = results_mod.load_runs(config.out)
     for projected in model.report_scale(runs):
         results_mod.write_run(config.out, projected)

@@ -33,10 +33,10 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from benchmarks import reference
-from benchmarks.errors import ResultsError
-from benchmarks.report import latest
-from benchmarks.results import COMPONENTS, SCHEMA, SERIES_KEYS, validate
+from async_triggers.benchmarks import reference
+from async_triggers.benchmarks.errors import ResultsError
+from async_triggers.benchmarks.report import latest
+from async_triggers.benchmarks.results import COMPONENTS, SCHEMA, SERIES_KEYS, validate
 
 MAX_CPU_PER_PROCESS = 0.8
 RULE = ("app and queue processes = max(1, ceil(throughput * cpu_s per message / max_cpu_per_process)); db processes "
@@ -51,7 +51,7 @@ def per_message_costs(run: dict) -> dict[str, dict | None]:
     res = run.get("resources")
     if res is None:
         raise ResultsError(f"run {rid}: no resources were measured, so there are no per-message costs to project "
-                           "from (sample them with benchmarks.resources.Sampler)")
+                           "from (sample them with async_triggers.benchmarks.resources.Sampler)")
     messages = res.get("messages")
     if not messages:
         raise ResultsError(f"run {rid}: 'resources.messages' is {messages!r}: no messages completed in the "
@@ -123,7 +123,7 @@ def project(run: dict, db_nodes: int, throughput_msg_s: float,
             "per_message": costs,
             "max_cpu_per_process": max_cpu_per_process,
             "rule": RULE,
-            "note": "projected by benchmarks.model, not measured: no requests were sent, the time series is empty",
+            "note": "projected by async_triggers.benchmarks.model, not measured: no requests were sent, the time series is empty",
         },
         "requests": {"scheduled": 0, "ok": 0, "error": 0, "dropped": 0, "late": 0},
         "offered_msg_s": None,

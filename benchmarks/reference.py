@@ -4,7 +4,7 @@ report generator to print beside ours.
 Transcribed exactly: every number is a ``Decimal`` made from the text as printed (``Decimal("0.80")`` keeps its
 trailing zero, ``str()`` gives it back as published); ``None`` is the report's "–" (no such component). Figures 6–8
 are plots without a data table: what the text says about them is kept as numbers (``values``) and as the
-sentences that state them (``observations``, verbatim). tests/test_bench_reference.py checks both against the
+sentences that state them (``observations``, verbatim). tests/bench/test_bench_reference.py checks both against the
 seed's text.
 """
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The benchmark report: markdown tables in the layout of the report's Tables 1–4 with its numbers beside ours,
 the issue's targets, and PNG plots in the style of Figures 6–8.
 
-    python -m benchmarks.report RESULTS_DIR [--out DIR]      # writes DIR/report.md and DIR/figure6.png ...
+    python -m async_triggers.benchmarks.report RESULTS_DIR [--out DIR]      # writes DIR/report.md and DIR/figure6.png ...
 
 Input: a directory of runs in the results schema (benchmarks/README.md). For each experiment, approach and number
 of database nodes the latest run is used. Each table cell reads ``report / ours``; ``n/a`` is a run we do not
@@ -15,12 +15,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
-if __package__ in (None, ""):  # run as a script: python benchmarks/report.py
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from benchmarks import reference  # noqa: E402
-from benchmarks.errors import ResultsError  # noqa: E402
-from benchmarks.results import COMPONENTS, load_runs  # noqa: E402
+from async_triggers.benchmarks import reference  # noqa: E402
+from async_triggers.benchmarks.errors import ResultsError  # noqa: E402
+from async_triggers.benchmarks.results import COMPONENTS, load_runs  # noqa: E402
 
 APPS = reference.APPROACHES
 NA = "n/a"          # we have no such run
@@ -405,7 +402,7 @@ def build(results_dir: Path, out: Path | None = None, db_nodes: int | None = Non
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.report", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.benchmarks.report", description=__doc__.split("\n\n")[0])
     p.add_argument("results", type=Path, help="directory of run JSON files")
     p.add_argument("--out", type=Path, default=None, help="default: the results directory")
     p.add_argument("--db-nodes", type=int, default=None, help="our node count for Tables 1-3 (default: 2)")

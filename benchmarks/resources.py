@@ -49,8 +49,8 @@ import threading
 import time
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
-from benchmarks.errors import BenchError
-from benchmarks.results import COMPONENTS
+from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.results import COMPONENTS
 
 PSUTIL_MISSING = "the resource sampler needs psutil: make bench-deps"
 SS_MISSING = "the resource sampler needs 'ss' from iproute2 for per-socket TCP counters: apt-get install iproute2"

@@ -2,7 +2,7 @@
 
 The schema is described in benchmarks/README.md; :func:`validate` enforces it and is what :func:`load_runs` applies
 to every file, so a report is never made from a file it misreads. :func:`summarise` turns the load generator's
-per-request records (``spark_jobs.loadgen.Record``, or anything with the same fields) into a run; the figures that
+per-request records (``async_triggers.spark_jobs.loadgen.Record``, or anything with the same fields) into a run; the figures that
 need the cluster (completed propagations, lag, drain time, resources, verification) are given by the caller.
 
 Percentiles are nearest-rank: the p-th percentile of n sorted values is the value at rank ceil(p/100 * n).
@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
-from benchmarks.errors import ResultsError
+from async_triggers.benchmarks.errors import ResultsError
 
 SCHEMA = "async-triggers-bench/1"
 EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer")

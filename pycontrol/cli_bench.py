@@ -28,7 +28,7 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
             step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None):
-    from benchmarks.experiments import BenchConfig, smoke_config
+    from async_triggers.benchmarks.experiments import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
     changes = {"keep_cluster": keep}
     if scale != 1.0:
@@ -71,7 +71,7 @@ def run(ctx: typer.Context,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT):
     """Run the named experiments (in the order given), then rewrite the report."""
-    from benchmarks.experiments import run_experiments
+    from async_triggers.benchmarks.experiments import run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
@@ -83,7 +83,7 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT):
     """Every experiment: bulk writer, saturating, 80 %, burst, fault, scale; then the report."""
-    from benchmarks.experiments import EXPERIMENTS, run_experiments
+    from async_triggers.benchmarks.experiments import EXPERIMENTS, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
@@ -95,7 +95,7 @@ def report(results: Path = typer.Argument(DEFAULT_OUT, help="Results directory."
            out: Path = typer.Option(None, "--out", help="Where report.md and the PNGs go (default: RESULTS)."),
            db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots")):
     """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs."""
-    from benchmarks import report as report_mod
+    from async_triggers.benchmarks import report as report_mod
     with errors_to_exit():
         path = report_mod.build(results, out, db_nodes, plots=plots)
     typer.echo(f"report: {path}")

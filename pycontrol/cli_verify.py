@@ -10,7 +10,7 @@ def verify(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed 
            master: str = typer.Option("local[*]", help="Spark master."),
            as_json: bool = typer.Option(False, "--json")):
     """Compare the flow's target tables with what the source tables imply: expected/present/missing/unexpected."""
-    from spark_jobs import verify as verify_job
+    from async_triggers.spark_jobs import verify as verify_job
     with errors_to_exit():
         argv = ["--flow", flow, "--master", master, "--contact-points", ",".join(ctx.obj.contact_points)]
         if as_json:

@@ -48,7 +48,7 @@ class DemoReport:
 def run(settings: config.Settings, nodes: int = 2, users: int = 20_000, tweets: int = 1_000,
         min_celebrity: int = 10_000, seed: int = 42, master: str = "local[2]",
         progress: Progress = lambda _: None) -> DemoReport:
-    from spark_jobs import load_twitter, verify
+    from async_triggers.spark_jobs import load_twitter, verify
 
     info = cluster_mod.up(settings, nodes=nodes, name=settings.cluster_name, progress=progress)
     settings = dataclasses.replace(settings, contact_points=tuple(info.contact_points))

@@ -2,7 +2,7 @@
 
 A flow file is a Python module that defines ``FLOWS``, a list of :class:`Flow`::
 
-    from pycontrol.flows import Flow, FanOut, Write, source, row
+    from async_triggers.flows import Flow, FanOut, Write, source, row
 
     FLOWS = [Flow(
         name="twitter_timeline",
@@ -191,7 +191,7 @@ def load_flow_file(path: str | Path) -> list[Flow]:
         sys.modules.pop(module_name, None)
     flows = getattr(module, "FLOWS", None)
     if not isinstance(flows, (list, tuple)) or not flows or not all(isinstance(f, Flow) for f in flows):
-        raise ConfigError(f"{path}: must define FLOWS, a non-empty list of pycontrol.flows.Flow")
+        raise ConfigError(f"{path}: must define FLOWS, a non-empty list of async_triggers.flows.Flow")
     names = [f.name for f in flows]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

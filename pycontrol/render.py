@@ -34,9 +34,10 @@ FLOW_STATUS_KEY = ("flow", "node")
 _encoder = Encoder()
 
 
-def environment() -> jinja2.Environment:
+def environment(loader: jinja2.BaseLoader | None = None) -> jinja2.Environment:
+    """The project's one Jinja2 environment; ``loader``: another package's templates (the cluster's)."""
     return jinja2.Environment(
-        loader=jinja2.PackageLoader("pycontrol", "templates"),
+        loader=loader or jinja2.PackageLoader("async_triggers", "templates"),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,

@@ -1,4 +1,4 @@
-"""A private RabbitMQ node for the ``broker`` tests (benchmarks.broker on free ports in a temporary directory),
+"""A private RabbitMQ node for the ``broker`` tests (async_triggers.benchmarks.broker on free ports in a temporary directory),
 and the fan-out writers the worker tests plug in: one in memory, one that hangs (run in a worker process that
 the test kills before it acknowledges)."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import broker as broker_mod
+from async_triggers.benchmarks import broker as broker_mod
 
 
 def free_ports(n: int) -> list[int]:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pycontrol import config
+from async_triggers import config
 
 ROOT = Path(__file__).resolve().parent.parent
 TEST_CLUSTER = os.environ.get("ASYNC_TRIGGERS_TEST_CLUSTER", "attest")
@@ -20,11 +20,18 @@ def _progress(msg: str) -> None:
 
 
 OWN_CLUSTERS_FIRST = {"test_cluster_integration.py"}
+# A test's tier is its folder: tests/unit (no cluster, no Spark), tests/cluster (a real Cassandra cluster),
+# tests/spark (a local Spark), tests/bench (the benchmarks' parts; a private RabbitMQ node). The folder sets the marker.
+TIERS = {"unit": "unit", "cluster": "cluster", "spark": "spark", "bench": "bench"}
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Modules that make and remove a cluster of their own on 127.0.0.x run before the session's cluster starts
-    (it holds those addresses until the end, and such a module would skip)."""
+    """Every test gets its folder's marker. Modules that make and remove a cluster of their own on 127.0.0.x run
+    before the session's cluster starts (it holds those addresses until the end, and such a module would skip)."""
+    for item in items:
+        tier = TIERS.get(item.path.parent.name)
+        if tier:
+            item.add_marker(tier)
     first = [item for item in items if item.path.name in OWN_CLUSTERS_FIRST]
     if first:
         items[:] = first + [item for item in items if item.path.name not in OWN_CLUSTERS_FIRST]
@@ -39,7 +46,7 @@ def settings():
 def cluster(settings):
     """A 3-node cluster (RF 2 keyspaces, commit log synced before each acknowledgement) for the session; reused if it
     is already up, removed at the end."""
-    from pycontrol import cluster as cluster_mod
+    from async_triggers import cluster as cluster_mod
     if not settings.plugin_jar.is_file():
         pytest.fail(f"{settings.plugin_jar} is missing: run 'make plugin' first")
     # batch commit log: the chaos test kills every node, and a periodic commit log forgets acknowledged writes then
@@ -56,14 +63,14 @@ def cluster_settings(settings, cluster):
 
 @pytest.fixture()
 def session(cluster_settings):
-    from pycontrol.cql import connect
+    from async_triggers.cql import connect
     with connect(cluster_settings) as s:
         yield s
 
 
 @functools.lru_cache(maxsize=None)
 def _spark_session():
-    from spark_jobs.session import build_session
+    from async_triggers.spark_jobs.session import build_session
     spark = build_session(master="local[2]", app_name="async-triggers-tests", jars=(),
                           conf={"spark.sql.shuffle.partitions": "2", "spark.default.parallelism": "2"})
     atexit.register(spark.stop)

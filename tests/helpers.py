@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pycontrol import status
+from async_triggers import status
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_ctl(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, ASYNC_TRIGGERS_CONTACT_POINTS=",".join(settings.contact_points),
                ASYNC_TRIGGERS_CLUSTER=settings.cluster_name)
-    return subprocess.run([sys.executable, "-m", "pycontrol", *args], cwd=ROOT, env=env, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "async_triggers", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 
 
@@ -25,8 +25,8 @@ def drain(session, *flows: str, since: dt.datetime | None = None, timeout: float
 
 
 def create_schema(settings, cql: str) -> None:
-    from pycontrol.cql import connect
-    from pycontrol.cql_script import run_text
+    from async_triggers.cql import connect
+    from async_triggers.cql_script import run_text
     with connect(settings) as s:
         run_text(s, cql)
 

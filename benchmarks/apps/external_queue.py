@@ -6,11 +6,11 @@ manual acknowledgements and a prefetch window, fan each tweet out to its author'
 acknowledge it: a worker that dies before acknowledging leaves the message to be redelivered (at least once; the
 timeline writes are idempotent).
 
-    python -m benchmarks.apps.external_queue worker --url amqp://guest:guest@127.0.0.1:35672/%2F \\
+    python -m async_triggers.benchmarks.apps.external_queue worker --url amqp://guest:guest@127.0.0.1:35672/%2F \\
         --writer MODULE:FACTORY [--writer-arg key=value ...] [--prefetch 50] [--record done.csv]
 
-Cassandra is reached only through a :class:`~benchmarks.apps.tweets.TweetStore` (request path) and a
-:class:`~benchmarks.apps.tweets.FanOutWriter` (workers), made by factories named on the command line or passed in.
+Cassandra is reached only through a :class:`~async_triggers.benchmarks.apps.tweets.TweetStore` (request path) and a
+:class:`~async_triggers.benchmarks.apps.tweets.FanOutWriter` (workers), made by factories named on the command line or passed in.
 """
 from __future__ import annotations
 
@@ -26,12 +26,9 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 from urllib.parse import urlsplit
 
-if __package__ in (None, ""):  # run as a script
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
-
-from benchmarks.apps.tweets import TWEET_BYTES, FanOutWriter, MessageError, Tweet, TweetSource, TweetStore, decode, \
+from async_triggers.benchmarks.apps.tweets import TWEET_BYTES, FanOutWriter, MessageError, Tweet, TweetSource, TweetStore, decode, \
     encode  # noqa: E402
-from benchmarks.errors import BenchError, BrokerError  # noqa: E402
+from async_triggers.benchmarks.errors import BenchError, BrokerError  # noqa: E402
 
 DEFAULT_QUEUE = "tweets"
 DEFAULT_PREFETCH = 50
@@ -155,7 +152,7 @@ class ExternalQueueSender:
 
 @dataclasses.dataclass(frozen=True)
 class ExternalQueueApp:
-    """A sender factory for ``spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
     url: str
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     n_users: int
@@ -269,13 +266,13 @@ def _resolve(path: str) -> Callable:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m benchmarks.apps.external_queue",
+    p = argparse.ArgumentParser(prog="python -m async_triggers.benchmarks.apps.external_queue",
                                 description="A worker of the external-queue application.")
     sub = p.add_subparsers(dest="command", required=True)
     w = sub.add_parser("worker", help="consume tweets, fan them out, acknowledge them")
     w.add_argument("--url", required=True, help="AMQP URL of the broker")
     w.add_argument("--queue", default=DEFAULT_QUEUE)
-    w.add_argument("--writer", default="benchmarks.apps.external_queue:null_writer", help="module:factory")
+    w.add_argument("--writer", default="async_triggers.benchmarks.apps.external_queue:null_writer", help="module:factory")
     w.add_argument("--writer-arg", action="append", default=[], metavar="KEY=VALUE",
                    help="keyword argument of the writer factory (repeatable)")
     w.add_argument("--prefetch", type=int, default=DEFAULT_PREFETCH)

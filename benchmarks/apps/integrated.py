@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from benchmarks.apps.tweets import TWEET_BYTES, TweetSource, TweetStore
+from async_triggers.benchmarks.apps.tweets import TWEET_BYTES, TweetSource, TweetStore
 
 
 class IntegratedSender:
@@ -26,7 +26,7 @@ class IntegratedSender:
 
 @dataclasses.dataclass(frozen=True)
 class IntegratedApp:
-    """A sender factory for ``spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     n_users: int
     body_bytes: int = TWEET_BYTES

@@ -6,7 +6,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable
 
-from benchmarks.apps.tweets import TWEET_BYTES, FanOutWriter, TweetSource, TweetStore
+from async_triggers.benchmarks.apps.tweets import TWEET_BYTES, FanOutWriter, TweetSource, TweetStore
 
 
 class SynchronousSender:
@@ -30,7 +30,7 @@ class SynchronousSender:
 
 @dataclasses.dataclass(frozen=True)
 class SynchronousApp:
-    """A sender factory for ``spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     writer_factory: Callable[[Any], FanOutWriter]    # called with the loadgen Slot
     n_users: int

@@ -6,6 +6,6 @@
 - ``nemesis``: the faults (kill -9, graceful stop, a quick kill and restart before conviction, a node down for
   60 s, two faults in a row, every node restarted) and a run's seeded schedule of them;
 - ``campaign``: the runs: a fault-free reference first, then faulty runs, each healed, drained and checked by
-  Spark (``spark_jobs.chaos_check``: missing and unexpected rows per flow, equality with the reference run);
+  Spark (``async_triggers.spark_jobs.chaos_check``: missing and unexpected rows per flow, equality with the reference run);
   one line per run, a summary, the evidence of a failing run kept in its folder.
 """

@@ -7,7 +7,7 @@ replica, which no design built on acknowledged writes survives (docs/design.md, 
 
 Each run: the clients write the campaign's inputs (own tweet ids) while the nemesis plays the run's seeded
 schedule; then every node is started again, the flows drain (no task queued, running or left in a backup map
-on any node) and Spark checks the run (spark_jobs.chaos_check). A run passes with nothing missing, nothing
+on any node) and Spark checks the run (async_triggers.spark_jobs.chaos_check). A run passes with nothing missing, nothing
 unexpected and tables equal to the reference run's. A failing run keeps its evidence in ``<out>/run-<n>/``: the
 check's samples and the nodes' logs.
 """
@@ -152,8 +152,8 @@ def _keep_evidence(settings: Settings, config: CampaignConfig, info, folder: Pat
 
 def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress, report: Progress) -> list[RunResult]:
     """The reference run, then the faulty runs; ``report`` gets one line per run and the summary."""
-    from spark_jobs.chaos_check import check
-    from spark_jobs.session import build_session
+    from async_triggers.spark_jobs.chaos_check import check
+    from async_triggers.spark_jobs.session import build_session
 
     if config.out.exists():   # a campaign's folder holds that campaign only
         for old in [config.out / "runs.jsonl", config.out / "summary.json", config.out / "reference",

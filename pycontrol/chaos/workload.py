@@ -40,7 +40,7 @@ CREATE TABLE IF NOT EXISTS {KEYSPACE}.by_author (author_id bigint, tweet_id bigi
 
 
 FLOW_FILE = f'''
-from pycontrol.flows import FanOut, Flow, Queue, Write, row, source
+from async_triggers.flows import FanOut, Flow, Queue, Write, row, source
 
 TWEET = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)
 FLOWS = [

@@ -2,13 +2,13 @@
 
 For one run's rows (the tweet ids in ``[id_from, id_to)``):
 
-- every flow is verified as ``spark_jobs.verify`` does (expected rows from the current source and fan-out
+- every flow is verified as ``async_triggers.spark_jobs.verify`` does (expected rows from the current source and fan-out
   tables; missing and unexpected rows of each target), on that run's rows only;
 - the run's tables, ids made relative to the run, are compared with those of the campaign's fault-free
   reference run (same inputs): rows only in the reference, rows only in this run. The reference run writes its
   snapshot (Parquet) instead.
 
-    python -m spark_jobs.chaos_check --flows chaos_timeline,chaos_copy --tables chaos.tweets:tweet_id \\
+    python -m async_triggers.spark_jobs.chaos_check --flows chaos_timeline,chaos_copy --tables chaos.tweets:tweet_id \\
         --id-from 10000000 --id-to 20000000 --reference /tmp/ref --json
 """
 from __future__ import annotations
@@ -29,7 +29,7 @@ def restrict(df, column: str, id_from: int, id_to: int):
 
 
 def verify_flow(spark, spec: Mapping, id_column: str, id_from: int, id_to: int) -> list[dict]:
-    """spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids."""
+    """async_triggers.spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids."""
     from .session import read_table
     from .verify import compared_columns, fanout_columns, source_columns, targets_by_table, verify_frames
 
@@ -87,7 +87,7 @@ def check(spark, flows: Iterable[str], tables: Sequence[tuple[str, str]], id_col
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m spark_jobs.chaos_check", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.chaos_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--flows", required=True, help="comma-separated deployed flows")
     p.add_argument("--tables", required=True, help="comma-separated keyspace.table:id_column to compare")
     p.add_argument("--id-column", default="tweet_id")

@@ -1,5 +1,5 @@
 """Errors of the Spark jobs. They derive from the control plane's tree so ``ctl`` reports them like its own."""
-from pycontrol.errors import AsyncTriggersError, VerifyError
+from async_triggers.errors import AsyncTriggersError, VerifyError
 
 __all__ = ["LoadError", "LoadGenError", "SparkSetupError", "VerifyError"]
 

@@ -1,7 +1,7 @@
 """Generate a reproducible Twitter follower graph and load it into ``twitter.users`` and ``twitter.followers``.
 
-    python -m spark_jobs.load_twitter --users 10000 --seed 42 --contact-points 127.0.0.1
-    python -m spark_jobs.load_twitter --dry-run          # generate and print the figures, write nothing
+    python -m async_triggers.spark_jobs.load_twitter --users 10000 --seed 42 --contact-points 127.0.0.1
+    python -m async_triggers.spark_jobs.load_twitter --dry-run          # generate and print the figures, write nothing
 
 Follower counts follow a power law P(k) ~ k^-2.3, the in-degree exponent Kwak et al. (WWW 2010, "What is
 Twitter, a social network or a news media?") measured on the 2009 Twitter graph: most users have one or two
@@ -163,7 +163,7 @@ def top_users(counts, k: int = 5) -> list[tuple[int, int]]:
 # --- CLI -------------------------------------------------------------------------------------------------------
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m spark_jobs.load_twitter", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.load_twitter", description=__doc__.split("\n\n")[0])
     p.add_argument("--users", type=int, default=DEFAULT_USERS)
     p.add_argument("--exponent", type=float, default=DEFAULT_EXPONENT, help="power-law exponent of follower counts")
     p.add_argument("--seed", type=int, default=DEFAULT_SEED)

@@ -1,6 +1,6 @@
 """An open-loop load generator that runs as Spark tasks.
 
-    python -m spark_jobs.loadgen --rate 500 --duration 10 --partitions 2 --sender spark_jobs.loadgen:null_sender
+    python -m async_triggers.spark_jobs.loadgen --rate 500 --duration 10 --partitions 2 --sender async_triggers.spark_jobs.loadgen:null_sender
 
 The offered load never depends on how fast the system answers: every task computes its send times in advance
 (its share of the target rate, phase by phase), sends each request at its time and never before, and when a
@@ -341,7 +341,7 @@ def _task_error(e: BaseException) -> str:
     """The Python error a task raised (Spark wraps it in a Java exception whose text holds the worker's
     traceback), else Spark's own account of the failure."""
     lines = [line.strip() for line in str(e).splitlines()]
-    raised = [line for line in lines if line.startswith(("spark_jobs.errors.LoadGenError: ", "LoadGenError: "))]
+    raised = [line for line in lines if line.startswith(("async_triggers.spark_jobs.errors.LoadGenError: ", "LoadGenError: "))]
     if raised:
         return raised[-1].split(": ", 1)[1]
     from .session import describe_error
@@ -373,7 +373,7 @@ def parse_phases(text: str) -> list[Phase]:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m spark_jobs.loadgen", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.loadgen", description=__doc__.split("\n\n")[0])
     p.add_argument("--rate", type=float, help="requests per second, all tasks together")
     p.add_argument("--duration", type=float, help="seconds")
     p.add_argument("--phases", help="instead of --rate/--duration: seconds:rate,... e.g. 60:600,30:2600,90:600")
@@ -382,7 +382,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--arrivals", choices=ARRIVALS, default="uniform")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--drop-after", type=float, default=None, help="seconds late after which a request is dropped")
-    p.add_argument("--sender", default="spark_jobs.loadgen:null_sender", help="module:factory")
+    p.add_argument("--sender", default="async_triggers.spark_jobs.loadgen:null_sender", help="module:factory")
     p.add_argument("--master", default=None, help="default: local[PARTITIONS]")
     return p
 

@@ -23,7 +23,7 @@ POM = Path(__file__).resolve().parent.parent / "pom.xml"
 
 
 def default_home() -> Path:
-    """``$ASYNC_TRIGGERS_HOME``, else ``~/.cache/async-triggers`` (the same rule as ``pycontrol.config``)."""
+    """``$ASYNC_TRIGGERS_HOME``, else ``~/.cache/async-triggers`` (the same rule as ``async_triggers.config``)."""
     return Path(os.environ.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")).expanduser()
 
 
@@ -46,7 +46,7 @@ def connector_jars(home: Path | None = None, version: str = CONNECTOR_VERSION, p
             return jars
     if not pom.is_file():
         raise SparkSetupError(f"cannot resolve the Spark Cassandra Connector: {pom} not found "
-                              "(spark_jobs must run from a checkout of the repository)")
+                              "(async_triggers.spark_jobs must run from a checkout of the repository)")
     if shutil.which(mvn) is None:
         raise SparkSetupError(f"cannot resolve the Spark Cassandra Connector {version}: '{mvn}' is not on PATH "
                               f"(Maven is needed once, to fill {target})")
@@ -93,7 +93,7 @@ def connector_options(contact_points: Iterable[str] = ("127.0.0.1",), port: int 
 
 
 LOG4J2 = """\
-# written by spark_jobs.session: Spark's default prints INFO lines and banners a job's output drowns in
+# written by async_triggers.spark_jobs.session: Spark's default prints INFO lines and banners a job's output drowns in
 rootLogger.level = warn
 rootLogger.appenderRef.stderr.ref = console
 appender.console.type = Console

@@ -1,8 +1,8 @@
 """Verify a flow: derive, from the flow specification and the current source and fan-out tables, the rows its
 targets should hold, and compare them with what the target tables hold.
 
-    python -m spark_jobs.verify --flow twitter_timeline --contact-points 127.0.0.1,127.0.0.2
-    python -m spark_jobs.verify --spec spec.json --json
+    python -m async_triggers.spark_jobs.verify --flow twitter_timeline --contact-points 127.0.0.1,127.0.0.2
+    python -m async_triggers.spark_jobs.verify --spec spec.json --json
 
 Exit code: 0 when no expected row is missing, 1 when some are, 2 when the verification could not run.
 
@@ -335,7 +335,7 @@ def _key_text(key: Mapping) -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m spark_jobs.verify", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.verify", description=__doc__.split("\n\n")[0])
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--flow", help="name of a deployed flow (its spec is read from async_triggers.flows)")
     which.add_argument("--spec", help="a flow specification file (JSON, as in docs/design.md)")

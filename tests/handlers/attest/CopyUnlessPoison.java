@@ -3,7 +3,7 @@ package attest;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.TaskContext;
 
-/** A handler flow for tests/test_handler_flow.py: copies src to dst, and throws for the value "poison". */
+/** A handler flow for tests/cluster/test_handler_flow.py: copies src to dst, and throws for the value "poison". */
 public class CopyUnlessPoison implements FlowHandler
 {
     @Override

@@ -1,0 +1,29 @@
+"""Cassandra installs and local ccm clusters.
+
+    ensure_install(settings, progress) -> Path          the install dir (assembled from Maven, cached)
+    up(settings, nodes, name, heap, progress) -> ClusterInfo
+    down(settings, name, progress) -> bool
+    start_node / stop_node / kill_node(settings, node, name, progress) -> NodeStatus
+    node_status(settings, name) -> [NodeStatus];  cluster_info(settings, name) -> ClusterInfo
+    install_plugin(cluster, jar, progress) -> Path       copy the jar to the cluster dir, restart running nodes
+    node_jvm_args(cluster_dir) -> [str]                  what every node starts with (-javaagent:<plugin jar>)
+    nodetool(settings, node, args, name) -> str
+    wait_for_cql(addresses, timeout)
+
+Library code raises async_triggers.errors.ClusterError and reports progress through the callback it is given.
+"""
+from .ccm_driver import (FAST_START_JVM_ARGS, plugin_path, cluster_info, commitlog_sync_of, cqlsh_command, down,
+                         install_plugin,
+                         kill_node, load_cluster, node_jvm_args, node_status, nodetool, nodetool_command,
+                         start_node, stop_node, triggers_dir, triggers_dir_of, up)
+from .health import cql_query, port_open, process_alive, wait_for_cql, wait_for_peers
+from .install import COMMITLOG_SYNC, LAPTOP_TUNING, ensure_install, validate_distribution
+from .model import ClusterInfo, NodeStatus
+
+__all__ = [
+    "ClusterInfo", "NodeStatus", "FAST_START_JVM_ARGS", "LAPTOP_TUNING", "COMMITLOG_SYNC", "commitlog_sync_of",
+    "ensure_install", "validate_distribution",
+    "up", "down", "start_node", "stop_node", "kill_node", "node_status", "cluster_info", "load_cluster",
+    "install_plugin", "plugin_path", "node_jvm_args", "triggers_dir", "triggers_dir_of", "nodetool", "nodetool_command", "cqlsh_command",
+    "wait_for_cql", "wait_for_peers", "cql_query", "port_open", "process_alive",
+]

@@ -1,0 +1,197 @@
+"""async_triggers.benchmarks.report on a small synthetic results directory: the tables in the report's layout with its numbers
+beside ours (exact cells), the targets' verdicts, and the PNG figures."""
+from __future__ import annotations
+
+import pytest
+
+from async_triggers.benchmarks import report, results
+from async_triggers.spark_jobs.loadgen import Record
+
+T0 = 1_700_000_000.0
+MACHINE = {"cpu": "Test CPU 2.0GHz", "cores": 2, "memory_gb": 24.0, "os": "Linux-6.1", "python": "3.11.7"}
+
+
+def comp(processes, cpu_s, memory_gb, net_bytes):
+    return {"processes": processes, "cpu_s": cpu_s, "memory_gb": memory_gb, "net_bytes": net_bytes}
+
+
+def make(experiment, app, latencies_ms, db_nodes=2, offset=0.0, lost=(0, 0), **kw):
+    """A run whose ok requests answered in ``latencies_ms`` (one a second), plus ``lost`` = (dropped, failed)."""
+    start = T0 + offset
+    recs = [Record(0, i, start + i, start + i, start + i + lat / 1000, "ok", False, None)
+            for i, lat in enumerate(latencies_ms)]
+    n = len(recs)
+    recs += [Record(1, i, start + n + i, None, None, "dropped", True, None) for i in range(lost[0])]
+    recs += [Record(1, 100 + i, start + i, start + i, start + i + 2, "error", False, "WriteTimeout")
+             for i in range(lost[1])]
+    return results.summarise(recs, experiment=experiment, app=app, db_nodes=db_nodes,
+                             duration_s=float(max(3, n + lost[0])), machine=MACHINE, commit="c0ffee", **kw)
+
+
+@pytest.fixture()
+def results_dir(tmp_path):
+    d = tmp_path / "results"
+    runs = [
+        make("saturating", "synchronous", [10, 20, 30], throughput_msg_s=1210.4,
+             resources={"window_s": 100, "messages": 100_000, "app": comp(1, 50, 1.5, 300e6),
+                        "db": comp(2, 120, 6.0, 1000e6), "queue": None}),
+        make("saturating", "external_queue", [1, 2, 3], offset=10, throughput_msg_s=1250,
+             resources={"window_s": 100, "messages": 100_000, "app": comp(3, 90, 2.25, 400e6),
+                        "db": comp(2, 110, 6.5, 900e6), "queue": comp(1, 20, 0.5, 50e6)}),
+        make("saturating", "integrated", [0.5, 1.0, 1.5], offset=20, throughput_msg_s=1260, fanout_rows_s=9000,
+             resources={"window_s": 100, "messages": 100_000, "app": comp(1, 5, 1.0, 20e6),
+                        "db": comp(2, 130, 7.0, 800e6), "queue": None}),
+        make("saturating", "integrated", [3], db_nodes=3, offset=25, throughput_msg_s=1800),
+        make("bulk_writer", "bulk_writer", [1], offset=30, fanout_rows_s=10_000),
+        make("80pct", "synchronous", [4, 5, 60], offset=40, throughput_msg_s=1000),
+        make("80pct", "external_queue", [1, 2, 3], offset=50, throughput_msg_s=1000),
+        make("80pct", "integrated", [1, 1.5, 2], offset=60, throughput_msg_s=999.6),
+        make("80pct", "integrated", [2], db_nodes=3, offset=65, throughput_msg_s=1400),
+        make("burst", "synchronous", [5, 25, 6], offset=70, lost=(2, 1),
+             events=[{"t_s": 1, "what": "burst starts"}, {"t_s": 2, "what": "burst ends"}]),
+        make("burst", "integrated", [1, 1, 1, 1], offset=80,
+             events=[{"t_s": 1, "what": "burst starts"}, {"t_s": 2, "what": "burst ends"}]),
+        make("fault", "synchronous", [5, 5000, 6], db_nodes=4, offset=90,
+             verification={"expected": 30, "present": 28, "missing": 2, "unexpected": 0},
+             events=[{"t_s": 1, "what": "kill -9 node2"}]),
+        make("fault", "integrated", [1, 2, 1], db_nodes=4, offset=100,
+             verification={"expected": 30, "present": 30, "missing": 0, "unexpected": 0},
+             events=[{"t_s": 1, "what": "kill -9 node2"}]),
+    ]
+    for run in runs:
+        results.write_run(d, run)
+    return d
+
+
+def section(text: str, title: str) -> list[str]:
+    """The table lines under the heading ``### <title>``."""
+    lines = text.splitlines()
+    start = lines.index(f"### {title}")
+    body = []
+    for line in lines[start + 1:]:
+        if line.startswith("#"):
+            break
+        if line.startswith("|"):
+            body.append(line)
+    return body
+
+
+def test_table_1_saturating(results_dir):
+    text = report.markdown(results.load_runs(results_dir))
+    assert section(text, "Table 1: Saturating Workload, 2 Database Nodes.") == [
+        "| | Throughput [msg/s] | Response Time [ms] median | stddev | max |",
+        "| --- | ---: | ---: | ---: | ---: |",
+        "| Synchronous | 1297 / 1210 | 20.66 / 20.00 | 286.8 / 10.00 | 49900 / 30.00 |",
+        "| Ext. Queue | 1291 / 1250 | 0.83 / 2.00 | 3.46 / 1.00 | 413 / 3.00 |",
+        "| Integrated | 1289 / 1260 | 1.26 / 1.00 | 5.17 / 0.50 | 445 / 1.50 |",
+    ]
+    assert ("Each cell: report / ours. Ours: 2 Cassandra node(s); runs: `20231114T221320Z-saturating-synchronous-2n`, "
+            "`20231114T221330Z-saturating-external_queue-2n`, `20231114T221340Z-saturating-integrated-2n`.") in text
+
+
+def test_table_2_eighty_percent_with_our_percentiles(results_dir):
+    text = report.markdown(results.load_runs(results_dir))
+    assert section(text, "Table 2: 80% Workload, 2 Database Nodes.") == [
+        "| | Throughput [msg/s] | Response Time [ms] median | stddev | max | p99 | p99.9 |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| Synchronous | 1000 / 1000 | 5.35 / 5.00 | 89.21 / 32.05 | 13800 / 60.00 | – / 60.00 | – / 60.00 |",
+        "| Ext. Queue | 1000 / 1000 | 0.84 / 2.00 | 3.26 / 1.00 | 141 / 3.00 | – / 3.00 | – / 3.00 |",
+        "| Integrated | 1000 / 1000 | 0.80 / 1.50 | 3.31 / 0.50 | 171 / 2.00 | – / 2.00 | – / 2.00 |",
+    ]
+
+
+def test_tables_3_and_4_resources(results_dir):
+    text = report.markdown(results.load_runs(results_dir))
+    assert section(text, "Table 3: Resource Utilization, Saturating Workload, 2 Database Nodes.")[2:] == [
+        "| Synchronous | 11.0 / 50.0 | 39.6 / 60.0 | – / – | 1.76 / 1.50 | 2.98 / 6.00 | – / – "
+        "| 2.06 / 3.00 | 8.90 / 10.0 | – / – | 1 / 1 | 2 / 2 | – / – | 3 / 3 |",
+        "| External Queue | 21.6 / 30.0 | 36.4 / 55.0 | 16.6 / 20.0 | 1.98 / 2.25 | 3.94 / 6.50 | 0.83 / 0.500 "
+        "| 2.87 / 4.00 | 8.83 / 9.00 | 0.68 / 0.500 | 1 / 3 | 2 / 2 | 1 / 1 | 4 / 6 |",
+        "| Integrated | 2.30 / 5.00 | 40.9 / 65.0 | – / – | 1.72 / 1.00 | 3.85 / 7.00 | – / – "
+        "| 0.36 / 0.200 | 7.41 / 8.00 | – / – | 1 / 1 | 2 / 2 | – / – | 3 / 3 |",
+    ]
+    # no 16-node run: every one of our cells is n/a, the report's own are all there
+    assert section(text, "Table 4: Resource Utilization, Saturating Workload, 16 Database Nodes.")[2:] == [
+        "| Synchronous | 22.1 / n/a | 41.9 / n/a | – / n/a | 8.64 / n/a | 24.1 / n/a | – / n/a "
+        "| 13.6 / n/a | 57.7 / n/a | – / n/a | 3 / n/a | 16 / n/a | – / n/a | 19 / n/a |",
+        "| External Queue | 38.8 / n/a | 41.9 / n/a | 33.2 / n/a | 7.03 / n/a | 23.7 / n/a | 1.73 / n/a "
+        "| 16.0 / n/a | 54.0 / n/a | 4.06 / n/a | 3 / n/a | 16 / n/a | 2 / n/a | 21 / n/a |",
+        "| Integrated | 6.17 / n/a | 41.1 / n/a | – / n/a | 4.77 / n/a | 25.9 / n/a | – / n/a "
+        "| 2.34 / n/a | 45.6 / n/a | – / n/a | 2 / n/a | 16 / n/a | – / n/a | 18 / n/a |",
+    ]
+
+
+def test_targets_met_missed_and_not_measured(results_dir):
+    text = report.markdown(results.load_runs(results_dir))
+    lines = text.splitlines()
+    start = lines.index("## Targets")
+    table = [line for line in lines[start:lines.index("## Tables")] if line.startswith("|")]
+    assert table == [
+        "| target | measured | verdict |",
+        "| --- | ---: | ---: |",
+        "| saturating throughput: integrated >= external queue | 1.01x | met |",
+        "| saturating throughput: integrated >= synchronous | 1.04x | met |",
+        "| 80 %: integrated median <= external queue's | 0.75x | met |",
+        "| 80 %: integrated p99 <= external queue's | 0.67x | met |",
+        "| 80 %: synchronous median >= 5x integrated's | 3.33x | MISSED |",
+        "| application CPU per message: integrated <= 0.2x external queue's | 0.06x | met |",
+        "| application network bytes per message: integrated <= 0.2x external queue's | 0.05x | met |",
+        "| fan-out rows/s: integrated >= 0.9x plain bulk writer | 0.90x | met |",
+        "| burst: 0 lost requests, Ext. Queue | n/a | not measured |",
+        "| burst: 0 lost requests, Integrated | 0 lost | met |",
+        "| burst: synchronous losses (counted, no target) | 2 dropped, 1 failed of 6 | counted |",
+        "| fault: 0 missing propagations, Synchronous | 2 missing | MISSED |",
+        "| fault: 0 missing propagations, Ext. Queue | n/a | not measured |",
+        "| fault: 0 missing propagations, Integrated | 0 missing | met |",
+    ]
+
+
+def test_the_header_names_machine_commit_and_the_report_quotes_its_figures(results_dir):
+    text = report.markdown(results.load_runs(results_dir))
+    assert "ours run on one machine: Test CPU 2.0GHz, 2 cores, 24.0 GB, Linux-6.1." in text
+    assert "Commit(s): `c0ffee`. Runs: 13." in text
+    assert "> It has to drop requests in case of bursts." in text
+    assert "> Throughput stabilizes at around 350 messages per second 20 seconds after the fault." in text
+
+
+def test_a_missing_experiment_is_reported_not_invented(tmp_path):
+    d = tmp_path / "only-80"
+    results.write_run(d, make("80pct", "integrated", [1, 2, 3]))
+    text = report.markdown(results.load_runs(d))
+    assert "| Synchronous | 1297 / n/a | 20.66 / n/a | 286.8 / n/a | 49900 / n/a |" in text
+    assert "Ours: n/a (no burst run)." in text and "Ours: n/a (no fault run)." in text
+    assert "| fan-out rows/s: integrated >= 0.9x plain bulk writer | n/a | not measured |" in text
+
+
+def test_number_formats_follow_the_report():
+    assert [report.fmt_sig(v) for v in (1297.4, 8.9, 0.36, 2.3, 49900, 9.996, 0.0999, 0)] == [
+        "1297", "8.90", "0.360", "2.30", "49900", "10.0", "0.0999", "0"]
+    assert [report.fmt_ms(v) for v in (0.834, 20.655, 286.84, 13800.2)] == ["0.83", "20.66", "286.8", "13800"]
+
+
+def test_build_writes_the_report_and_the_figures(results_dir, tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
+    out = tmp_path / "report"
+    path = report.build(results_dir, out)
+    assert path == out / "report.md"
+    text = path.read_text()
+    for name in ("figure6_burst.png", "figure7_fault.png", "figure8_scalability.png"):
+        png = out / name
+        assert png.is_file() and png.stat().st_size > 10_000, name
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert f"]({name})" in text
+    assert "### Table 1: Saturating Workload, 2 Database Nodes." in text
+
+
+def test_figures_are_left_out_when_no_run_allows_them(tmp_path):
+    pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
+    d = tmp_path / "r"
+    results.write_run(d, make("burst", "integrated", [1, 1, 1]))
+    written = report.figures(results.load_runs(d), tmp_path / "out")
+    assert sorted(written) == ["figure6"] and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
+        "figure6_burst.png"]
+
+
+def test_the_command_line_reports_an_empty_directory(tmp_path, capsys):
+    assert report.main([str(tmp_path)]) == 2
+    assert capsys.readouterr().err == f"error: no results (*.json) in {tmp_path}\n"

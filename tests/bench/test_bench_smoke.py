@@ -1,0 +1,94 @@
+"""The benchmark suite's smoke version (issue 4) on the session's 3-node cluster: every experiment of
+``ctl bench all`` for the three applications, a few seconds per phase, with the real parts — Spark's open-loop
+load generator, the flow in Cassandra, a private RabbitMQ node with worker processes — then the report.
+
+It proves the machinery, not the figures: every run's requests are acknowledged, every propagation completes and
+the fault runs' Spark verification finds nothing missing after a node was killed and restarted mid-run."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from broker_helpers import require_broker
+from conftest import TEST_CLUSTER
+from helpers import run_ctl
+
+pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.broker]
+
+
+@pytest.fixture(scope="module")
+def smoke(cluster, cluster_settings, tmp_path_factory):
+    """``ctl bench all --smoke --cluster attest`` (its own process: its Spark has the connector, the test
+    suite's in-process Spark has not); the results directory and the report."""
+    require_broker()
+    out = tmp_path_factory.mktemp("bench")
+    result = run_ctl(cluster_settings, "bench", "all", "--smoke", "--cluster", TEST_CLUSTER, "--out", str(out),
+                     timeout=1800)
+    print(result.stderr[-3000:])
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = out / "report.md"
+    assert f"report: {report}" in result.stdout
+    return out, report
+
+
+def _runs(out):
+    from async_triggers.benchmarks import results
+    return results.load_runs(out)
+
+
+def test_every_experiment_ran_each_application_and_completed_every_propagation(smoke):
+    out, _ = smoke
+    runs = [r for r in _runs(out) if not r["projected"]]
+    apps = ("synchronous", "external_queue", "integrated")
+    for experiment in ("saturating", "80pct", "burst", "fault"):
+        got = {r["app"] for r in runs if r["experiment"] == experiment}
+        assert got == set(apps), f"{experiment}: {got}"
+    for run in runs:
+        if run["experiment"] == "bulk_writer":
+            continue
+        assert run["requests"]["ok"] > 0 and run["requests"]["error"] == 0, f"{run['run_id']}: {run['requests']}"
+        assert run["config"]["drained"] is True, f"{run['run_id']}: propagations still pending"
+        assert run["throughput_msg_s"] > 0, run["run_id"]
+        lag = run["propagation_lag_ms"]
+        assert lag is not None and lag["max"] >= lag["median"] >= 0, run["run_id"]
+        # a fault run's killed node comes back as a new process
+        assert run["resources"]["db"]["processes"] == 3 + (run["experiment"] == "fault"), run["run_id"]
+        assert run["resources"]["app"]["cpu_s"] > 0, run["run_id"]
+        assert (run["resources"]["queue"] is not None) == (run["app"] == "external_queue"), run["run_id"]
+        series = run["timeseries"]["propagated_msg_s"]
+        assert series is not None and sum(series) > 0, run["run_id"]
+
+
+def test_the_fault_runs_lose_no_propagation(smoke):
+    out, _ = smoke
+    faults = [r for r in _runs(out) if r["experiment"] == "fault"]
+    assert len(faults) == 3
+    for run in faults:
+        v = run["verification"]
+        assert v["expected"] > 0 and v["unexpected"] == 0, f"{run['run_id']}: {v}"
+        assert [e["what"] for e in run["events"]][:2] == ["kill -9 node2", "restart node2"], run["events"]
+    missing = {r["app"]: r["verification"]["missing"] for r in faults}
+    assert missing == {"synchronous": 0, "external_queue": 0, "integrated": 0}, missing
+
+
+def test_the_bulk_writer_and_the_flows_fan_out_are_measured(smoke):
+    out, _ = smoke
+    bulk = {r["app"]: r for r in _runs(out) if r["experiment"] == "bulk_writer"}
+    assert bulk["bulk_writer"]["fanout_rows_s"] > 0
+    assert bulk["integrated"]["fanout_rows_s"] > 0
+    assert bulk["integrated"]["config"]["rows"] >= bulk["integrated"]["config"]["followers"]
+
+
+def test_the_report_has_every_table_and_figure(smoke):
+    out, report = smoke
+    text = report.read_text()
+    for title in ("Table 1", "Table 2", "Table 3", "Table 4", "Targets"):
+        assert title in text
+    assert "not measured" not in text.split("## Tables")[0], "a target was left unmeasured"
+    assert sorted(p.name for p in out.glob("*.png"))
+    projected = [r for r in _runs(out) if r["projected"]]
+    assert {r["app"] for r in projected} == {"synchronous", "external_queue", "integrated"}
+    assert all(r["db_nodes"] == 16 for r in projected)
+    raw = json.loads(next(out.glob("*-80pct-integrated-3n.json")).read_text())
+    assert raw["timeseries"]["propagated_msg_s"] is not None

@@ -1,0 +1,86 @@
+"""Execution failures on a real cluster: a poison task is retried with backoff, then lands in the dead letters
+with its error and attempts, without holding up the other tasks of its flow; `ctl trigger dlq` lists, retries
+and purges it."""
+import json
+import time
+import uuid
+
+import pytest
+
+from helpers import create_schema, deploy_flow_text, drain, run_ctl
+
+
+FLOW = "dlq_by_name"
+SCHEMA = """
+CREATE KEYSPACE IF NOT EXISTS dlq WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2};
+CREATE TABLE IF NOT EXISTS dlq.users (user_id uuid PRIMARY KEY, name text);
+CREATE TABLE IF NOT EXISTS dlq.users_by_name (name text, user_id uuid, PRIMARY KEY (name, user_id));
+"""
+FLOW_FILE = f"""
+from async_triggers.flows import Flow, Retry, Write, source
+FLOWS = [Flow(name={FLOW!r}, source="dlq.users",
+              steps=[Write("dlq.users_by_name", name=source.name, user_id=source.user_id)],
+              retry=Retry(max_attempts=3, initial_backoff_ms=50, max_backoff_ms=200))]
+"""
+
+
+@pytest.fixture(scope="module")
+def dlq_flow(cluster_settings, tmp_path_factory):
+    create_schema(cluster_settings, SCHEMA)
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("dlq"), FLOW_FILE)
+    run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all")
+
+
+def letters(cluster_settings):
+    result = run_ctl(cluster_settings, "trigger", "dlq", "list", FLOW, "--json")
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
+
+
+def wait_for_letters(cluster_settings, n, timeout=60):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = letters(cluster_settings)
+        if len(found) >= n:
+            return found
+        time.sleep(0.5)
+    raise AssertionError(f"expected {n} dead letter(s) of {FLOW}, found {letters(cluster_settings)}")
+
+
+def test_should_dead_letter_a_poison_task_and_run_the_others(dlq_flow, session, cluster_settings):
+    good = [uuid.uuid4() for _ in range(5)]
+    poison = uuid.uuid4()
+    session.execute("INSERT INTO dlq.users (user_id, name) VALUES (%s, %s)", (poison, ""))  # empty partition key
+    for i, u in enumerate(good):
+        session.execute("INSERT INTO dlq.users (user_id, name) VALUES (%s, %s)", (u, f"user{i}"))
+    [letter] = wait_for_letters(cluster_settings, 1)
+    drain(session, FLOW)
+    assert letter["attempts"] == 3 and letter["op"] == "insert"
+    assert "Key may not be empty" in letter["error"]
+    names = {r.user_id for r in session.execute("SELECT user_id FROM dlq.users_by_name")}
+    assert names == set(good)
+    status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--json").stdout)
+    assert sum(s["failed"] for s in status) == 1 and sum(s["retried"] for s in status) == 2
+
+    shown = run_ctl(cluster_settings, "trigger", "dlq", "show", FLOW, letter["id"])
+    assert shown.returncode == 0 and json.loads(shown.stdout)["id"] == letter["id"]
+
+    # retried, the task fails the same way and comes back as a new dead letter
+    retried = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, letter["id"])
+    assert retried.returncode == 0, retried.stderr
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and [d["id"] for d in letters(cluster_settings)] in ([letter["id"]], []):
+        time.sleep(0.5)
+    again = letters(cluster_settings)
+    assert len(again) == 1 and again[0]["id"] != letter["id"] and again[0]["attempts"] == 3
+
+    purged = run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all")
+    assert purged.returncode == 0 and "purged 1" in purged.stdout
+    assert letters(cluster_settings) == []
+
+
+def test_should_name_an_unknown_dead_letter(dlq_flow, cluster_settings):
+    result = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, str(uuid.uuid4()))
+    assert result.returncode == 1 and f"flow '{FLOW}' has no dead letter" in result.stderr
+    result = run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW)
+    assert result.returncode == 1 and "name the dead letters (their ids) or pass --all" in result.stderr

@@ -1,0 +1,42 @@
+"""A full queue on a real cluster: with the spill policy, a burst far larger than the queue loses nothing and
+is executed once there is room (seed 001's Spill policy)."""
+import json
+
+import pytest
+
+from helpers import create_schema, deploy_flow_text, drain, run_ctl
+
+
+FLOW = "ovf_copy"
+SCHEMA = """
+CREATE KEYSPACE IF NOT EXISTS ovf WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2};
+CREATE TABLE IF NOT EXISTS ovf.src (id int PRIMARY KEY, v text);
+CREATE TABLE IF NOT EXISTS ovf.dst (id int PRIMARY KEY, v text);
+"""
+FLOW_FILE = f"""
+from async_triggers.flows import Flow, Overflow, Queue, Write, source
+FLOWS = [Flow(name={FLOW!r}, source="ovf.src", steps=[Write("ovf.dst", id=source.id, v=source.v)],
+              queue=Queue(capacity=100, workers=1), overflow=Overflow(policy="spill"))]
+"""
+
+
+@pytest.fixture(scope="module")
+def spill_flow(cluster_settings, tmp_path_factory):
+    create_schema(cluster_settings, SCHEMA)
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("ovf"), FLOW_FILE)
+
+
+def test_should_spill_a_burst_of_10000_tasks_to_disk_and_lose_none(spill_flow, session, cluster_settings):
+    from cassandra.concurrent import execute_concurrent_with_args
+    insert = session.prepare("INSERT INTO ovf.src (id, v) VALUES (?, ?)")
+    results = execute_concurrent_with_args(session, insert, [(i, f"v{i}") for i in range(10_000)],
+                                           concurrency=200, raise_on_first_error=False)
+    assert all(ok for ok, _ in results), [r for ok, r in results if not ok][:3]
+    drain(session, FLOW, timeout=600)
+    status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--json").stdout)
+    assert sum(s["spilled"] for s in status) > 0, status
+    assert sum(s["discarded"] for s in status) == 0
+    verified = run_ctl(cluster_settings, "verify", FLOW, "--master", "local[2]", "--json", timeout=600)
+    assert verified.returncode == 0, verified.stdout + verified.stderr
+    [dst] = json.loads(verified.stdout.strip().splitlines()[-1])
+    assert dst["expected"] == dst["present"] == 10_000 and dst["missing"] == 0

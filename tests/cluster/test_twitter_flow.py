@@ -1,0 +1,106 @@
+"""The report's Twitter flow on a real 2-node cluster: writes are acknowledged, worker threads inside the nodes
+fan them out to every follower's timeline, deletes follow, and Spark verifies the result."""
+import random
+
+import pytest
+
+from helpers import ROOT, drain, run_ctl
+from async_triggers import workload
+
+
+FLOW = "twitter_timeline"
+FOLLOWERS = {1: list(range(100, 2600)), 2: [100, 101, 102], 3: []}   # author -> followers
+
+
+@pytest.fixture(scope="module")
+def twitter(cluster_settings):
+    from cassandra.concurrent import execute_concurrent_with_args
+    from async_triggers.cql import connect
+    from async_triggers.cql_script import run_file
+    with connect(cluster_settings) as s:
+        run_file(s, ROOT / "examples" / "twitter.cql")
+        for t in ("tweets", "timeline", "followers"):
+            s.execute(f"TRUNCATE twitter.{t}")
+        insert = s.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
+        execute_concurrent_with_args(s, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
+                                     concurrency=64, raise_on_first_error=True)
+    result = run_ctl(cluster_settings, "trigger", "deploy", str(ROOT / "examples" / "twitter.py"))
+    assert result.returncode == 0, result.stderr
+    assert "deployed twitter_timeline" in result.stdout
+
+
+def timeline_of(session, user):
+    return {r.tweet_id for r in session.execute("SELECT tweet_id FROM twitter.timeline WHERE user_id = %s", (user,))}
+
+
+def test_should_fan_out_every_tweet_to_author_and_followers(twitter, session):
+    authors = [1, 2, 3, 2, 1, 3]
+    stats = workload.write_tweets(session, authors, random.Random(7))
+    assert stats.count == len(authors)
+    drain(session, FLOW)
+    tweets = {r.tweet_id: r.author_id for r in session.execute("SELECT tweet_id, author_id FROM twitter.tweets")}
+    assert sorted(tweets.values()) == sorted(authors)
+    for author, followers in FOLLOWERS.items():
+        own = {t for t, a in tweets.items() if a == author}
+        assert own <= timeline_of(session, author)
+        for f in followers[:5] + followers[-5:]:
+            assert own <= timeline_of(session, f), f"follower {f} of {author} misses tweets"
+    total = session.execute("SELECT count(*) FROM twitter.timeline").one()[0]
+    assert total == sum((len(FOLLOWERS[a]) + 1) for a in authors)
+
+
+def test_should_propagate_a_delete_to_every_timeline(twitter, session):
+    [tweet] = workload.write_tweets(session, [2], random.Random(8)).tweet_ids
+    drain(session, FLOW)
+    assert all(tweet in timeline_of(session, u) for u in [2, 100, 101, 102])
+    session.execute("DELETE FROM twitter.tweets WHERE tweet_id = %s", (tweet,))
+    drain(session, FLOW)
+    assert not any(tweet in timeline_of(session, u) for u in [2, 100, 101, 102])
+
+
+def test_should_report_status_per_node(twitter, session, cluster_settings):
+    import json
+    result = run_ctl(cluster_settings, "trigger", "status", FLOW, "--json")
+    assert result.returncode == 0, result.stderr
+    rows = json.loads(result.stdout)
+    assert {r["flow"] for r in rows} == {FLOW}
+    assert sum(r["completed"] for r in rows) >= 6
+    assert all(r["failed"] == 0 and r["workers"] == 2 for r in rows)
+
+
+@pytest.mark.spark
+def test_should_verify_with_spark_that_nothing_is_missing(twitter, session, cluster_settings):
+    drain(session, FLOW)
+    result = run_ctl(cluster_settings, "verify", FLOW, "--master", "local[2]", "--json", timeout=600)
+    assert result.returncode == 0, result.stdout + result.stderr
+    import json
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    timeline = [t for t in report if t["table"] == "twitter.timeline"][0]
+    assert timeline["missing"] == 0 and timeline["unexpected"] == 0
+    assert timeline["expected"] == timeline["present"] > 2500
+
+
+def worker_threads(pid: int) -> dict[str, int]:
+    """The plugin's threads in a node's JVM, by name prefix (from a thread dump)."""
+    import re
+    import subprocess
+    dump = subprocess.run(["jcmd", str(pid), "Thread.print"], capture_output=True, text=True, timeout=60).stdout
+    names = re.findall(r'^"(async-trigger-[^"]*?)(?:-\d+)?"', dump, re.MULTILINE)
+    counts: dict[str, int] = {}
+    for n in names:
+        counts[n] = counts.get(n, 0) + 1
+    return counts
+
+
+def test_should_run_exactly_one_worker_pool_per_flow_after_reloadtriggers(twitter, session, cluster_settings):
+    from async_triggers import cluster as cluster_mod
+    from async_triggers.cluster import cql_query
+    node1 = [n for n in cluster_mod.node_status(cluster_settings) if n.name == "node1"][0]
+    for _ in range(2):
+        cluster_mod.nodetool(cluster_settings, "node1", ["reloadtriggers"])
+        # the plugin is on the node's class path: a reload makes a new trigger instance over the same runtime
+        cql_query(node1.address, "INSERT INTO twitter.tweets (tweet_id, author_id, body) VALUES (now(), 3, 'x')")
+        drain(session, FLOW)
+    threads = worker_threads(node1.pid)
+    assert threads.get("async-trigger-twitter_timeline-worker") == 2, threads
+    assert threads.get("async-trigger-control") == 1, threads

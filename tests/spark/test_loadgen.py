@@ -1,0 +1,224 @@
+"""async_triggers.spark_jobs.loadgen: the open-loop schedule, no early sends, latency from the scheduled time under a stall; the
+same task logic run by Spark local[2] tasks (marker ``spark``)."""
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from async_triggers.spark_jobs import loadgen
+from async_triggers.spark_jobs.errors import LoadGenError
+from async_triggers.spark_jobs.loadgen import DROPPED, ERROR, OK, Phase, run_task, schedule
+
+BURST = [Phase(6, 50), Phase(3, 200), Phase(9, 50)]
+
+
+# -- the schedule (pure) -------------------------------------------------------------------------------------------
+def test_uniform_tasks_together_send_exactly_at_the_rate():
+    tasks = [schedule([Phase(2, 100)], 3, t) for t in range(3)]
+    assert sorted(t for times in tasks for t in times) == pytest.approx([j / 100 for j in range(200)])
+    assert [len(times) for times in tasks] == [67, 67, 66]
+    assert all(times == sorted(times) for times in tasks)
+    assert tasks[1][:3] == pytest.approx([0.01, 0.04, 0.07])   # task 1 takes requests 1, 4, 7, ...
+
+
+def test_uniform_phases_follow_the_burst_profile():
+    times = sorted(t for task in range(2) for t in schedule(BURST, 2, task))
+    per_phase = [sum(lo <= t < hi for t in times) for lo, hi in ((0, 6), (6, 9), (9, 18))]
+    assert per_phase == [300, 600, 450]
+    assert loadgen.expected_requests(BURST) == 1350
+    burst = [t for t in times if 6 <= t < 9]
+    assert burst[1] - burst[0] == pytest.approx(1 / 200)
+
+
+def test_a_phase_at_rate_zero_sends_nothing():
+    times = schedule([Phase(1, 10), Phase(2, 0), Phase(1, 10)], 1, 0)
+    assert len(times) == 20 and not [t for t in times if 1 <= t < 3]
+
+
+def test_poisson_is_seeded_and_has_the_rate():
+    a = [schedule([Phase(100, 50)], 2, t, seed=7, arrivals="poisson") for t in range(2)]
+    b = [schedule([Phase(100, 50)], 2, t, seed=7, arrivals="poisson") for t in range(2)]
+    c = schedule([Phase(100, 50)], 2, 0, seed=8, arrivals="poisson")
+    assert a == b and a[0] != c and a[0] != a[1]
+    n = len(a[0]) + len(a[1])
+    assert abs(n - 5000) < 4 * 5000 ** 0.5                        # 4 standard deviations of a Poisson count
+    assert all(0 <= t < 100 for times in a for t in times)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(phases=[]), "'phases' must hold at least one phase, found none"),
+    (dict(phases=[Phase(0, 10)]), "phase 0: 'duration_s' must be strictly positive, found: 0"),
+    (dict(phases=[Phase(1, 10), Phase(1, -1)]), "phase 1: 'rate' must be positive or zero, found: -1"),
+    (dict(partitions=0), "'partitions' must be strictly positive, found: 0"),
+    (dict(concurrency=0), "'concurrency' must be strictly positive, found: 0"),
+    (dict(arrivals="bursty"), "'arrivals' must be one of uniform, poisson, found: 'bursty'"),
+    (dict(drop_after_s=-1.0), "'drop_after_s' must be positive or zero, found: -1.0"),
+])
+def test_options_are_checked_with_exact_messages(kwargs, message):
+    options = dict(phases=[Phase(1, 10)], partitions=1, concurrency=1, arrivals="uniform", drop_after_s=None)
+    options.update(kwargs)
+    with pytest.raises(LoadGenError) as e:
+        loadgen.check_options(**options)
+    assert str(e.value) == message
+
+
+def test_phases_parse_from_the_command_line_form():
+    assert loadgen.parse_phases("60:600,30:2600,90:600") == [Phase(60, 600), Phase(30, 2600), Phase(90, 600)]
+    with pytest.raises(LoadGenError, match=r"a phase must be seconds:rate, found: '30' in '60:600,30'"):
+        loadgen.parse_phases("60:600,30")
+
+
+# -- one task, run here (no Spark) ---------------------------------------------------------------------------------
+def stalling(task: int, seq: int, seconds: float, fail_seq: int | None = None):
+    """A sender factory whose sender stalls ``seconds`` on request ``seq`` of ``task`` (and fails ``fail_seq``)."""
+    def factory(slot):
+        def send(request):
+            if request.task == task and request.seq == seq:
+                time.sleep(seconds)
+            if request.seq == fail_seq:
+                raise ValueError(f"boom {request.seq}")
+        return send
+    return factory
+
+
+def test_a_stall_is_charged_to_every_request_scheduled_during_it():
+    start = time.time() + 0.3
+    records = run_task(0, 1, start, [Phase(1.5, 100)], 1, stalling(0, 30, 0.5), concurrency=1)
+    assert len(records) == 150 and [r.seq for r in records] == list(range(150))
+    assert all(r.status == OK for r in records)
+    assert all(r.sent >= r.scheduled for r in records), "a request went out before its time"
+    stall_end = records[30].acked
+    assert stall_end - records[30].scheduled >= 0.5
+    during = [r for r in records if records[30].scheduled < r.scheduled < stall_end]
+    assert len(during) >= 45
+    for r in during:       # sent at once when the sender is free, late, and its wait counts in its latency
+        assert r.late and r.sent >= stall_end
+        assert r.latency >= stall_end - r.scheduled
+    # a closed-loop generator would report ~0 ms for these: here the first one waited almost the whole stall
+    assert during[0].latency >= 0.45
+
+
+def test_free_senders_absorb_a_stall_without_delaying_the_schedule():
+    start = time.time() + 0.3
+    records = run_task(0, 1, start, [Phase(1.0, 100)], 1, stalling(0, 30, 0.5), concurrency=4)
+    assert len(records) == 100 and all(r.sent >= r.scheduled for r in records)
+    assert records[30].latency >= 0.5
+    # the other senders keep the schedule: no other request waits for the stalled one (0.5 s); what remains is
+    # this shared 2-core machine's scheduling noise
+    assert max(r.sent - r.scheduled for r in records) < 0.15
+
+
+def test_requests_later_than_drop_after_are_dropped_not_sent():
+    sent = []
+
+    def factory(slot):
+        def send(request):
+            sent.append(request.seq)
+            if request.seq == 10:
+                time.sleep(0.5)
+        return send
+
+    records = run_task(0, 1, time.time() + 0.3, [Phase(1.0, 100)], 1, factory, concurrency=1, drop_after_s=0.2)
+    dropped = [r for r in records if r.status == DROPPED]
+    # scheduled 0.11 .. ~0.40 s: more than 0.2 s late when the stalled sender came back at ~0.60 s
+    assert 25 <= len(dropped) <= 31
+    assert all(r.sent is None and r.acked is None and r.late for r in dropped)
+    assert sorted(sent) == sorted(r.seq for r in records if r.status != DROPPED)
+    assert len(records) == 100
+
+
+def test_failed_requests_are_recorded_with_their_error():
+    records = run_task(0, 1, time.time() + 0.2, [Phase(0.5, 40)], 1, stalling(0, -1, 0, fail_seq=3),
+                       concurrency=2)
+    failed = [r for r in records if r.status == ERROR]
+    assert [(r.seq, r.error) for r in failed] == [(3, "ValueError: boom 3")]
+    assert failed[0].acked >= failed[0].sent
+    assert sum(r.status == OK for r in records) == 19
+
+
+def test_a_failing_sender_factory_names_the_task_and_sender():
+    def factory(slot):
+        if slot.slot == 1:
+            raise ConnectionRefusedError("no broker on 127.0.0.1:1")
+        return lambda request: None
+
+    with pytest.raises(LoadGenError, match=r"^task 0: the sender factory failed for sender 1: "
+                                           r"ConnectionRefusedError: no broker on 127.0.0.1:1$"):
+        run_task(0, 1, time.time(), [Phase(0.1, 10)], 1, factory, concurrency=2)
+
+
+def test_senders_get_their_slot_and_are_closed():
+    made, closed = [], []
+
+    class Conn:
+        def __init__(self, slot):
+            made.append(slot)
+
+        def send(self, request):
+            pass
+
+        def close(self):
+            closed.append(threading.current_thread().name)
+
+    run_task(1, 2, time.time() + 0.1, [Phase(0.2, 50)], 9, Conn, concurrency=3)
+    assert made == [loadgen.Slot(1, s, 2, 9) for s in range(3)] and len(closed) == 3
+
+
+def test_a_factory_returning_something_else_is_a_clear_error():
+    with pytest.raises(LoadGenError, match="must return an object with a send.request. method or a function, "
+                                           "found: int"):
+        run_task(0, 1, time.time(), [Phase(0.1, 10)], 1, lambda slot: 42, concurrency=1)
+
+
+# -- Spark local[2] ------------------------------------------------------------------------------------------------
+@pytest.mark.spark
+def test_spark_tasks_share_the_rate_and_charge_a_stall_from_the_scheduled_time(spark):
+    phases = [Phase(3.0, 200)]
+    # task 1's only sender stalls 0.6 s on its 100th request (~1 s in); task 0 is not held up by it
+    records = loadgen.run(spark, phases, partitions=2, seed=3, sender_factory=stalling(1, 100, 0.6),
+                          concurrency=1)
+    assert len(records) == 600
+    by_task = {t: [r for r in records if r.task == t] for t in (0, 1)}
+    assert [len(v) for v in by_task.values()] == [300, 300]
+    start = records[0].scheduled
+    assert [r.scheduled - start for r in records] == pytest.approx([j / 200 for j in range(600)], abs=1e-6)
+    assert all(r.status == OK for r in records)
+    assert all(r.sent >= r.scheduled for r in records), "a request went out before its time"
+    # both tasks were ready when the schedule began (a common start after Spark's barrier): no backlog at the start
+    assert max(r.sent - r.scheduled for r in records if r.scheduled - start < 0.5) < 0.2
+    # the two tasks ran at the same time, each at half the rate
+    for task in by_task.values():
+        sent = [r.sent for r in task]
+        assert max(sent) - min(sent) == pytest.approx(2.99, abs=0.15)
+    overlap = min(max(r.sent for r in v) for v in by_task.values()) - max(min(r.sent for r in v)
+                                                                       for v in by_task.values())
+    assert overlap > 2.5
+    stalled = by_task[1][100]
+    stall_end = stalled.acked
+    assert stalled.latency >= 0.6
+    during = [r for r in by_task[1] if stalled.scheduled < r.scheduled < stall_end]
+    assert len(during) >= 55
+    assert all(r.late and r.sent >= stall_end and r.latency >= stall_end - r.scheduled for r in during)
+    assert during[0].latency >= 0.55
+    # task 0 kept its schedule through task 1's stall
+    window = [r for r in by_task[0] if stalled.scheduled < r.scheduled < stall_end]
+    assert window and max(r.sent - r.scheduled for r in window) < 0.2
+
+
+@pytest.mark.spark
+def test_spark_refuses_more_partitions_than_cores(spark):
+    with pytest.raises(LoadGenError, match=r"'partitions' \(3\) exceeds the 2 cores Spark has \(local\[2\]\)"):
+        loadgen.run(spark, [Phase(1, 10)], partitions=3, seed=1, sender_factory=loadgen.null_sender)
+
+
+@pytest.mark.spark
+def test_spark_reports_a_task_failure_with_its_cause(spark):
+    def factory(slot):
+        raise ConnectionRefusedError("no broker")
+
+    with pytest.raises(LoadGenError, match=r"the load generator's Spark job failed: task [01]: the sender factory "
+                                           r"failed for sender 0: ConnectionRefusedError: no broker"):
+        loadgen.run(spark, [Phase(1, 10)], partitions=2, seed=1, sender_factory=factory, concurrency=1,
+                    start_delay_s=0.5)

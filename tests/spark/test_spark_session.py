@@ -1,0 +1,84 @@
+"""async_triggers.spark_jobs.session: the connector jars resolved by Maven for real, and a Spark session that loads them."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from async_triggers.spark_jobs import session
+from async_triggers.spark_jobs.errors import SparkSetupError
+
+
+
+@pytest.fixture(scope="module")
+def jar_home(tmp_path_factory):
+    return tmp_path_factory.mktemp("home")
+
+
+def test_maven_resolves_the_connector_without_spark_or_scala(jar_home):
+    jars = session.connector_jars(jar_home)
+    names = {j.name for j in jars}
+    assert f"spark-cassandra-connector_2.12-{session.CONNECTOR_VERSION}.jar" in names
+    assert f"spark-cassandra-connector-driver_2.12-{session.CONNECTOR_VERSION}.jar" in names
+    assert any(n.startswith("java-driver-core-shaded-") for n in names)
+    assert not [n for n in names if n.startswith(("spark-core", "spark-sql", "scala-library", "scala-reflect"))]
+    assert all(j.parent == jar_home / "spark-jars" / session.CONNECTOR_VERSION for j in jars)
+    # no staging directory left behind
+    assert sorted(p.name for p in (jar_home / "spark-jars").iterdir()) == [session.CONNECTOR_VERSION]
+
+
+def test_filled_cache_is_used_without_maven(jar_home):
+    first = session.connector_jars(jar_home)
+    assert session.connector_jars(jar_home, mvn="no-such-mvn") == first
+
+
+def test_missing_maven_is_a_clear_error(tmp_path):
+    with pytest.raises(SparkSetupError, match="'no-such-mvn' is not on PATH"):
+        session.connector_jars(tmp_path, mvn="no-such-mvn")
+
+
+def test_failing_maven_is_a_clear_error_and_leaves_no_cache(tmp_path):
+    bad = tmp_path / "pom.xml"
+    bad.write_text("<project>not a pom")
+    with pytest.raises(SparkSetupError, match=r"Maven could not resolve the Spark Cassandra Connector .*exit 1"):
+        session.connector_jars(tmp_path / "home", pom=bad)
+    assert list((tmp_path / "home" / "spark-jars").iterdir()) == []
+
+
+def test_options_are_in_one_dict():
+    opts = session.connector_options(("10.0.0.1", "10.0.0.2"), 9043)
+    assert opts["spark.cassandra.connection.host"] == "10.0.0.1,10.0.0.2"
+    assert opts["spark.cassandra.connection.port"] == "9043"
+    conf = session.spark_options("local[2]", "x", [Path("/a.jar"), Path("/b.jar")])
+    assert conf["spark.jars"] == "/a.jar,/b.jar" and "spark.jars.packages" not in conf
+
+
+def test_session_without_jars_has_no_connector(spark):
+    assert not session.connector_loaded(spark)
+
+
+def test_session_with_the_resolved_jars_loads_the_connector(jar_home):
+    # a fresh process: a JVM's class path is fixed by its first session, and the test session has no connector
+    script = textwrap.dedent(f"""
+        import time
+        from pathlib import Path
+        from async_triggers.spark_jobs import session
+        t = time.monotonic()
+        spark = session.build_session(master="local[1]", home=Path({str(jar_home)!r}))
+        print("started", round(time.monotonic() - t, 1), flush=True)
+        print("loaded", session.connector_loaded(spark), flush=True)
+        reader = spark.read.format(session.CASSANDRA_FORMAT).options(keyspace="ks", table="t")
+        print("jars", len(spark.conf.get("spark.jars").split(",")), flush=True)
+        spark.stop()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
+    assert lines["loaded"] == "True", proc.stdout + proc.stderr[-3000:]
+    assert int(lines["jars"]) == len(session.connector_jars(jar_home))
+    print(f"session with connector started in {lines['started']} s")

@@ -1,0 +1,126 @@
+"""Unit tests of the cluster library's argument checks (no cluster started)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from async_triggers import cluster, config
+from async_triggers.cluster.model import ClusterInfo, NodeStatus
+from async_triggers.errors import ClusterError
+
+
+def test_up_without_plugin_jar_says_how_to_build_it(tmp_path: Path):
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match=r"make plugin.*mvn -f trigger-plugin/pom.xml package"):
+        cluster.up(settings, nodes=1, name="x", plugin_jar=tmp_path / "missing.jar")
+    assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
+
+
+def test_up_rejects_a_bad_heap(tmp_path: Path):
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match="invalid heap size"):
+        cluster.up(settings, nodes=1, name="x", heap="lots", require_plugin=False)
+
+
+def test_up_rejects_an_unknown_commitlog_sync(tmp_path: Path):
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match="--commitlog-sync must be one of periodic, batch, not 'fast'"):
+        cluster.up(settings, nodes=1, name="x", commitlog_sync="fast", require_plugin=False)
+    assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
+
+
+def test_batch_commitlog_sync_is_valid_for_cassandra_5():
+    # DatabaseDescriptor refuses batch with a commitlog_sync_period other than 0, and periodic without one
+    assert cluster.COMMITLOG_SYNC["batch"] == {"commitlog_sync": "batch", "commitlog_sync_period": "0ms"}
+    assert cluster.COMMITLOG_SYNC["periodic"]["commitlog_sync_period"] == "10000ms"
+
+
+def test_unknown_cluster_is_a_clear_error(tmp_path: Path):
+    settings = config.load(home=tmp_path)
+    with pytest.raises(ClusterError, match="no cluster 'nope'.*ctl cluster up"):
+        cluster.node_status(settings, "nope")
+    assert cluster.down(settings, "nope") is False
+
+
+def test_cluster_info_helpers(tmp_path: Path):
+    nodes = (NodeStatus("node1", "127.0.0.1", "up", 1, True, path=tmp_path / "node1"),
+             NodeStatus("node2", "127.0.0.2", "down", None, False, path=tmp_path / "node2"))
+    info = ClusterInfo("c", ("127.0.0.1", "127.0.0.2"), nodes)
+    assert info.replication_factor_hint == 1
+    assert info.cqlsh_command("node2") == "cqlsh 127.0.0.2 9042"
+    assert cluster.triggers_dir_of(nodes[0]) == tmp_path / "node1" / "conf" / "triggers"
+
+
+def test_wait_for_cql_times_out_with_the_addresses():
+    with pytest.raises(ClusterError, match=r"127\.0\.0\.99"):
+        cluster.wait_for_cql(["127.0.0.99"], timeout=1, port=1)
+
+
+def test_nodes_start_with_the_plugin_on_their_class_path_once_the_cluster_has_it(tmp_path: Path):
+    assert cluster.node_jvm_args(tmp_path) == list(cluster.FAST_START_JVM_ARGS)
+    (tmp_path / "async-triggers-plugin.jar").write_bytes(b"PK")
+    assert cluster.node_jvm_args(tmp_path) == [*cluster.FAST_START_JVM_ARGS,
+                                               f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
+
+
+class _FakeNode:
+    """What the driver uses of a ccm node: a stopped node whose start is recorded."""
+
+    def __init__(self, path: Path, name: str, address: str):
+        self.name, self.path, self.pid = name, path / name, None
+        self.network_interfaces = {"binary": (address, 9042)}
+        self.jvm_args: list[list[str]] = []
+
+    def get_conf_dir(self) -> str:
+        return str(self.path / "conf")
+
+    def mark_log(self) -> int:
+        return 0
+
+    def start(self, jvm_args, **_):
+        self.jvm_args.append(list(jvm_args))
+        self.pid = 4242
+
+
+class _FakeCluster:
+    def __init__(self, path: Path):
+        self.name, self.path = "fake", path
+        self.nodes = {"node1": _FakeNode(path, "node1", "127.0.0.1")}
+
+    def get_path(self) -> str:
+        return str(self.path)
+
+
+def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running_nodes_with_it(tmp_path: Path, monkeypatch):
+    from async_triggers.cluster import ccm_driver, health
+    monkeypatch.setattr(ccm_driver, "_alive", lambda node: node.pid is not None)
+    monkeypatch.setattr(health, "port_open", lambda *a, **kw: False)
+    monkeypatch.setattr(health, "wait_for_cql", lambda *a, **kw: None)
+    stopped = []
+
+    def stop(node, sig, timeout):
+        stopped.append((node.name, sig))
+        node.pid = None
+        return True
+
+    monkeypatch.setattr(ccm_driver, "_signal_and_wait", stop)
+    build = tmp_path / "target"
+    build.mkdir()
+    (build / "async-triggers-plugin.jar").write_bytes(b"plugin")
+    fake = _FakeCluster(tmp_path / "ccm" / "fake")
+    fake.path.mkdir(parents=True)
+    fake.nodes["node1"].pid = 1234   # running: it restarts to load the jar
+
+    copied = cluster.install_plugin(fake, build / "async-triggers-plugin.jar")
+    assert copied == fake.path / "async-triggers-plugin.jar"
+    assert copied.read_bytes() == b"plugin"
+    assert stopped == [("node1", ccm_driver.signal.SIGTERM)]
+    assert fake.nodes["node1"].jvm_args == [[*cluster.FAST_START_JVM_ARGS, f"-javaagent:{fake.path}/async-triggers-plugin.jar"]]
+
+
+def test_install_plugin_without_the_jar_is_a_clear_error(tmp_path: Path):
+    with pytest.raises(ClusterError, match=r"the trigger plugin jar .*missing\.jar does not exist: build it "
+                                           r"first with `make plugin`"):
+        cluster.install_plugin(_FakeCluster(tmp_path / "c"), tmp_path / "missing.jar")
+    assert not (tmp_path / "c").exists(), "nothing is copied before the check"
