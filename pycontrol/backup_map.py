@@ -17,6 +17,7 @@ GC_GRACE_SECONDS = 10_800   # 3 h, the hint window: hints carry a completion del
 COMPACTION = {"class": "SizeTieredCompactionStrategy", "tombstone_threshold": "0.05",
               "tombstone_compaction_interval": "300", "unchecked_tombstone_compaction": "true"}
 CLUSTERING = ("flow", "id")
+KEY_COLUMN = "key_{i}"   # the i-th partition key column of the source
 # id: the task's id, the same on every replica (a name-based UUID of the flow, the source key and the write's
 # timestamp); captured: when this replica captured it (the safety net's age)
 VALUE_COLUMNS = (("flow", "text"), ("id", "uuid"), ("task", "blob"), ("captured", "timestamp"), ("resume", "blob"))
@@ -33,7 +34,7 @@ def is_backup_map(table: str) -> bool:
 
 def key_columns(partition_key_types: Sequence[str]) -> list[tuple[str, str]]:
     """The map's partition key: key_0, key_1, ... with the source's partition key types, in order."""
-    return [(f"key_{i}", t) for i, t in enumerate(partition_key_types)]
+    return [(KEY_COLUMN.format(i=i), t) for i, t in enumerate(partition_key_types)]
 
 
 def columns(partition_key_types: Sequence[str]) -> list[tuple[str, str]]:

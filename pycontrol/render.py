@@ -12,24 +12,12 @@ from typing import Any, Collection, Mapping, Sequence
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import backup_map, capture_index
+from . import backup_map, capture_index, keyspace
 from .errors import ConfigError
 
-KEYSPACE = "async_triggers"
+KEYSPACE = keyspace.KEYSPACE
 TRIGGER_NAME = "async_triggers"
 TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"   # back pressure on the coordinator (the block policy)
-# The columns of async_triggers.flow_status, as deploy.cql.jinja creates it (a test holds the two together).
-# A deploy adds the ones an older table lacks.
-FLOW_STATUS_COLUMNS = (
-    ("flow", "text"), ("node", "text"),
-    ("pending", "bigint"), ("active", "bigint"), ("completed", "bigint"), ("failed", "bigint"),
-    ("retried", "bigint"), ("oldest_pending_ms", "bigint"), ("workers", "int"), ("capacity", "int"),
-    ("spilled", "bigint"), ("discarded", "bigint"),
-    ("recovered", "bigint"), ("resumed", "bigint"), ("fanout_rows", "bigint"),
-    ("backlog", "bigint"), ("last_capture", "timestamp"), ("last_scan", "timestamp"),
-    ("updated", "timestamp"),
-)
-FLOW_STATUS_KEY = ("flow", "node")
 
 _encoder = Encoder()
 
@@ -86,11 +74,20 @@ def _render(template: str, bound: bool, **context) -> tuple[str, list]:
 def flow_status_alters(existing: Collection[str]) -> list[str]:
     """The statements that add to an existing flow_status table the columns it lacks (a table made by an older
     deploy). ``existing``: its columns now; empty when there is no such table (CREATE TABLE makes it whole)."""
-    if not existing:
-        return []
-    return [f"ALTER TABLE {ident(KEYSPACE)}.{ident('flow_status')} ADD IF NOT EXISTS {ident(column)} {cql_type}"
-            for column, cql_type in FLOW_STATUS_COLUMNS
-            if column not in existing and column not in FLOW_STATUS_KEY]   # a key column cannot be added
+    return [f"ALTER TABLE {ident(KEYSPACE)}.{ident(keyspace.FLOW_STATUS.name)} ADD IF NOT EXISTS {ident(column)} {cql_type}"
+            for column, cql_type in keyspace.flow_status_missing(existing)]
+
+
+def _keyspace_tables() -> list[dict]:
+    """The tables of our keyspace (keyspace.TABLES) as the template writes their CREATE TABLE."""
+    out = []
+    for t in keyspace.TABLES:
+        partition = ", ".join(ident(c) for c in t.partition_key)
+        key = ", ".join([f"({partition})" if len(t.partition_key) > 1 else partition]
+                        + [ident(c) for c in t.clustering])
+        out.append({"name": t.name, "columns": ",\n  ".join(f"{ident(c)} {cql_type}" for c, cql_type in t.columns),
+                    "primary_key": key, "options": f" {t.options}" if t.options else ""})
+    return out
 
 
 def _backup_maps(specs: Sequence[dict]) -> list[dict]:
@@ -142,7 +139,7 @@ def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
-    return dict(keyspace=KEYSPACE, replication_factor=replication_factor, version=version, flows=flows,
+    return dict(keyspace=KEYSPACE, keyspace_tables=_keyspace_tables(), replication_factor=replication_factor, version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
                 capture_class=capture_index.CLASS,
                 capture_indexes=capture_indexes(specs, others, existing_capture_indexes),

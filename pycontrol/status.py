@@ -9,12 +9,12 @@ from typing import Mapping, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import render
+from . import keyspace, render
 from .errors import ClusterError
 
-COLUMNS = ("pending", "active", "completed", "failed", "retried", "oldest_pending_ms", "workers", "capacity",
-           "spilled", "discarded", "recovered", "resumed", "fanout_rows", "backlog")
-TIMES = ("last_capture", "last_scan")
+# the counters and the times of a flow_status row (keyspace.FLOW_STATUS), "updated" apart
+COLUMNS = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type in ("bigint", "int"))
+TIMES = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type == "timestamp" and c != "updated")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from async_triggers import backup_map, capture_index, deploy, render, schema, validate
+from async_triggers import backup_map, capture_index, deploy, keyspace, render, schema, validate
 from async_triggers.cql_schema import parse_cql_file
 from async_triggers.errors import ValidationError
 from async_triggers.flows import Backup, Flow, Write, source
@@ -199,7 +199,7 @@ def test_should_add_the_missing_flow_status_columns_of_an_older_table():
 
 
 def test_should_alter_nothing_when_flow_status_is_complete_or_absent():
-    assert render.flow_status_alters({c for c, _ in render.FLOW_STATUS_COLUMNS}) == []
+    assert render.flow_status_alters(set(keyspace.FLOW_STATUS.column_names())) == []
     assert render.flow_status_alters(set()) == []   # no table yet: CREATE TABLE makes it whole
 
 
@@ -215,8 +215,8 @@ def test_should_create_flow_status_with_every_column_the_alters_know(tmp_path):
     script = tmp_path / "deploy.cql"
     script.write_text(render.deploy_script(validate.compile_all([latest_flow()], SCHEMA), 2, version=1))
     table = parse_cql_file(script).table("async_triggers", "flow_status")
-    assert table.columns == dict(render.FLOW_STATUS_COLUMNS)
-    assert table.primary_key == render.FLOW_STATUS_KEY
+    assert table.columns == dict(keyspace.FLOW_STATUS.columns)
+    assert table.primary_key == keyspace.FLOW_STATUS.primary_key()
 
 
 # --- drop -------------------------------------------------------------------------------------------------

@@ -1,0 +1,79 @@
+"""The tables of the ``async_triggers`` keyspace and of the backup maps: the one home of their layout.
+
+A deploy creates them from here (templates/cql/deploy.cql.jinja); ``ctl trigger status``, ``ctl trigger dlq`` and the
+chaos evidence read them by these names. The plugin writes and reads the same tables; its JUnit test
+``KeyspaceContractTest`` checks every table and column it names against tests/golden/contract/keyspace.json, which
+``contract()`` renders (tests/unit/test_contract.py keeps the file equal to it).
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import Collection
+
+from . import backup_map
+
+KEYSPACE = "async_triggers"
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[tuple[str, str], ...]      # (name, CQL type), in the order of the CREATE TABLE
+    partition_key: tuple[str, ...]
+    clustering: tuple[str, ...] = ()
+    options: str = ""                         # the WITH clause, if any
+
+    def column_names(self) -> tuple[str, ...]:
+        return tuple(c for c, _ in self.columns)
+
+    def primary_key(self) -> tuple[str, ...]:
+        return self.partition_key + self.clustering
+
+
+FLOWS = Table("flows", (("name", "text"), ("source_keyspace", "text"), ("source_table", "text"), ("spec", "text"),
+                        ("version", "bigint")), partition_key=("name",))
+
+# Each node's plugin writes a row per flow every few seconds (with a TTL); ``ctl trigger status`` reads them.
+FLOW_STATUS = Table("flow_status", (
+    ("flow", "text"), ("node", "text"),
+    ("pending", "bigint"), ("active", "bigint"), ("completed", "bigint"), ("failed", "bigint"),
+    ("retried", "bigint"), ("oldest_pending_ms", "bigint"), ("workers", "int"), ("capacity", "int"),
+    ("spilled", "bigint"), ("discarded", "bigint"),
+    ("recovered", "bigint"), ("resumed", "bigint"), ("fanout_rows", "bigint"),
+    ("backlog", "bigint"), ("last_capture", "timestamp"), ("last_scan", "timestamp"),
+    ("updated", "timestamp"),
+), partition_key=("flow",), clustering=("node",))
+
+# The image a lineage target's rows were derived from, per source row (docs/design.md, "Lineage").
+LINEAGE = Table("lineage", (("flow", "text"), ("source_key", "blob"), ("target_key", "blob"), ("ts", "bigint")),
+                partition_key=("flow", "source_key"), clustering=("target_key",))
+
+DEAD_LETTERS = Table("dead_letters", (
+    ("flow", "text"), ("id", "timeuuid"), ("node", "text"), ("op", "text"), ("ts", "bigint"), ("source_key", "blob"),
+    ("task", "blob"), ("error", "text"), ("attempts", "int"), ("failed_at", "timestamp"),
+), partition_key=("flow",), clustering=("id",), options='WITH CLUSTERING ORDER BY ("id" DESC)')
+
+# ``ctl trigger dlq retry`` asks a node to re-queue dead letters: one row per (node, flow, letter).
+DEAD_LETTER_RETRIES = Table("dead_letter_retries", (("node", "text"), ("flow", "text"), ("id", "timeuuid")),
+                            partition_key=("node",), clustering=("flow", "id"))
+
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, DEAD_LETTERS, DEAD_LETTER_RETRIES)
+
+
+def flow_status_missing(existing: Collection[str]) -> list[tuple[str, str]]:
+    """The flow_status columns an existing table lacks (one made by an older deploy), key columns left out (a key
+    column cannot be added). ``existing``: its columns now; empty when there is no such table."""
+    if not existing:
+        return []
+    return [(c, t) for c, t in FLOW_STATUS.columns if c not in existing and c not in FLOW_STATUS.primary_key()]
+
+
+def contract() -> dict:
+    """The layout as tests/golden/contract/keyspace.json holds it, for the plugin's test to check against."""
+    return {
+        "keyspace": KEYSPACE,
+        "tables": {t.name: {"columns": dict(t.columns), "partition_key": list(t.partition_key),
+                            "clustering": list(t.clustering)} for t in TABLES},
+        "backup_map": {"prefix": backup_map.PREFIX, "key_column": backup_map.KEY_COLUMN,
+                       "columns": dict(backup_map.VALUE_COLUMNS), "clustering": list(backup_map.CLUSTERING)},
+    }
