@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from . import config as config_mod
+from .. import config as config_mod
 
 app = typer.Typer(help="Asynchronous triggers for Apache Cassandra: clusters, flows, verification, benchmarks.",
                   no_args_is_help=True, add_completion=False)
@@ -21,7 +21,8 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import cli_bench, cli_chaos, cli_cluster, cli_demo, cli_trigger, cli_verify
+    from .. import cli_chaos, cli_cluster, cli_demo, cli_trigger, cli_verify
+    from . import bench as cli_bench
     app.add_typer(cli_bench.app, name="bench")
     app.add_typer(cli_chaos.app, name="chaos")
     app.add_typer(cli_cluster.app, name="cluster")

@@ -7,8 +7,8 @@ from typing import List
 
 import typer
 
-from .cli_common import errors_to_exit
-from .errors import ConfigError
+from ..cli_common import errors_to_exit
+from ..errors import ConfigError
 
 app = typer.Typer(help="Reproduce the report's experiments: synchronous vs external queue vs integrated.",
                   no_args_is_help=True)
