@@ -56,7 +56,7 @@ test-spark: install
 test: install broker test-java
 	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
 
-# The report's experiments (issue 4): every one, then benchmarks/results/report.md (about an hour)
+# The report's experiments: every one, then benchmarks/results/report.md (about an hour)
 bench: install broker
 	$(CTL) bench all
 
@@ -80,7 +80,7 @@ bench-backup: install
 clean:
 	rm -rf $(VENV) trigger-plugin/target
 
-# ---- issue 4: the benchmarks' building blocks (new targets; the ones above are unchanged) ----
+# ---- the benchmarks' building blocks ----
 # `broker`: RabbitMQ from Debian's packages for the external-queue baseline, installed only when missing.
 # RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/broker.py runs a private one.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -96,7 +96,7 @@ broker:
 	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold rabbitmq-server; \
 	fi
 
-# the benchmarks' Python extras (pika, matplotlib): part of the virtualenv now; kept as a name for old habits
+# the benchmarks' Python extras (pika, matplotlib): the virtualenv installs them (pyproject's `bench` extra)
 bench-deps: venv
 
 # the benchmarks' building blocks: unit tests, the Spark load generator, a private RabbitMQ node (no Cassandra)

@@ -76,6 +76,13 @@ def _table(statement: str, path: Path) -> TableSchema:
     return TableSchema(ks, name, tuple(partition), tuple(clustering), columns)
 
 
+def schema_file_of(flow_file: Path) -> Path:
+    """The CQL schema of a flow file, for rendering without --live: ``<stem>.cql`` beside it, else ``schema.cql`` in
+    its folder (an example's package: examples/twitter/flows.py and schema.cql)."""
+    beside, folder = flow_file.with_suffix(".cql"), flow_file.parent / "schema.cql"
+    return folder if not beside.is_file() and folder.is_file() else beside
+
+
 def parse_cql_file(path: Path) -> Schema:
     if not path.is_file():
         raise ConfigError(f"no live schema asked for (--live) and no schema file {path} beside the flow file")

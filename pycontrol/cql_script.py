@@ -1,4 +1,4 @@
-"""Running CQL schema scripts (examples/*.cql) through the driver, waiting for schema agreement."""
+"""Running CQL schema scripts (examples/*/schema.cql) through the driver, waiting for schema agreement."""
 from __future__ import annotations
 
 import re

@@ -1,4 +1,5 @@
-"""Flow status per node, as each node's plugin reports it into async_triggers.flow_status."""
+"""The status of each flow on each node (FlowNodeStatus: one row of async_triggers.flow_status, as that node's plugin
+reports it), and waiting until the flows are drained everywhere."""
 from __future__ import annotations
 
 import dataclasses
@@ -18,7 +19,7 @@ TIMES = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type == "
 
 
 @dataclasses.dataclass(frozen=True)
-class NodeStatus:
+class FlowNodeStatus:
     flow: str
     node: str
     pending: int
@@ -53,10 +54,10 @@ class NodeStatus:
         return self.pending == 0 and self.active == 0 and self.backlog == 0 and scanned_after_captures
 
 
-def from_row(row: Mapping) -> NodeStatus:
+def from_row(row: Mapping) -> FlowNodeStatus:
     """A status from a flow_status row (a mapping of column to value): a counter that is null (a node with an
     older plugin) or absent (a table from an older deploy) reads as 0."""
-    return NodeStatus(flow=row["flow"], node=row["node"], updated=row.get("updated"),
+    return FlowNodeStatus(flow=row["flow"], node=row["node"], updated=row.get("updated"),
                       **{c: row.get(c) or 0 for c in COLUMNS}, **{t: row.get(t) for t in TIMES})
 
 
@@ -64,7 +65,7 @@ def _naive(t: dt.datetime) -> dt.datetime:
     return t.replace(tzinfo=None)
 
 
-def read(session, flows: Sequence[str] | None = None) -> list[NodeStatus]:
+def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
     keyspace = session.cluster.metadata.keyspaces.get(render.KEYSPACE)
     table = keyspace.tables.get("flow_status") if keyspace is not None else None
     if table is None:
@@ -86,8 +87,8 @@ def live_nodes(session) -> set[str]:
 
 
 def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: float = 600.0,
-                 poll: float = 1.0, progress=lambda _: None) -> list[NodeStatus]:
-    """Wait until every node that reports the flows is settled (NodeStatus.settled: nothing queued or running, no
+                 poll: float = 1.0, progress=lambda _: None) -> list[FlowNodeStatus]:
+    """Wait until every node that reports the flows is settled (FlowNodeStatus.settled: nothing queued or running, no
     live backup entry) in a report newer than ``since`` (so the report was made after the last write we care
     about). A task whose write reached a replica is in that replica's backup map until it is done, so this does
     not say "drained" while any is left. Returns the final statuses."""

@@ -21,14 +21,13 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from .. import cli_chaos, cli_cluster, cli_demo, cli_trigger, cli_verify
-    from . import bench as cli_bench
-    app.add_typer(cli_bench.app, name="bench")
-    app.add_typer(cli_chaos.app, name="chaos")
-    app.add_typer(cli_cluster.app, name="cluster")
-    app.add_typer(cli_trigger.app, name="trigger")
-    app.command("verify")(cli_verify.verify)
-    app.command("demo")(cli_demo.demo)
+    from . import bench, chaos, cluster, demo, trigger, verify
+    app.add_typer(bench.app, name="bench")
+    app.add_typer(chaos.app, name="chaos")
+    app.add_typer(cluster.app, name="cluster")
+    app.add_typer(trigger.app, name="trigger")
+    app.command("verify")(verify.verify)
+    app.command("demo")(demo.demo)
 
 
 def main() -> None:

@@ -7,7 +7,7 @@ from typing import List
 
 import typer
 
-from ..cli_common import errors_to_exit
+from .exit_codes import errors_to_exit
 from ..errors import ConfigError
 
 app = typer.Typer(help="Reproduce the report's experiments: synchronous vs external queue vs integrated.",

@@ -15,8 +15,8 @@ def index_flow(cluster_settings):
     from async_triggers.cql import connect
     from async_triggers.cql_script import run_file
     with connect(cluster_settings) as s:
-        run_file(s, ROOT / "examples" / "users_index.cql")
-    result = run_ctl(cluster_settings, "trigger", "deploy", str(ROOT / "examples" / "users_index.py"))
+        run_file(s, ROOT / "examples" / "users_index" / "schema.cql")
+    result = run_ctl(cluster_settings, "trigger", "deploy", str(ROOT / "examples" / "users_index" / "flows.py"))
     assert result.returncode == 0, result.stderr
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from async_triggers import render, validate
-from async_triggers.cql_schema import parse_cql_file
+from async_triggers.cql_schema import parse_cql_file, schema_file_of
 from async_triggers.errors import ConfigError
 from async_triggers.flows import load_flow_file
 
@@ -15,8 +15,8 @@ EXAMPLES = ["twitter", "users_index"]
 
 
 def specs_of(example: str) -> list[dict]:
-    flow_file = ROOT / "examples" / f"{example}.py"
-    return validate.compile_all(load_flow_file(flow_file), parse_cql_file(flow_file.with_suffix(".cql")))
+    flow_file = ROOT / "examples" / example / "flows.py"
+    return validate.compile_all(load_flow_file(flow_file), parse_cql_file(schema_file_of(flow_file)))
 
 
 def check_golden(name: str, text: str) -> None:

@@ -75,7 +75,7 @@ def test_should_select_only_the_columns_an_older_table_has():
 
 def test_should_show_the_backup_counters(monkeypatch):
     import contextlib
-    from async_triggers import cli_trigger
+    from async_triggers.cli import trigger as cli_trigger
 
     @contextlib.contextmanager
     def connect(_settings):

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import typer
 
-from .cli_common import errors_to_exit
+from .exit_codes import errors_to_exit
 
 
 def verify(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed flow."),

@@ -1,5 +1,5 @@
 """The report's Twitter flow (seed 000, Figure 1): a tweet goes to its author's timeline and, through a
-fan-out over the author's followers, to every follower's timeline. Schema: twitter.cql beside this file."""
+fan-out over the author's followers, to every follower's timeline. Schema: schema.cql beside this file."""
 from async_triggers.flows import FanOut, Flow, Queue, Write, row, source
 
 TIMELINE_COLUMNS = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)

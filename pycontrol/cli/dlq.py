@@ -5,9 +5,9 @@ import json
 
 import typer
 
-from . import dlq
-from .cli_common import errors_to_exit
-from .cql import connect
+from .. import dlq
+from .exit_codes import errors_to_exit
+from ..cql import connect
 
 app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
 

@@ -8,10 +8,12 @@ from pathlib import Path
 
 import typer
 
-from . import cli_dlq, deploy as deploy_mod, render, schema as schema_mod, status as status_mod, validate
-from .cli_common import errors_to_exit
-from .cql import connect
-from .flows import load_flow_file
+from .. import deploy as deploy_mod, render, status as status_mod, validate
+from ..cql_schema import parse_cql_file, schema_file_of
+from . import dlq as cli_dlq
+from .exit_codes import errors_to_exit
+from ..cql import connect
+from ..flows import load_flow_file
 
 app = typer.Typer(help="Define, deploy and watch flows.", no_args_is_help=True)
 app.add_typer(cli_dlq.app, name="dlq")
@@ -37,7 +39,7 @@ def render_cmd(ctx: typer.Context,
                 specs = deploy_mod.plan(session, flows)
                 status_columns = deploy_mod.flow_status_columns(session)
         else:
-            specs = validate.compile_all(flows, _offline_schema(file))
+            specs = validate.compile_all(flows, parse_cql_file(schema_file_of(file)))
         script = render.deploy_script(specs, replication_factor, version=0, flow_status_columns=status_columns)
         if out:
             out.mkdir(parents=True, exist_ok=True)
@@ -49,13 +51,6 @@ def render_cmd(ctx: typer.Context,
             for s in specs:
                 typer.echo(f"-- specification of flow {s['name']}\n{render.spec_json(s)}\n")
             typer.echo(script)
-
-
-def _offline_schema(file: Path) -> schema_mod.Schema:
-    """Without --live, the schema comes from a CQL file beside the flow file (same stem, .cql)."""
-    from .cql_schema import parse_cql_file
-    cql = file.with_suffix(".cql")
-    return parse_cql_file(cql)
 
 
 @app.command("deploy")

@@ -7,17 +7,21 @@ import dataclasses
 import datetime as dt
 import random
 import time
+from pathlib import Path
 from typing import Callable
 
-from . import cluster as cluster_mod, config, deploy, status
-from .cql import connect
-from .cql_script import run_file
-from .errors import AsyncTriggersError, VerifyError
-from .flows import load_flow_file
+from async_triggers import cluster as cluster_mod, config, deploy, status
+from async_triggers.cql import connect
+from async_triggers.cql_script import run_file
+from async_triggers.errors import AsyncTriggersError, VerifyError
+from async_triggers.flows import load_flow_file
+
 from .workload import write_tweets
 
 Progress = Callable[[str], None]
 FLOW = "twitter_timeline"
+SCHEMA = Path(__file__).resolve().parent / "schema.cql"
+FLOWS = Path(__file__).resolve().parent / "flows.py"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,12 +57,12 @@ def run(settings: config.Settings, nodes: int = 2, users: int = 20_000, tweets: 
     info = cluster_mod.up(settings, nodes=nodes, name=settings.cluster_name, progress=progress)
     settings = dataclasses.replace(settings, contact_points=tuple(info.contact_points))
     with connect(settings) as session:
-        progress("creating the Twitter schema (examples/twitter.cql)")
-        run_file(session, config.REPO_ROOT / "examples" / "twitter.cql")
+        progress("creating the Twitter schema (examples/twitter/schema.cql)")
+        run_file(session, SCHEMA)
         for table in ("tweets", "timeline", "followers", "users"):
             session.execute(f"TRUNCATE twitter.{table}")
-        progress("deploying the flow (examples/twitter.py)")
-        deploy.deploy(session, load_flow_file(config.REPO_ROOT / "examples" / "twitter.py"), progress=progress)
+        progress("deploying the flow (examples/twitter/flows.py)")
+        deploy.deploy(session, load_flow_file(FLOWS), progress=progress)
 
     progress(f"loading a power-law follower graph of {users} users with Spark")
     code = load_twitter.main(["--users", str(users), "--min-celebrity", str(min_celebrity), "--seed", str(seed),

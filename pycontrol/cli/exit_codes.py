@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from .errors import AsyncTriggersError, ValidationError
+from ..errors import AsyncTriggersError, ValidationError
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ import time
 
 import typer
 
-from .cli_common import errors_to_exit
+from .exit_codes import errors_to_exit
 
 
 def demo(ctx: typer.Context,
@@ -17,7 +17,7 @@ def demo(ctx: typer.Context,
          master: str = typer.Option("local[2]", help="Spark master for loading and verifying."),
          name: str = typer.Option("demo", help="Cluster name.")):
     """Start a cluster, deploy the Twitter flow, load a follower graph, write tweets, verify every timeline row."""
-    from . import demo as demo_mod
+    from async_triggers.examples.twitter import demo as demo_mod
     started = time.monotonic()
     with errors_to_exit():
         settings = dataclasses.replace(ctx.obj, cluster_name=name)

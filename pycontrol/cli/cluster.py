@@ -9,8 +9,8 @@ from typing import List, Optional
 
 import typer
 
-from . import cluster as cl
-from .cli_common import errors_to_exit
+from .. import cluster as cl
+from .exit_codes import errors_to_exit
 
 app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, stop/start/kill nodes, down.",
                   no_args_is_help=True)

@@ -7,8 +7,8 @@ from typing import Optional
 
 import typer
 
-from .cli_common import errors_to_exit
-from .errors import ConfigError
+from .exit_codes import errors_to_exit
+from ..errors import ConfigError
 
 app = typer.Typer(help="Fault campaigns: load + nemesis + Spark checker, seeded and replayable.", no_args_is_help=True)
 
@@ -26,7 +26,7 @@ def run(ctx: typer.Context,
         load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
         out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence.")):
     """Run a campaign: one line per run, then a summary; exit 1 when any run lost, added or changed a row."""
-    from .chaos import campaign, nemesis
+    from ..chaos import campaign, nemesis
     with errors_to_exit():
         config = campaign.CampaignConfig(out=out, runs=runs, seed=seed, replay=replay, cluster=cluster, nodes=nodes,
                                          faults_per_run=faults)
