@@ -12,10 +12,10 @@
 
 Library code raises async_triggers.errors.ClusterError and reports progress through the callback it is given.
 """
-from .ccm_driver import (FAST_START_JVM_ARGS, plugin_path, cluster_info, commitlog_sync_of, cqlsh_command, down,
-                         install_plugin,
-                         kill_node, load_cluster, node_jvm_args, node_status, nodetool, nodetool_command,
-                         start_node, stop_node, triggers_dir, triggers_dir_of, up)
+from .ccm_driver import (cluster_info, commitlog_sync_of, cqlsh_command, load_cluster, node_status, nodetool,
+                         nodetool_command, triggers_dir, triggers_dir_of)
+from .lifecycle import down, install_plugin, up
+from .node_process import FAST_START_JVM_ARGS, kill_node, node_jvm_args, plugin_path, start_node, stop_node
 from .health import cql_query, port_open, process_alive, wait_for_cql, wait_for_peers
 from .install import COMMITLOG_SYNC, LAPTOP_TUNING, ensure_install, validate_distribution
 from .model import ClusterInfo, NodeStatus

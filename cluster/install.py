@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from ..config import REPO_ROOT, Settings
+from ..config import Settings
 from ..errors import ClusterError
 from . import templates
 

@@ -93,8 +93,8 @@ class _FakeCluster:
 
 
 def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running_nodes_with_it(tmp_path: Path, monkeypatch):
-    from async_triggers.cluster import ccm_driver, health
-    monkeypatch.setattr(ccm_driver, "_alive", lambda node: node.pid is not None)
+    from async_triggers.cluster import ccm_driver, health, node_process
+    monkeypatch.setattr(ccm_driver, "alive", lambda node: node.pid is not None)
     monkeypatch.setattr(health, "port_open", lambda *a, **kw: False)
     monkeypatch.setattr(health, "wait_for_cql", lambda *a, **kw: None)
     stopped = []
@@ -104,7 +104,7 @@ def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running
         node.pid = None
         return True
 
-    monkeypatch.setattr(ccm_driver, "_signal_and_wait", stop)
+    monkeypatch.setattr(node_process, "signal_and_wait", stop)
     build = tmp_path / "target"
     build.mkdir()
     (build / "async-triggers-plugin.jar").write_bytes(b"plugin")
@@ -115,7 +115,7 @@ def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running
     copied = cluster.install_plugin(fake, build / "async-triggers-plugin.jar")
     assert copied == fake.path / "async-triggers-plugin.jar"
     assert copied.read_bytes() == b"plugin"
-    assert stopped == [("node1", ccm_driver.signal.SIGTERM)]
+    assert stopped == [("node1", node_process.signal.SIGTERM)]
     assert fake.nodes["node1"].jvm_args == [[*cluster.FAST_START_JVM_ARGS, f"-javaagent:{fake.path}/async-triggers-plugin.jar"]]
 
 
