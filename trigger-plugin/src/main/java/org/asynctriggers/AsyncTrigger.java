@@ -1,5 +1,6 @@
 package org.asynctriggers;
 
+import org.asynctriggers.queue.QueueFullException;
 import java.util.Collection;
 import java.util.Collections;
 

@@ -1,5 +1,11 @@
 package org.asynctriggers;
 
+import org.asynctriggers.backup.BackupMap;
+import org.asynctriggers.capture.CaptureOptions;
+import org.asynctriggers.capture.TaskExtractor;
+import org.asynctriggers.spec.FlowSpecException;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;

@@ -1,5 +1,21 @@
 package org.asynctriggers;
 
+import org.asynctriggers.backup.BackupMap;
+import org.asynctriggers.backup.Backups;
+import org.asynctriggers.execute.FlowExecutor;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.queue.FullQueuePolicy;
+import org.asynctriggers.queue.SpillStore;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.work.Retries;
+import org.asynctriggers.work.RetryScheduler;
+import org.asynctriggers.work.TaskProcessor;
+import org.asynctriggers.work.WorkerPool;
 import java.nio.file.Path;
 import java.util.concurrent.ThreadFactory;
 import java.util.function.LongSupplier;
@@ -10,11 +26,11 @@ import javax.management.ObjectName;
  * One running flow version on this node: its queue, worker pool, retry scheduler, metrics, executor, full-queue
  * policy (its {@code overflow} option) and, unless it discards, its spill and drainer, started and stopped together.
  */
-final class Flow
+public final class Flow
 {
-    final FlowSpec spec;
-    final FlowQueue queue;
-    final FlowMetrics metrics;
+    public final FlowSpec spec;
+    public final FlowQueue queue;
+    public final FlowMetrics metrics;
     final WorkerPool pool;
     final Retries retries;
     private final RetryScheduler retryScheduler;

@@ -1,5 +1,18 @@
 package org.asynctriggers;
 
+import org.asynctriggers.execute.ExecutionResult;
+import org.asynctriggers.queue.FullQueuePolicy;
+import org.asynctriggers.queue.QueueFullException;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.TrackingThreadFactory;
+import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.work.RetryScheduler;
+import org.asynctriggers.work.TaskProcessor;
+import org.asynctriggers.work.WorkerPool;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,7 +32,7 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
-import static org.asynctriggers.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.bigint;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,5 +1,18 @@
 package org.asynctriggers;
 
+import org.asynctriggers.backup.ExecutorChoice;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.queue.QueueFullException;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.TrackingThreadFactory;
+import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.work.RetriesTest;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -13,9 +26,9 @@ import org.asynctriggers.api.Operation;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
-import static org.asynctriggers.Fixtures.bigint;
-import static org.asynctriggers.Fixtures.row;
-import static org.asynctriggers.Fixtures.text;
+import static org.asynctriggers.testing.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.row;
+import static org.asynctriggers.testing.Fixtures.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,0 +1,269 @@
+package org.asynctriggers.backup;
+
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.task.Task;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+
+import org.apache.cassandra.cql3.ColumnIdentifier;
+import org.apache.cassandra.db.CassandraWriteContext;
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.DataRange;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.Mutation;
+import org.apache.cassandra.db.WriteContext;
+import org.apache.cassandra.db.commitlog.CommitLog;
+import org.apache.cassandra.db.commitlog.CommitLogPosition;
+import org.apache.cassandra.db.filter.ColumnFilter;
+import org.apache.cassandra.db.lifecycle.SSTableSet;
+import org.apache.cassandra.db.lifecycle.View;
+import org.apache.cassandra.db.memtable.Memtable;
+import org.apache.cassandra.db.partitions.PartitionIterator;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.db.rows.RowIterator;
+import org.apache.cassandra.io.sstable.SSTableReadsListener;
+import org.apache.cassandra.io.sstable.format.SSTableReader;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.utils.FBUtilities;
+import org.apache.cassandra.utils.concurrent.OpOrder;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The replica backup map of one source table (docs/design.md, "Replica backup maps"): the companion table
+ * {@code <ks>."async_backup_<table>"}, whose partition key has the source's types in the source's order, so an entry
+ * has its source row's token and lives on exactly the source row's replicas. Each replica writes the entries of a
+ * write itself, as it applies the write ({@link #applyLocally}); the node that executes the task deletes them on every
+ * replica through the normal write path ({@link #complete}).
+ */
+public final class BackupMap
+{
+    private static final Logger logger = LoggerFactory.getLogger(BackupMap.class);
+    static final String PREFIX = "async_backup_";
+    /**
+     * A completed entry is deleted at this timestamp: its (flow, id) is written again only by a late copy of the same
+     * write (hint, batchlog replay), whose entry, at the write's own timestamp, stays deleted; and a late resume update
+     * from a slower executor of the same task cannot bring the row back.
+     */
+    static final long COMPLETED_AT = Long.MAX_VALUE / 2;
+
+    final String keyspace;
+    final String table;
+    final String companion;
+    private final int partitionKeySize;
+    private final CqlGateway gateway;
+    private final List<String> where = new ArrayList<>();
+    private volatile CqlGateway.Prepared resume, delete;
+
+    public BackupMap(String keyspace, String table, int partitionKeySize, CqlGateway gateway)
+    {
+        this.keyspace = keyspace;
+        this.table = table;
+        this.companion = companionOf(table);
+        this.partitionKeySize = partitionKeySize;
+        this.gateway = gateway;
+        for (int i = 0; i < partitionKeySize; i++)
+            where.add("key_" + i);
+        where.add("flow");
+        where.add("id");
+    }
+
+    public static String companionOf(String table)
+    {
+        return PREFIX + table;
+    }
+
+    /**
+     * The entries of these tasks (all of one source partition) as one update of the companion table. Each row is
+     * written at its write's timestamp, so every replica, and every replay of the write, writes the same cells.
+     */
+    public static PartitionUpdate entries(TableMetadata companion, DecoratedKey key, List<Task> tasks, long capturedMillis)
+    {
+        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(companion, key);
+        ByteBuffer captured = ByteBuffer.allocate(8).putLong(0, capturedMillis);
+        for (Task task : tasks)
+            builder.row(text(task.flow()), uuid(task.id()))
+                   .timestamp(task.timestamp())
+                   .add("task", task.serialize())
+                   .add("captured", captured);
+        return builder.build();
+    }
+
+    /**
+     * Applies the entries on this replica inside the source write's own operation group (so a memtable flush waits
+     * for both alike), with a commit log record of their own when the source write has one: durable as the source
+     * write is, and no message to another node. During commit log replay the source write is replayed without a new
+     * record, and so are its entries, which the replay's flush then persists.
+     */
+    public static void applyLocally(PartitionUpdate entries, WriteContext sourceWrite)
+    {
+        CassandraWriteContext outer = CassandraWriteContext.fromContext(sourceWrite);
+        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(entries.metadata().id);
+        if (cfs == null)
+            throw new IllegalStateException("backup map " + entries.metadata() + " does not exist");
+        CommitLogPosition position = outer.getPosition() == null ? null : CommitLog.instance.add(new Mutation(entries));
+        cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), position), false);
+    }
+
+    /** Records where a chunked fan-out goes on (at ONE; a lost update only makes a takeover redo more rows). */
+    public void recordResume(Task task, int target, ByteBuffer paging)
+    {
+        CqlGateway.Prepared statement = resume;
+        if (statement == null)
+            resume = statement = gateway.prepare("UPDATE " + Cql.table(keyspace, companion) + " SET \"resume\" = ? WHERE "
+                                                 + String.join(" AND ", where.stream().map(c -> Cql.quote(c) + " = ?").toArray(String[]::new)));
+        List<ByteBuffer> values = new ArrayList<>();
+        values.add(encodeResume(target, paging));
+        values.addAll(entryKey(task));
+        gateway.execute(statement, ConsistencyLevel.ONE, values);
+    }
+
+    /** The task is done (or a dead letter, or discarded): its entry goes on every replica; hints carry it. */
+    public void complete(Task task)
+    {
+        CqlGateway.Prepared statement = delete;
+        if (statement == null)
+            delete = statement = gateway.prepare(Cql.delete(keyspace, companion, where));
+        List<ByteBuffer> values = new ArrayList<>();
+        values.add(ByteBuffer.allocate(8).putLong(0, COMPLETED_AT));
+        values.addAll(entryKey(task));
+        gateway.execute(statement, ConsistencyLevel.ONE, values);
+    }
+
+    private List<ByteBuffer> entryKey(Task task)
+    {
+        List<ByteBuffer> key = new ArrayList<>(task.partitionKey(partitionKeySize));
+        key.add(text(task.flow()));
+        key.add(uuid(task.id()));
+        return key;
+    }
+
+    /** One live entry of a backup map on this node. */
+    static final class Entry
+    {
+        final Task task;
+        final DecoratedKey key;
+        /** wall-clock milliseconds at which this replica captured it */
+        final long capturedMillis;
+        final Map.Entry<Integer, byte[]> resume;
+
+        Entry(Task task, DecoratedKey key, long capturedMillis, Map.Entry<Integer, byte[]> resume)
+        {
+            this.task = task;
+            this.key = key;
+            this.capturedMillis = capturedMillis;
+            this.resume = resume;
+        }
+    }
+
+    /** What a scan does with each live entry it finds. */
+    public interface EntryVisitor
+    {
+        void visit(Entry entry);
+    }
+
+    /**
+     * Visits the live entries of the local replica of a backup map, read directly from its memtables and sstables: a
+     * CQL read would count the completed entries' tombstones against tombstone_warn_threshold, this reads past them.
+     */
+    public static void scan(String keyspace, String sourceTable, EntryVisitor visitor)
+    {
+        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, companionOf(sourceTable));
+        if (cfs == null)
+            return;
+        TableMetadata metadata = cfs.metadata();
+        ColumnMetadata taskColumn = metadata.getColumn(ColumnIdentifier.getInterned("task", true));
+        ColumnMetadata capturedColumn = metadata.getColumn(ColumnIdentifier.getInterned("captured", true));
+        ColumnMetadata resumeColumn = metadata.getColumn(ColumnIdentifier.getInterned("resume", true));
+        if (taskColumn == null || capturedColumn == null)
+        {
+            logger.warn("Backup map {}.{} has not the layout of this plugin (no 'task' or 'captured' column): redeploy its flows",
+                        keyspace, companionOf(sourceTable));
+            return;
+        }
+        long nowInSec = FBUtilities.nowInSeconds();
+        ColumnFilter columns = ColumnFilter.all(metadata);
+        DataRange range = DataRange.allData(metadata.partitioner);
+        try (OpOrder.Group op = cfs.readOrdering.start();
+             ColumnFamilyStore.RefViewFragment view = cfs.selectAndReference(View.selectFunction(SSTableSet.LIVE)))
+        {
+            List<UnfilteredPartitionIterator> sources = new ArrayList<>();
+            for (Memtable memtable : view.memtables)
+                sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
+            for (SSTableReader sstable : view.sstables)
+                sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
+            if (sources.isEmpty())
+                return;
+            try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
+                     UnfilteredPartitionIterators.merge(sources, UnfilteredPartitionIterators.MergeListener.NOOP), nowInSec))
+            {
+                while (partitions.hasNext())
+                {
+                    try (RowIterator rows = partitions.next())
+                    {
+                        DecoratedKey key = rows.partitionKey();
+                        while (rows.hasNext())
+                        {
+                            Row row = rows.next();
+                            Cell<?> task = row.getCell(taskColumn);
+                            if (task == null)
+                                continue; // only a late resume update survived the delete: nothing to run
+                            Cell<?> captured = row.getCell(capturedColumn);
+                            Cell<?> resume = resumeColumn == null ? null : row.getCell(resumeColumn);
+                            try
+                            {
+                                visitor.visit(new Entry(Task.deserialize(task.buffer()), key,
+                                                        captured == null ? 0 : captured.buffer().getLong(captured.buffer().position()),
+                                                        resume == null ? null : decodeResume(resume.buffer())));
+                            }
+                            catch (IllegalArgumentException e)
+                            {
+                                logger.warn("Backup map {}.{}: unreadable entry skipped: {}", keyspace, companionOf(sourceTable), e.getMessage());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    static ByteBuffer encodeResume(int target, ByteBuffer paging)
+    {
+        ByteBuffer out = ByteBuffer.allocate(4 + paging.remaining());
+        out.putInt(target).put(paging.duplicate()).flip();
+        return out;
+    }
+
+    /** Target index and paging state of a recorded resume position; null for none. */
+    static Map.Entry<Integer, byte[]> decodeResume(ByteBuffer resume)
+    {
+        if (resume == null || resume.remaining() < 4)
+            return null;
+        ByteBuffer in = resume.duplicate();
+        int target = in.getInt();
+        byte[] paging = new byte[in.remaining()];
+        in.get(paging);
+        return Map.entry(target, paging);
+    }
+
+    static ByteBuffer text(String value)
+    {
+        return ByteBuffer.wrap(value.getBytes(StandardCharsets.UTF_8));
+    }
+
+    static ByteBuffer uuid(UUID id)
+    {
+        return ByteBuffer.allocate(16).putLong(0, id.getMostSignificantBits()).putLong(8, id.getLeastSignificantBits());
+    }
+}

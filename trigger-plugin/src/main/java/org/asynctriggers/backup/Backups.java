@@ -1,0 +1,41 @@
+package org.asynctriggers.backup;
+
+import org.asynctriggers.task.Task;
+import java.nio.ByteBuffer;
+
+/**
+ * What the workers of one flow do with the backup entries of their tasks (docs/design.md, "Replica backup maps"):
+ * record fan-out resume positions, and complete entries.
+ */
+public interface Backups
+{
+    void recordResume(Task task, int target, ByteBuffer paging);
+
+    /** done, a dead letter, or discarded: the entry goes */
+    void completed(Task task);
+
+    /**
+     * The task leaves this node's hands unfinished (its dead letter could not be written): its entry stays, and the
+     * node forgets it was queued, so the next scan runs it again from the entry.
+     */
+    void released(Task task);
+
+    /** For tests: nothing is recorded. */
+    Backups NONE = new Backups()
+    {
+        @Override
+        public void recordResume(Task task, int target, ByteBuffer paging)
+        {
+        }
+
+        @Override
+        public void completed(Task task)
+        {
+        }
+
+        @Override
+        public void released(Task task)
+        {
+        }
+    };
+}

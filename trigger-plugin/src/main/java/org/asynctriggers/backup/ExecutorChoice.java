@@ -1,0 +1,82 @@
+package org.asynctriggers.backup;
+
+import java.util.function.Predicate;
+
+import org.apache.cassandra.db.Keyspace;
+import org.apache.cassandra.dht.Token;
+import org.apache.cassandra.gms.Gossiper;
+import org.apache.cassandra.locator.InetAddressAndPort;
+import org.apache.cassandra.locator.Replica;
+import org.apache.cassandra.utils.FBUtilities;
+
+/**
+ * Which node executes the tasks of a source row (docs/design.md, "Who executes a task"): the first of the row's
+ * natural replicas, in the replication strategy's order, that gossip holds alive on this node. Every replica
+ * computes it alike from the same ring, so while all are well exactly one node runs a task; when that node dies, the
+ * next one in the order finds itself first and takes its entries over.
+ */
+public interface ExecutorChoice
+{
+    /** The broadcast address of the node that executes the tasks of this row now, null when none is live. */
+    String executorOf(String keyspace, Token token);
+
+    /** This node's broadcast address. */
+    String self();
+
+    /** Whether this node executes the tasks of the row with this token in this keyspace. */
+    default boolean isExecutor(String keyspace, Token token)
+    {
+        return self().equals(executorOf(keyspace, token));
+    }
+
+    /** Every node executes everything: for unit tests of a single node. */
+    ExecutorChoice SELF = new ExecutorChoice()
+    {
+        @Override
+        public String executorOf(String keyspace, Token token)
+        {
+            return self();
+        }
+
+        @Override
+        public String self()
+        {
+            return "127.0.0.1";
+        }
+    };
+
+    /** The ring as this node sees it now. */
+    static ExecutorChoice ofRing()
+    {
+        InetAddressAndPort me = FBUtilities.getBroadcastAddressAndPort();
+        String self = me.getHostAddress(false);
+        return new ExecutorChoice()
+        {
+            @Override
+            public String executorOf(String keyspace, Token token)
+            {
+                InetAddressAndPort first = firstLive(Keyspace.open(keyspace).getReplicationStrategy().getNaturalReplicasForToken(token),
+                                                     me, endpoint -> Gossiper.instance.isAlive(endpoint));
+                return first == null ? null : first.getHostAddress(false);
+            }
+
+            @Override
+            public String self()
+            {
+                return self;
+            }
+        };
+    }
+
+    /** The first replica in order that is alive ({@code me} counts as alive: it is running this); null for none. */
+    static InetAddressAndPort firstLive(Iterable<Replica> replicas, InetAddressAndPort me, Predicate<InetAddressAndPort> alive)
+    {
+        for (Replica replica : replicas)
+        {
+            InetAddressAndPort endpoint = replica.endpoint();
+            if (endpoint.equals(me) || alive.test(endpoint))
+                return endpoint;
+        }
+        return null;
+    }
+}

@@ -1,0 +1,27 @@
+package org.asynctriggers.cql;
+
+import org.apache.cassandra.cql3.ColumnIdentifier;
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.apache.cassandra.schema.ColumnMetadata;
+import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.TableMetadata;
+
+/** The CQL type of a source column, to compose values for handlers. */
+@FunctionalInterface
+public interface ColumnTypes
+{
+    /** null when unknown */
+    AbstractType<?> typeOf(String column);
+
+    /** Reads the live schema of the node. */
+    static ColumnTypes fromSchema(String keyspace, String table)
+    {
+        return column -> {
+            TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+            if (metadata == null)
+                return null;
+            ColumnMetadata def = metadata.getColumn(ColumnIdentifier.getInterned(column, true));
+            return def == null ? null : def.type;
+        };
+    }
+}

@@ -1,0 +1,111 @@
+package org.asynctriggers.cql;
+
+import java.util.List;
+import java.util.stream.Collectors;
+
+/** Text of the statements the executor runs: identifiers always double-quoted, values always bind markers. */
+public final class Cql
+{
+    public static final String KEYSPACE = "async_triggers";
+
+    private Cql()
+    {
+    }
+
+    public static String quote(String identifier)
+    {
+        return '"' + identifier.replace("\"", "\"\"") + '"';
+    }
+
+    public static String table(String keyspace, String table)
+    {
+        return quote(keyspace) + '.' + quote(table);
+    }
+
+    private static String where(List<String> columns)
+    {
+        return columns.stream().map(c -> quote(c) + " = ?").collect(Collectors.joining(" AND "));
+    }
+
+    private static String names(List<String> columns)
+    {
+        return columns.stream().map(Cql::quote).collect(Collectors.joining(", "));
+    }
+
+    /** {@code INSERT INTO "ks"."t" ("a", "b") VALUES (?, ?) USING TIMESTAMP ?} */
+    public static String insert(String keyspace, String table, List<String> columns)
+    {
+        String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
+        return "INSERT INTO " + table(keyspace, table) + " (" + names(columns) + ") VALUES (" + markers + ") USING TIMESTAMP ?";
+    }
+
+    /** {@code DELETE FROM "ks"."t" USING TIMESTAMP ? WHERE "a" = ? AND "b" = ?}; a key prefix deletes a range */
+    public static String delete(String keyspace, String table, List<String> keyColumns)
+    {
+        return "DELETE FROM " + table(keyspace, table) + " USING TIMESTAMP ? WHERE " + where(keyColumns);
+    }
+
+    /** {@code SELECT "x", "y" FROM "ks"."t" WHERE "a" = ? AND "b" = ?} */
+    public static String select(String keyspace, String table, List<String> columns, List<String> whereColumns)
+    {
+        return "SELECT " + names(columns) + " FROM " + table(keyspace, table) + " WHERE " + where(whereColumns);
+    }
+
+    public static String lineageInsert()
+    {
+        return insert(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts"));
+    }
+
+    public static String lineageSelect()
+    {
+        return select(KEYSPACE, "lineage", List.of("target_key", "ts"), List.of("flow", "source_key"));
+    }
+
+    public static String lineageDelete()
+    {
+        return delete(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key"));
+    }
+
+    public static String flowsSelect()
+    {
+        return "SELECT " + names(List.of("name", "spec", "version")) + " FROM " + table(KEYSPACE, "flows");
+    }
+
+    public static String statusInsert()
+    {
+        List<String> columns = List.of("flow", "node", "pending", "active", "completed", "failed", "retried",
+                                       "oldest_pending_ms", "workers", "capacity", "spilled", "discarded",
+                                       "recovered", "resumed", "fanout_rows", "backlog", "last_capture", "last_scan",
+                                       "updated");
+        String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
+        return "INSERT INTO " + table(KEYSPACE, "flow_status") + " (" + names(columns) + ") VALUES (" + markers + ") USING TTL 30";
+    }
+
+    static final List<String> DEAD_LETTER_COLUMNS = List.of("flow", "id", "node", "op", "ts", "source_key", "task", "error",
+                                                            "attempts", "failed_at");
+
+    public static String deadLetterInsert()
+    {
+        return insert(KEYSPACE, "dead_letters", DEAD_LETTER_COLUMNS);
+    }
+
+    public static String deadLetterTaskSelect()
+    {
+        return select(KEYSPACE, "dead_letters", List.of("task"), List.of("flow", "id"));
+    }
+
+    public static String deadLetterDelete()
+    {
+        return delete(KEYSPACE, "dead_letters", List.of("flow", "id"));
+    }
+
+    public static String deadLetterRetriesSelect()
+    {
+        return select(KEYSPACE, "dead_letter_retries", List.of("flow", "id"), List.of("node"));
+    }
+
+    public static String deadLetterRetryDelete()
+    {
+        return delete(KEYSPACE, "dead_letter_retries", List.of("node", "flow", "id"));
+    }
+}

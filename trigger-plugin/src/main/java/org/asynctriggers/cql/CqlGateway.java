@@ -1,0 +1,63 @@
+package org.asynctriggers.cql;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+
+/**
+ * The only way the executor talks to Cassandra: prepare once, execute with bound serialized values. The real
+ * implementation ({@link QueryProcessorGateway}) goes through the coordinator path (StorageProxy), never local-only
+ * execution; tests use an in-memory fake.
+ */
+public interface CqlGateway
+{
+    /** A prepared statement; {@code handle} is the implementation's own object. */
+    final class Prepared
+    {
+        public final String cql;
+        public final Object handle;
+
+        public Prepared(String cql, Object handle)
+        {
+            this.cql = cql;
+            this.handle = handle;
+        }
+
+        @Override
+        public String toString()
+        {
+            return cql;
+        }
+    }
+
+    /** @throws RuntimeException naming the statement when it does not prepare (missing keyspace/table/column) */
+    Prepared prepare(String cql);
+
+    /** Runs the statement; the rows of a SELECT (column name to value), empty for writes. */
+    List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values);
+
+    /** One page of a SELECT and where the next one starts. */
+    final class Page
+    {
+        public final List<Map<String, ByteBuffer>> rows;
+        /** null when this was the last page */
+        public final ByteBuffer next;
+
+        public Page(List<Map<String, ByteBuffer>> rows, ByteBuffer next)
+        {
+            this.rows = rows;
+            this.next = next;
+        }
+    }
+
+    /**
+     * Fetches one page of a SELECT from {@code from} (null: the start), a position that survives the node (it names
+     * the last row returned, like a driver's paging state), so another node can go on from it.
+     */
+    Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from);
+
+    /** Serializes a Java value for the bind marker at {@code index} (a ByteBuffer is passed through). */
+    ByteBuffer bind(Prepared statement, int index, Object value);
+}

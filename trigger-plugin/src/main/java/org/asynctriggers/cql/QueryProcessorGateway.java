@@ -1,0 +1,122 @@
+package org.asynctriggers.cql;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.cql3.CQLStatement;
+import org.apache.cassandra.cql3.ColumnSpecification;
+import org.apache.cassandra.cql3.QueryOptions;
+import org.apache.cassandra.cql3.QueryProcessor;
+import org.apache.cassandra.cql3.UntypedResultSet;
+import org.apache.cassandra.cql3.statements.SelectStatement;
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.service.ClientState;
+import org.apache.cassandra.service.QueryState;
+import org.apache.cassandra.service.pager.PagingState;
+import org.apache.cassandra.cql3.ResultSet;
+import org.apache.cassandra.transport.Dispatcher;
+import org.apache.cassandra.transport.ProtocolVersion;
+import org.apache.cassandra.transport.messages.ResultMessage;
+
+/**
+ * {@link CqlGateway} on Cassandra's own query path: statements are parsed and prepared once as internal statements
+ * and executed with {@code CQLStatement.execute}, which coordinates through StorageProxy at the requested consistency
+ * (unlike {@code QueryProcessor.executeInternal}, which only touches the local node).
+ */
+public final class QueryProcessorGateway implements CqlGateway
+{
+    @Override
+    public Prepared prepare(String cql)
+    {
+        try
+        {
+            ClientState state = ClientState.forInternalCalls();
+            CQLStatement statement = QueryProcessor.parseAndPrepare(cql, state, true, false).statement;
+            return new Prepared(cql, statement);
+        }
+        catch (RuntimeException e)
+        {
+            throw new IllegalArgumentException("cannot prepare [" + cql + "]: " + e.getMessage(), e);
+        }
+    }
+
+    @Override
+    public List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
+    {
+        CQLStatement cql = (CQLStatement) statement.handle;
+        ResultMessage result = cql.execute(QueryState.forInternalCalls(), QueryOptions.forInternalCalls(consistency, writable(values)),
+                                           Dispatcher.RequestTime.forImmediateExecution());
+        if (!(result instanceof ResultMessage.Rows))
+            return Collections.emptyList();
+        List<Map<String, ByteBuffer>> rows = new ArrayList<>();
+        for (UntypedResultSet.Row row : UntypedResultSet.create(((ResultMessage.Rows) result).result))
+            rows.add(toMap(row));
+        return rows;
+    }
+
+    @Override
+    public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        CQLStatement cql = (CQLStatement) statement.handle;
+        PagingState state = from == null ? null : PagingState.deserialize(from.duplicate(), ProtocolVersion.CURRENT);
+        QueryOptions options = QueryOptions.create(consistency, writable(values), false, pageSize, state, ConsistencyLevel.SERIAL,
+                                                   ProtocolVersion.CURRENT, null);
+        ResultMessage result = cql.execute(QueryState.forInternalCalls(), options, Dispatcher.RequestTime.forImmediateExecution());
+        if (!(result instanceof ResultMessage.Rows))
+            return new Page(Collections.emptyList(), null);
+        ResultSet rs = ((ResultMessage.Rows) result).result;
+        List<Map<String, ByteBuffer>> rows = new ArrayList<>();
+        for (UntypedResultSet.Row row : UntypedResultSet.create(rs))
+            rows.add(toMap(row));
+        PagingState next = rs.metadata.getPagingState();
+        return new Page(rows, next == null ? null : next.serialize(ProtocolVersion.CURRENT));
+    }
+
+    @Override
+    public ByteBuffer bind(Prepared statement, int index, Object value)
+    {
+        if (value == null || value instanceof ByteBuffer)
+            return (ByteBuffer) value;
+        List<ColumnSpecification> variables = ((CQLStatement) statement.handle).getBindVariables();
+        if (index >= variables.size())
+            throw new IllegalArgumentException("[" + statement.cql + "] has " + variables.size() + " bind markers, value " + (index + 1) + " given");
+        return variables.get(index).type.decomposeUntyped(value);
+    }
+
+    /**
+     * Cassandra's FastByteOperations treats a heap buffer without an accessible array (a read-only view) as a direct
+     * buffer and reads native memory at its (null) address, which crashes the JVM: copy such values first.
+     */
+    private static List<ByteBuffer> writable(List<ByteBuffer> values)
+    {
+        List<ByteBuffer> out = null;
+        for (int i = 0; i < values.size(); i++)
+        {
+            ByteBuffer value = values.get(i);
+            if (value != null && value.isReadOnly() && !value.isDirect())
+            {
+                if (out == null)
+                    out = new ArrayList<>(values);
+                ByteBuffer copy = ByteBuffer.allocate(value.remaining());
+                copy.put(value.duplicate()).flip();
+                out.set(i, copy);
+            }
+        }
+        return out == null ? values : out;
+    }
+
+    private static Map<String, ByteBuffer> toMap(UntypedResultSet.Row row)
+    {
+        Map<String, ByteBuffer> out = new HashMap<>();
+        for (ColumnSpecification column : row.getColumns())
+        {
+            String name = column.name.toString();
+            out.put(name, row.has(name) ? row.getBytes(name) : null);
+        }
+        return out;
+    }
+}

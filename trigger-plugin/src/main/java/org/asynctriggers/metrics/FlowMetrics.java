@@ -1,0 +1,328 @@
+package org.asynctriggers.metrics;
+
+import org.asynctriggers.queue.FlowQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+import javax.management.MalformedObjectNameException;
+import javax.management.ObjectName;
+
+/**
+ * Counters of one flow. Updates are single adder increments and reads never throw, so the hot path (augment and
+ * workers) is never disturbed by metrics.
+ */
+public final class FlowMetrics implements FlowMetricsMBean
+{
+    private final FlowQueue queue;
+    private final int poolSize;
+    /** the pool's current size (elastic pools change it); must not throw */
+    private volatile java.util.function.IntSupplier currentPoolSize;
+    /** tasks on disk now (spill policy); must not throw */
+    private volatile LongSupplier spilledPending = () -> 0;
+    private final LongAdder spilled = new LongAdder();
+    private final LongAdder discarded = new LongAdder();
+    private final LongSupplier nanoClock;
+    private final LongAdder active = new LongAdder();
+    private final LongAdder completed = new LongAdder();
+    private final LongAdder failed = new LongAdder();
+    private final LongAdder retried = new LongAdder();
+    private final LongAdder currentlyBlocked = new LongAdder();
+    private final LongAdder totalBlocked = new LongAdder();
+    private final LongAdder rejected = new LongAdder();
+    private final LongAdder recovered = new LongAdder();
+    private final LongAdder resumed = new LongAdder();
+    private final LongAdder fanoutRows = new LongAdder();
+    private final LongAdder backupEntries = new LongAdder();
+    /** failed tasks waiting for their retry: pending too, or a drained queue would hide work still to do */
+    private final LongAdder awaitingRetry = new LongAdder();
+    /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
+    private volatile FlowMetrics previous;
+
+    public FlowMetrics(FlowQueue queue, int poolSize, LongSupplier nanoClock)
+    {
+        this.queue = queue;
+        this.poolSize = poolSize;
+        this.currentPoolSize = () -> poolSize;
+        this.nanoClock = nanoClock;
+    }
+
+    public static ObjectName objectName(String keyspace, String table, String flow)
+    {
+        try
+        {
+            return new ObjectName("org.asynctriggers:type=Flow,keyspace=" + ObjectName.quote(keyspace) + ",table="
+                                  + ObjectName.quote(table) + ",flow=" + ObjectName.quote(flow));
+        }
+        catch (MalformedObjectNameException e)
+        {
+            throw new IllegalArgumentException(e);
+        }
+    }
+
+    public void poolSize(java.util.function.IntSupplier current)
+    {
+        currentPoolSize = current;
+    }
+
+    public void spilledPending(LongSupplier onDisk)
+    {
+        spilledPending = onDisk;
+    }
+
+    public void spilled()
+    {
+        spilled.increment();
+    }
+
+    public void discarded()
+    {
+        discarded.increment();
+    }
+
+    /** Counts of the version this one replaces (still draining) show in this one's from now on. */
+    public void continueFrom(FlowMetrics replaced)
+    {
+        previous = replaced;
+    }
+
+    /** The replaced version stopped: its final counts become this one's, and the link is dropped. */
+    public void absorbPrevious()
+    {
+        FlowMetrics p = previous;
+        if (p == null)
+            return;
+        completed.add(p.getCompletedTasks());
+        failed.add(p.getFailedTasks());
+        retried.add(p.getRetriedTasks());
+        totalBlocked.add(p.getTotalBlockedTasks());
+        rejected.add(p.getRejectedTasks());
+        spilled.add(p.getSpilledTasks());
+        discarded.add(p.getDiscardedTasks());
+        recovered.add(p.getRecoveredTasks());
+        resumed.add(p.getResumedTasks());
+        fanoutRows.add(p.getFanoutRowsWritten());
+        backupEntries.add(p.getBackupEntries());
+        previous = null;
+    }
+
+    public void taskStarted()
+    {
+        active.increment();
+    }
+
+    public void taskFinished(boolean success)
+    {
+        active.decrement();
+        (success ? completed : failed).increment();
+    }
+
+    /** A task waiting for its retry became a dead letter (its flow stopped): it failed without being active. */
+    public void retryAbandoned()
+    {
+        awaitingRetry.decrement();
+        failed.increment();
+    }
+
+    /** A task waiting for its retry is back in the queue. */
+    public void retryQueued()
+    {
+        awaitingRetry.decrement();
+    }
+
+    /** An execution failed and the task waits for its retry: no longer active, not finished either. */
+    public void taskRetrying()
+    {
+        active.decrement();
+        retried.increment();
+        awaitingRetry.increment();
+    }
+
+    /** One chunk of a fan-out done, the rest queued again: no longer active, still pending. */
+    public void taskYielded()
+    {
+        active.decrement();
+        awaitingRetry.increment();
+    }
+
+    /** Queued from a backup map (takeover, restart, safety net); resumed: from a recorded fan-out position. */
+    public void taskRecovered(boolean fromResumePosition)
+    {
+        recovered.increment();
+        if (fromResumePosition)
+            resumed.increment();
+    }
+
+    public void fanoutRowsWritten(long rows)
+    {
+        if (rows > 0)
+            fanoutRows.add(rows);
+    }
+
+    public void backupEntriesWritten(int entries)
+    {
+        backupEntries.add(entries);
+    }
+
+    @Override
+    public long getRecoveredTasks()
+    {
+        FlowMetrics p = previous;
+        return recovered.sum() + (p == null ? 0 : p.getRecoveredTasks());
+    }
+
+    @Override
+    public long getResumedTasks()
+    {
+        FlowMetrics p = previous;
+        return resumed.sum() + (p == null ? 0 : p.getResumedTasks());
+    }
+
+
+    @Override
+    public long getFanoutRowsWritten()
+    {
+        FlowMetrics p = previous;
+        return fanoutRows.sum() + (p == null ? 0 : p.getFanoutRowsWritten());
+    }
+
+    @Override
+    public long getBackupEntries()
+    {
+        FlowMetrics p = previous;
+        return backupEntries.sum() + (p == null ? 0 : p.getBackupEntries());
+    }
+
+    public void blockStarted()
+    {
+        currentlyBlocked.increment();
+        totalBlocked.increment();
+    }
+
+    public void blockEnded()
+    {
+        currentlyBlocked.decrement();
+    }
+
+    public void rejected()
+    {
+        rejected.increment();
+    }
+
+    @Override
+    public long getPendingTasks()
+    {
+        FlowMetrics p = previous;
+        return queue.size() + awaitingRetry.sum() + onDisk() + (p == null ? 0 : p.getPendingTasks());
+    }
+
+    @Override
+    public long getActiveTasks()
+    {
+        FlowMetrics p = previous;
+        return active.sum() + (p == null ? 0 : p.getActiveTasks());
+    }
+
+    @Override
+    public long getCompletedTasks()
+    {
+        FlowMetrics p = previous;
+        return completed.sum() + (p == null ? 0 : p.getCompletedTasks());
+    }
+
+    @Override
+    public long getFailedTasks()
+    {
+        FlowMetrics p = previous;
+        return failed.sum() + (p == null ? 0 : p.getFailedTasks());
+    }
+
+    @Override
+    public long getRetriedTasks()
+    {
+        FlowMetrics p = previous;
+        return retried.sum() + (p == null ? 0 : p.getRetriedTasks());
+    }
+
+    @Override
+    public long getOldestPendingTaskAgeMillis()
+    {
+        long oldest = queue.oldestCreatedNanos();
+        if (oldest == Long.MAX_VALUE)
+            return 0;
+        return Math.max(0, TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - oldest));
+    }
+
+    private long onDisk()
+    {
+        try
+        {
+            return spilledPending.getAsLong();
+        }
+        catch (RuntimeException e)
+        {
+            return 0;
+        }
+    }
+
+    /** The current pool size: {@code queue.workers}, more while an elastic pool has grown. */
+    @Override
+    public int getMaxPoolSize()
+    {
+        try
+        {
+            return currentPoolSize.getAsInt();
+        }
+        catch (RuntimeException e)
+        {
+            return poolSize;
+        }
+    }
+
+    @Override
+    public long getSpilledTasks()
+    {
+        FlowMetrics p = previous;
+        return spilled.sum() + (p == null ? 0 : p.getSpilledTasks());
+    }
+
+    @Override
+    public long getSpilledPending()
+    {
+        FlowMetrics p = previous;
+        return onDisk() + (p == null ? 0 : p.getSpilledPending());
+    }
+
+    @Override
+    public long getDiscardedTasks()
+    {
+        FlowMetrics p = previous;
+        return discarded.sum() + (p == null ? 0 : p.getDiscardedTasks());
+    }
+
+    @Override
+    public int getQueueCapacity()
+    {
+        return queue.capacity();
+    }
+
+    @Override
+    public long getCurrentlyBlockedTasks()
+    {
+        return currentlyBlocked.sum();
+    }
+
+    @Override
+    public long getTotalBlockedTasks()
+    {
+        FlowMetrics p = previous;
+        return totalBlocked.sum() + (p == null ? 0 : p.getTotalBlockedTasks());
+    }
+
+    @Override
+    public long getRejectedTasks()
+    {
+        FlowMetrics p = previous;
+        return rejected.sum() + (p == null ? 0 : p.getRejectedTasks());
+    }
+}

@@ -1,0 +1,196 @@
+package org.asynctriggers.spec;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.api.Operation;
+
+/** One validated flow specification (see docs/design.md); immutable, built only by {@link FlowSpecParser}. */
+public final class FlowSpec
+{
+    public enum Mode { DIRECT, LINEAGE }
+
+    public static final class Source
+    {
+        public final String keyspace;
+        public final String table;
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        /** column name to CQL type, in spec order */
+        public final Map<String, String> columns;
+
+        Source(String keyspace, String table, List<String> partitionKey, List<String> clustering, Map<String, String> columns)
+        {
+            this.keyspace = keyspace;
+            this.table = table;
+            this.partitionKey = List.copyOf(partitionKey);
+            this.clustering = List.copyOf(clustering);
+            this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
+        }
+
+        public int primaryKeySize()
+        {
+            return partitionKey.size() + clustering.size();
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new java.util.ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+    }
+
+    public static final class Fanout
+    {
+        public final String keyspace;
+        public final String table;
+        /** fan-out table column to the expression it must equal */
+        public final Map<String, Expression> match;
+        public final List<String> columns;
+
+        Fanout(String keyspace, String table, Map<String, Expression> match, List<String> columns)
+        {
+            this.keyspace = keyspace;
+            this.table = table;
+            this.match = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(match));
+            this.columns = List.copyOf(columns);
+        }
+    }
+
+    public static final class Target
+    {
+        public final int index;
+        public final String keyspace;
+        public final String table;
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        /** target column to expression, in spec order */
+        public final Map<String, Expression> columns;
+        public final Fanout fanout;
+        public final Mode mode;
+        /**
+         * lineage mode: the non-key source columns the target's rows depend on (its key, or its fan-out's match);
+         * their values at a write are the "image" a lineage entry records, from which the rows are recomputed
+         */
+        public final List<String> lineageColumns;
+
+        Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
+               Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns)
+        {
+            this.lineageColumns = List.copyOf(lineageColumns);
+            this.index = index;
+            this.keyspace = keyspace;
+            this.table = table;
+            this.partitionKey = List.copyOf(partitionKey);
+            this.clustering = List.copyOf(clustering);
+            this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
+            this.fanout = fanout;
+            this.mode = mode;
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new java.util.ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+
+        @Override
+        public String toString()
+        {
+            return "target " + index + " (" + keyspace + '.' + table + ')';
+        }
+    }
+
+    /** What augment does when the flow's queue is full (docs/design.md, "Full queues"). */
+    public static final class Overflow
+    {
+        public enum Policy { BLOCK, SPILL, DISCARD, ELASTIC }
+
+        public final Policy policy;
+        public final long blockTimeoutMillis;
+        /** elastic: the pool's upper bound; at least {@code queue.workers} */
+        public final int maxWorkers;
+
+        Overflow(Policy policy, long blockTimeoutMillis, int maxWorkers)
+        {
+            this.policy = policy;
+            this.blockTimeoutMillis = blockTimeoutMillis;
+            this.maxWorkers = maxWorkers;
+        }
+    }
+
+    /** Replica backup maps (docs/design.md, "Replica backup maps") */
+    public static final class Backup
+    {
+        public static final Backup DEFAULT = new Backup(true, 300_000);
+
+        /** when false the flow's tasks live in their executor's memory only (a crash loses them) */
+        public final boolean enabled;
+        /** entries older than this are executed by their first live replica, whoever their master */
+        public final long safetyNetMillis;
+
+        Backup(boolean enabled, long safetyNetMillis)
+        {
+            this.enabled = enabled;
+            this.safetyNetMillis = safetyNetMillis;
+        }
+    }
+
+    public final String name;
+    public final long version;
+    public final Source source;
+    public final Set<Operation> events;
+    public final ConsistencyLevel readConsistency;
+    public final ConsistencyLevel writeConsistency;
+    public final int queueCapacity;
+    public final int workers;
+    public final int pageSize;
+    /**
+     * a task starts no sooner than this after its executor applied the write: the report's master queues tasks only
+     * after the replicas acknowledged (Figure 4, M2 before M4); the delay lets the write finish on the other replicas
+     * first instead of competing with its own fan-out
+     */
+    public final int startDelayMillis;
+    /** how a failed task is retried before it becomes a dead letter */
+    public final RetryPolicy retry;
+    public final Overflow overflow;
+    public final Backup backup;
+    /** null for declarative flows */
+    public final String handler;
+    public final List<Target> targets;
+
+    FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
+             ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
+             RetryPolicy retry, Overflow overflow, Backup backup, String handler, List<Target> targets)
+    {
+        this.backup = backup;
+        this.overflow = overflow;
+        this.startDelayMillis = startDelayMillis;
+        this.retry = retry;
+        this.name = name;
+        this.version = version;
+        this.source = source;
+        this.events = java.util.Collections.unmodifiableSet(java.util.EnumSet.copyOf(events));
+        this.readConsistency = readConsistency;
+        this.writeConsistency = writeConsistency;
+        this.queueCapacity = queueCapacity;
+        this.workers = workers;
+        this.pageSize = pageSize;
+        this.handler = handler;
+        this.targets = List.copyOf(targets);
+    }
+
+    public boolean handles(Operation op)
+    {
+        return events.contains(op);
+    }
+
+    public boolean isOn(String keyspace, String table)
+    {
+        return source.keyspace.equals(keyspace) && source.table.equals(table);
+    }
+}

@@ -1,0 +1,288 @@
+package org.asynctriggers.task;
+
+import org.asynctriggers.cql.KeyCodec;
+import org.asynctriggers.spec.FlowSpec;
+import java.io.Serializable;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.asynctriggers.api.Operation;
+
+/**
+ * One unit of asynchronous work: one source row change for one flow (docs/design.md, "The task model").
+ * Immutable and {@link Serializable} (values kept as byte arrays) so that backup entries, dead letters and spill
+ * files can store it as is. Its {@link #id()} is computed from the flow, the source key and the write's timestamp,
+ * so every replica that captures the same write gives its task the same id (the report's {@code hash(t)}).
+ */
+public final class Task implements Serializable
+{
+    private static final long serialVersionUID = 1L;
+
+    private final String flow;
+    private final long flowVersion;
+    /** the known primary key components, partition key first; shorter than the key for range/partition deletes */
+    private final List<byte[]> key;
+    private final Operation operation;
+    private final long timestamp;
+    /** column name to value; a null value is a null (tombstoned) cell; absent columns were not in the update */
+    private final LinkedHashMap<String, byte[]> values;
+    private final long createdNanos;
+    /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
+    private final int attempts;
+    /** {@link #idOf}: the same on every replica of the write; its backup entry's id */
+    private final long idMsb, idLsb;
+    /** read back from a backup map (takeover, restart, safety net): its write was applied long ago */
+    private final boolean recovered;
+    /** chunked fan-out: the target to go on with and the paging state within it (null: from its start) */
+    private final int resumeTarget;
+    private final byte[] resumePaging;
+
+    public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
+                Map<String, ByteBuffer> values, long createdNanos)
+    {
+        this.flow = flow;
+        this.flowVersion = flowVersion;
+        this.key = new ArrayList<>(key.size());
+        for (ByteBuffer component : key)
+            this.key.add(bytes(component));
+        this.operation = operation;
+        this.timestamp = timestamp;
+        this.values = new LinkedHashMap<>();
+        values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
+        this.createdNanos = createdNanos;
+        this.attempts = 0;
+        java.util.UUID id = idOf(flow, key, timestamp);
+        this.idMsb = id.getMostSignificantBits();
+        this.idLsb = id.getLeastSignificantBits();
+        this.recovered = false;
+        this.resumeTarget = 0;
+        this.resumePaging = null;
+    }
+
+    /** Shares the immutable key and values: only the bookkeeping differs. */
+    private Task(Task task, long createdNanos, int attempts, boolean recovered, int resumeTarget, byte[] resumePaging)
+    {
+        this.flow = task.flow;
+        this.flowVersion = task.flowVersion;
+        this.key = task.key;
+        this.operation = task.operation;
+        this.timestamp = task.timestamp;
+        this.values = task.values;
+        this.createdNanos = createdNanos;
+        this.attempts = attempts;
+        this.idMsb = task.idMsb;
+        this.idLsb = task.idLsb;
+        this.recovered = recovered;
+        this.resumeTarget = resumeTarget;
+        this.resumePaging = resumePaging;
+    }
+
+    /** The same task after one more failed execution, to be queued again. */
+    public Task failedOnce()
+    {
+        return new Task(this, createdNanos, attempts + 1, recovered, resumeTarget, resumePaging);
+    }
+
+    /** The task of a dead letter an operator asked to retry: a fresh start, so it gets all its attempts and age again. */
+    public Task restarted(long createdNanos)
+    {
+        return new Task(this, createdNanos, 0, recovered, resumeTarget, resumePaging);
+    }
+
+    /** A task read from a backup map on this node (takeover, recovery, safety net): queued now, its entry at hand. */
+    public Task recovered(long createdNanos, int resumeTarget, byte[] resumePaging)
+    {
+        return new Task(this, createdNanos, 0, true, resumeTarget, resumePaging);
+    }
+
+    /** The rest of a chunked fan-out: the same task, to go on at this position. */
+    public Task resumeAt(int target, ByteBuffer paging)
+    {
+        return new Task(this, createdNanos, attempts, recovered, target, bytes(paging));
+    }
+
+    public static Task of(FlowSpec flow, SourceChange change, long createdNanos)
+    {
+        return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values, createdNanos);
+    }
+
+    /** A task captured by a replica as it applied the write, for a flow it knows by name only. */
+    public static Task captured(String flow, SourceChange change, long createdNanos)
+    {
+        return new Task(flow, 0, change.key, change.operation, change.timestamp, change.values, createdNanos);
+    }
+
+    /**
+     * A name-based UUID of the flow, the source key and the write timestamp: what every replica computes alike for
+     * the same write, whatever else its index saw of it (a full row, or only the cells that changed in its memtable).
+     */
+    static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp)
+    {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
+        byte[] name = flow.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        writeChunk(out, name);
+        for (ByteBuffer component : key)
+            writeChunk(out, bytes(component));
+        for (int shift = 56; shift >= 0; shift -= 8)
+            out.write((int) (timestamp >>> shift));
+        return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+    }
+
+    private static void writeChunk(java.io.ByteArrayOutputStream out, byte[] chunk)
+    {
+        for (int shift = 24; shift >= 0; shift -= 8)
+            out.write(chunk.length >>> shift);
+        out.write(chunk, 0, chunk.length);
+    }
+
+    /** The same on every replica of its write (see {@link #idOf}). */
+    public java.util.UUID id()
+    {
+        return new java.util.UUID(idMsb, idLsb);
+    }
+
+    public boolean isRecovered()
+    {
+        return recovered;
+    }
+
+    public int resumeTarget()
+    {
+        return resumeTarget;
+    }
+
+    /** null: from the start of {@link #resumeTarget()} */
+    public ByteBuffer resumePaging()
+    {
+        return resumePaging == null ? null : ByteBuffer.wrap(resumePaging.clone());
+    }
+
+    /** The partition key components of the source key (the backup entry's partition). */
+    public List<ByteBuffer> partitionKey(int partitionKeySize)
+    {
+        return key().subList(0, partitionKeySize);
+    }
+
+    private static byte[] bytes(ByteBuffer buffer)
+    {
+        ByteBuffer b = buffer.duplicate();
+        byte[] out = new byte[b.remaining()];
+        b.get(out);
+        return out;
+    }
+
+    public String flow()
+    {
+        return flow;
+    }
+
+    public long flowVersion()
+    {
+        return flowVersion;
+    }
+
+    public Operation operation()
+    {
+        return operation;
+    }
+
+    public long timestamp()
+    {
+        return timestamp;
+    }
+
+    public long createdNanos()
+    {
+        return createdNanos;
+    }
+
+    /** Failed executions so far. */
+    public int attempts()
+    {
+        return attempts;
+    }
+
+    /**
+     * Fresh copies (never read-only views: Cassandra's FastByteOperations takes a buffer without an accessible
+     * array for a direct one and reads native memory from it).
+     */
+    public List<ByteBuffer> key()
+    {
+        List<ByteBuffer> out = new ArrayList<>(key.size());
+        for (byte[] component : key)
+            out.add(ByteBuffer.wrap(component.clone()));
+        return Collections.unmodifiableList(out);
+    }
+
+    /** The key as one blob ({@link KeyCodec}); the lineage table's {@code source_key}. */
+    public ByteBuffer serializedKey()
+    {
+        return KeyCodec.encode(key());
+    }
+
+    public Map<String, ByteBuffer> values()
+    {
+        Map<String, ByteBuffer> out = new LinkedHashMap<>();
+        values.forEach((column, value) -> out.put(column, value == null ? null : ByteBuffer.wrap(value.clone())));
+        return Collections.unmodifiableMap(out);
+    }
+
+    /** Only a task and what it holds may come out of a blob read back from a table. */
+    private static final java.io.ObjectInputFilter ONLY_TASKS = java.io.ObjectInputFilter.Config.createFilter(
+        Task.class.getName() + ";" + Operation.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
+        + "java.util.HashMap;java.util.Map$Entry;[B;!*");
+
+    /** The dead letters' {@code task} column. */
+    public ByteBuffer serialize()
+    {
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes))
+        {
+            out.writeObject(this);
+        }
+        catch (java.io.IOException e)
+        {
+            throw new java.io.UncheckedIOException(e); // in memory: only if a field stopped being serializable
+        }
+        return ByteBuffer.wrap(bytes.toByteArray());
+    }
+
+    public static Task deserialize(ByteBuffer blob)
+    {
+        byte[] bytes = bytes(blob);
+        try (java.io.ObjectInputStream in = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes)))
+        {
+            in.setObjectInputFilter(ONLY_TASKS);
+            return (Task) in.readObject();
+        }
+        catch (java.io.IOException | ClassNotFoundException | ClassCastException e)
+        {
+            throw new IllegalArgumentException("not a serialized task: " + e, e);
+        }
+    }
+
+    /** The key components in hex, colon-separated, for log lines. */
+    public String keyHex()
+    {
+        StringBuilder sb = new StringBuilder("0x");
+        for (byte[] component : key)
+        {
+            if (sb.length() > 2)
+                sb.append(':');
+            for (byte b : component)
+                sb.append(Character.forDigit((b >> 4) & 0xF, 16)).append(Character.forDigit(b & 0xF, 16));
+        }
+        return sb.toString();
+    }
+
+    @Override
+    public String toString()
+    {
+        return operation.eventName() + " key=" + keyHex() + " ts=" + timestamp + " flow=" + flow + " v" + flowVersion
+               + (attempts == 0 ? "" : " attempts=" + attempts);
+    }
+}

@@ -1,0 +1,210 @@
+package org.asynctriggers.work;
+
+import org.asynctriggers.backup.Backups;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.task.Task;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
+
+import org.apache.cassandra.exceptions.OverloadedException;
+import org.apache.cassandra.exceptions.RequestTimeoutException;
+import org.apache.cassandra.exceptions.UnavailableException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What becomes of a failed execution of one flow version's task (docs/design.md, "Retries and dead letters"): queued
+ * again after its backoff by the {@link RetryScheduler}, or, out of attempts or too old, a dead letter. A task is
+ * never dropped: a retry that finds the queue full waits again, and one the flow can no longer take (stopped,
+ * replaced) becomes a dead letter that {@code ctl trigger dlq retry} can queue into the running version.
+ */
+public final class Retries
+{
+    private static final Logger logger = LoggerFactory.getLogger(Retries.class);
+    /** lower bound of the wait before offering again to a full queue, so a 0 ms backoff does not spin */
+    static final long FULL_QUEUE_WAIT_MILLIS = 10;
+    /** the wait after a failure of the cluster (see {@link #failed}) */
+    static final long UNAVAILABLE_WAIT_MILLIS = 1_000;
+
+    private final String flow;
+    private final RetryPolicy policy;
+    private final RetryPolicy.Jitter jitter;
+    private final RetryScheduler scheduler;
+    private final FlowQueue queue;
+    private final FlowMetrics metrics;
+    private final DeadLetters deadLetters;
+    private final LongSupplier nanoClock;
+    private volatile Backups backups = Backups.NONE;
+    /** scheduled and not yet queued: what a stop must turn into dead letters */
+    private final Set<Pending> pending = ConcurrentHashMap.newKeySet();
+
+    public Retries(String flow, RetryPolicy policy, RetryPolicy.Jitter jitter, RetryScheduler scheduler, FlowQueue queue,
+            FlowMetrics metrics, DeadLetters deadLetters, LongSupplier nanoClock)
+    {
+        this.flow = flow;
+        this.policy = policy;
+        this.jitter = jitter;
+        this.scheduler = scheduler;
+        this.queue = queue;
+        this.metrics = metrics;
+        this.deadLetters = deadLetters;
+        this.nanoClock = nanoClock;
+    }
+
+    /** A retry waiting for its time, with the failure a dead letter would record. */
+    private final class Pending implements Runnable
+    {
+        final Task task;
+        final Throwable cause;
+
+        Pending(Task task, Throwable cause)
+        {
+            this.task = task;
+            this.cause = cause;
+        }
+
+        @Override
+        public void run()
+        {
+            if (!pending.remove(this))
+                return; // stop() took it
+            if (queue.offer(task))
+            {
+                metrics.retryQueued();
+                return;
+            }
+            pending.add(this);
+            if (queue.isClosed())
+                giveUp(this, "flow stopped before the retry");
+            else // full: the task keeps its place among the retries rather than being dropped
+                later(this, Math.max(FULL_QUEUE_WAIT_MILLIS, policy.initialBackoffMillis));
+        }
+    }
+
+    public void backups(Backups backups)
+    {
+        this.backups = backups;
+    }
+
+    /**
+     * Queues the task again after {@code delayMillis} without counting a failure: the rest of a chunked fan-out
+     * (at the tail of the queue, behind the flow's other tasks).
+     */
+    void later(Task task, long delayMillis)
+    {
+        Pending again = new Pending(task, null);
+        pending.add(again);
+        later(again, delayMillis);
+    }
+
+    /**
+     * Called by a worker after a failed execution; never blocks, never throws. A failure of the cluster rather than
+     * of the task (replicas unavailable, a timeout, an overloaded node: a node restarting, the whole cluster
+     * restarting) costs no attempt: the task waits {@link #UNAVAILABLE_WAIT_MILLIS} and tries again, until
+     * {@code max_age_ms}, so an outage does not turn healthy tasks into dead letters.
+     */
+    void failed(Task task, Throwable cause)
+    {
+        boolean clusterFailure = isClusterFailure(cause);
+        int attempts = clusterFailure ? task.attempts() : task.attempts() + 1;
+        if (attempts >= policy.maxAttempts)
+        {
+            deadLetter(task, attempts, cause, "out of attempts");
+            return;
+        }
+        long ageMillis = TimeUnit.NANOSECONDS.toMillis(nanoClock.getAsLong() - task.createdNanos());
+        if (ageMillis >= policy.maxAgeMillis)
+        {
+            deadLetter(task, Math.max(1, attempts), cause, "older than 'retry.max_age_ms' (" + policy.maxAgeMillis + " ms)");
+            return;
+        }
+        if (clusterFailure)
+        {
+            logger.debug("Flow '{}': {} waits {} ms for the cluster: {}", flow, task, UNAVAILABLE_WAIT_MILLIS, String.valueOf(cause));
+            metrics.taskRetrying();
+            Pending retry = new Pending(task, cause);
+            pending.add(retry);
+            later(retry, UNAVAILABLE_WAIT_MILLIS);
+            return;
+        }
+        long backoff = policy.jitteredBackoffMillis(attempts, jitter);
+        logger.warn("Flow '{}': attempt {} of {} failed on {}, retrying in {} ms: {}", flow, attempts, policy.maxAttempts,
+                    task, backoff, String.valueOf(cause));
+        metrics.taskRetrying();
+        Pending retry = new Pending(task.failedOnce(), cause);
+        pending.add(retry);
+        later(retry, backoff);
+    }
+
+    private void later(Pending retry, long delayMillis)
+    {
+        try
+        {
+            scheduler.schedule(retry, delayMillis);
+        }
+        catch (RejectedExecutionException e)
+        {
+            giveUp(retry, "flow stopped before the retry");
+        }
+    }
+
+    /** A retry that was counted as retrying and will not run: it is finished now, as a failure. */
+    private void giveUp(Pending retry, String why)
+    {
+        if (!pending.remove(retry))
+            return;
+        metrics.retryAbandoned();
+        if (deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why))
+            complete(retry.task);
+        else
+            backups.released(retry.task);
+    }
+
+    private void deadLetter(Task task, int attempts, Throwable cause, String why)
+    {
+        metrics.taskFinished(false);
+        if (deadLetters.write(task, attempts, cause, why))
+            complete(task);
+        else
+            backups.released(task); // its entry still holds it: a scan runs it again rather than lose it
+    }
+
+    /** A dead letter holds the task now: its backup entry can go. */
+    private void complete(Task task)
+    {
+        try
+        {
+            backups.completed(task);
+        }
+        catch (RuntimeException e)
+        {
+            logger.warn("Flow '{}': could not remove the backup entry of dead letter {}: {}", flow, task, e.toString());
+        }
+    }
+
+    static boolean isClusterFailure(Throwable cause)
+    {
+        for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause())
+            if (t instanceof UnavailableException || t instanceof RequestTimeoutException || t instanceof OverloadedException)
+                return true;
+        return false;
+    }
+
+    int pending()
+    {
+        return pending.size();
+    }
+
+    /** After the workers stopped: stops the scheduler, and the retries it will not run become dead letters. */
+    public void stop()
+    {
+        scheduler.stop();
+        for (Pending retry : pending.toArray(new Pending[0]))
+            giveUp(retry, "flow stopped before the retry");
+    }
+}

@@ -1,0 +1,105 @@
+package org.asynctriggers.task;
+
+import org.asynctriggers.cql.KeyCodec;
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.ObjectInputStream;
+import java.io.ObjectOutputStream;
+import java.nio.ByteBuffer;
+import java.util.List;
+
+import org.asynctriggers.api.Operation;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.testing.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.row;
+import static org.asynctriggers.testing.Fixtures.text;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class TaskTest
+{
+    private final Task task = new Task("f", 3, List.of(bigint(1), text("k")), Operation.UPDATE, 42, row("v", "x", "gone", null), 7);
+
+    @Test
+    void shouldSurviveJavaSerialization() throws Exception
+    {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes))
+        {
+            out.writeObject(task);
+        }
+        Task copy;
+        try (ObjectInputStream in = new ObjectInputStream(new ByteArrayInputStream(bytes.toByteArray())))
+        {
+            copy = (Task) in.readObject();
+        }
+        assertEquals(task.toString(), copy.toString());
+        assertEquals(task.key(), copy.key());
+        assertEquals(task.values(), copy.values());
+        assertEquals(7, copy.createdNanos());
+        assertEquals(3, copy.flowVersion());
+    }
+
+    @Test
+    void shouldKeepANullValueDistinctFromAnAbsentOne()
+    {
+        assertTrue(task.values().containsKey("gone"));
+        assertNull(task.values().get("gone"));
+        assertFalse(task.values().containsKey("other"));
+    }
+
+    @Test
+    void shouldHandOutWritableCopiesThatCannotChangeTheTask()
+    {
+        ByteBuffer v = task.values().get("v");
+        assertFalse(v.isReadOnly(), "Cassandra's FastByteOperations mistakes read-only heap buffers for direct ones");
+        v.put(0, (byte) 'y');
+        assertEquals(text("x"), task.values().get("v"));
+    }
+
+    @Test
+    void shouldRoundTripKeysThroughTheKeyCodec()
+    {
+        assertEquals(task.key(), KeyCodec.decode(task.serializedKey()));
+        assertEquals(List.of(), KeyCodec.decode(KeyCodec.encode(List.of())));
+        assertEquals(List.of(ByteBuffer.allocate(0)), KeyCodec.decode(KeyCodec.encode(List.of(ByteBuffer.allocate(0)))));
+    }
+
+    @Test
+    void shouldRejectACorruptKeyBlob()
+    {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> KeyCodec.decode(ByteBuffer.wrap(new byte[]{ 0, 0, 0, 9, 1 })));
+        assertEquals("corrupt key blob: component length 9 with 1 bytes left", e.getMessage());
+    }
+
+    @Test
+    void shouldCarryItsAttemptsThroughSerialization()
+    {
+        Task retried = task.failedOnce().failedOnce();
+        assertEquals(0, task.attempts(), "immutable: the original is unchanged");
+        Task copy = Task.deserialize(retried.serialize());
+        assertEquals(2, copy.attempts());
+        assertEquals(7, copy.createdNanos());
+        assertEquals(task.values(), copy.values());
+        Task restarted = copy.restarted(99);
+        assertEquals(0, restarted.attempts());
+        assertEquals(99, restarted.createdNanos());
+        assertEquals(task.toString(), restarted.toString());
+    }
+
+    @Test
+    void shouldRefuseToDeserializeAnythingButATask() throws Exception
+    {
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        try (ObjectOutputStream out = new ObjectOutputStream(bytes))
+        {
+            out.writeObject(new java.util.concurrent.atomic.AtomicLong(3));
+        }
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Task.deserialize(ByteBuffer.wrap(bytes.toByteArray())));
+        assertTrue(e.getMessage().startsWith("not a serialized task: "), e.getMessage());
+    }
+}

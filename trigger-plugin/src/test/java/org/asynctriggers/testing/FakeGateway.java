@@ -1,0 +1,321 @@
+package org.asynctriggers.testing;
+
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.TreeMap;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import java.util.stream.Collectors;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+
+/**
+ * In-memory {@link CqlGateway} with Cassandra's last-write-wins rules (cell timestamps, row and range tombstones
+ * shadowing writes with a lower or equal timestamp). Understands exactly the statement shapes {@link Cql} builds.
+ */
+public final class FakeGateway implements CqlGateway
+{
+    private static final Pattern INSERT = Pattern.compile("INSERT INTO \"(\\w+)\"\\.\"(\\w+)\" \\((.*)\\) VALUES \\((.*)\\) USING (TIMESTAMP \\?|TTL \\d+)");
+    private static final Pattern DELETE = Pattern.compile("DELETE FROM \"(\\w+)\"\\.\"(\\w+)\" USING TIMESTAMP \\? WHERE (.*)");
+    private static final Pattern SELECT = Pattern.compile("SELECT (.*) FROM \"(\\w+)\"\\.\"(\\w+)\"(?: WHERE (.*))?");
+
+    public static final class Cell
+    {
+        public final ByteBuffer value;
+        public final long ts;
+
+        Cell(ByteBuffer value, long ts)
+        {
+            this.value = value;
+            this.ts = ts;
+        }
+    }
+
+    public static final class Table
+    {
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        public final TreeMap<String, List<ByteBuffer>> keys = new TreeMap<>();
+        public final Map<String, Map<String, Cell>> cells = new HashMap<>();
+        public final Map<String, Long> markers = new HashMap<>();
+        public final List<Map.Entry<List<ByteBuffer>, Long>> tombstones = new ArrayList<>();
+
+        Table(List<String> partitionKey, List<String> clustering)
+        {
+            this.partitionKey = partitionKey;
+            this.clustering = clustering;
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+
+        public long deletedAt(List<ByteBuffer> key)
+        {
+            long max = Long.MIN_VALUE;
+            for (Map.Entry<List<ByteBuffer>, Long> t : tombstones)
+                if (key.subList(0, t.getKey().size()).equals(t.getKey()))
+                    max = Math.max(max, t.getValue());
+            return max;
+        }
+
+        /** visible columns of the row, or null when the row does not exist */
+        public Map<String, ByteBuffer> visible(String id)
+        {
+            List<ByteBuffer> key = keys.get(id);
+            long deleted = deletedAt(key);
+            Map<String, ByteBuffer> row = new LinkedHashMap<>();
+            boolean live = markers.getOrDefault(id, Long.MIN_VALUE) > deleted;
+            for (Map.Entry<String, Cell> c : cells.getOrDefault(id, Map.of()).entrySet())
+            {
+                if (c.getValue().ts > deleted && c.getValue().value != null)
+                {
+                    row.put(c.getKey(), c.getValue().value);
+                    live = true;
+                }
+            }
+            if (!live)
+                return null;
+            List<String> pk = primaryKey();
+            for (int i = 0; i < pk.size(); i++)
+                row.put(pk.get(i), key.get(i));
+            return row;
+        }
+    }
+
+    public final Map<String, Table> tables = new HashMap<>();
+    public final List<String> executed = new ArrayList<>();
+    public final List<ConsistencyLevel> consistencies = new ArrayList<>();
+    public int pagesFetched;
+    public int largestPage;
+    /** fail the next n executions, to test retries */
+    public int failNext;
+    /** runs before every statement, outside the gateway's lock: a test may block there, or throw to fail it */
+    public volatile java.util.function.Consumer<String> beforeEach = cql -> {};
+
+    public FakeGateway table(String keyspace, String table, List<String> partitionKey, List<String> clustering)
+    {
+        tables.put(keyspace + '.' + table, new Table(partitionKey, clustering));
+        return this;
+    }
+
+    public FakeGateway withAsyncTriggersKeyspace()
+    {
+        table(Cql.KEYSPACE, "lineage", List.of("flow", "source_key"), List.of("target_key"));
+        table(Cql.KEYSPACE, "flows", List.of("name"), List.of());
+        table(Cql.KEYSPACE, "flow_status", List.of("flow"), List.of("node"));
+        table(Cql.KEYSPACE, "dead_letters", List.of("flow"), List.of("id"));
+        table(Cql.KEYSPACE, "dead_letter_retries", List.of("node"), List.of("flow", "id"));
+        return this;
+    }
+
+    public Table table(String keyspace, String table)
+    {
+        Table t = tables.get(keyspace + '.' + table);
+        if (t == null)
+            throw new IllegalArgumentException("table " + keyspace + '.' + table + " does not exist");
+        return t;
+    }
+
+    private static String id(List<ByteBuffer> key)
+    {
+        StringBuilder sb = new StringBuilder();
+        for (ByteBuffer b : key)
+        {
+            for (int i = b.position(); i < b.limit(); i++)
+                sb.append(String.format("%02x", b.get(i)));
+            sb.append('/');
+        }
+        return sb.toString();
+    }
+
+    private static List<String> names(String list)
+    {
+        return Arrays.stream(list.split(",")).map(String::trim).map(s -> s.replace("\"", "")).collect(Collectors.toList());
+    }
+
+    private static List<String> whereColumns(String where)
+    {
+        if (where == null)
+            return List.of();
+        return Arrays.stream(where.split(" AND ")).map(s -> s.replace(" = ?", "").replace("\"", "").trim()).collect(Collectors.toList());
+    }
+
+    @Override
+    public Prepared prepare(String cql)
+    {
+        Matcher m;
+        if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches())
+            table(m.group(1), m.group(2));
+        else if ((m = SELECT.matcher(cql)).matches())
+            table(m.group(2), m.group(3));
+        else
+            throw new IllegalArgumentException("fake cannot prepare [" + cql + "]");
+        return new Prepared(cql, null);
+    }
+
+    /** Direct writes for test setup. */
+    public void insert(String keyspace, String table, Map<String, ByteBuffer> row, long ts)
+    {
+        List<String> columns = new ArrayList<>(row.keySet());
+        List<ByteBuffer> values = new ArrayList<>(row.values());
+        values.add(Fixtures.bigint(ts));
+        executeNow(prepare(Cql.insert(keyspace, table, columns)), ConsistencyLevel.ONE, values);
+        executed.remove(executed.size() - 1);
+        consistencies.remove(consistencies.size() - 1);
+    }
+
+    @Override
+    public List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
+    {
+        beforeEach.accept(statement.cql);
+        return executeNow(statement, consistency, values);
+    }
+
+    private synchronized List<Map<String, ByteBuffer>> executeNow(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
+    {
+        if (failNext > 0)
+        {
+            failNext--;
+            throw new RuntimeException("injected failure");
+        }
+        executed.add(statement.cql);
+        consistencies.add(consistency);
+        String cql = statement.cql;
+        Matcher m;
+        if ((m = INSERT.matcher(cql)).matches())
+        {
+            Table t = table(m.group(1), m.group(2));
+            List<String> columns = names(m.group(3));
+            long ts = m.group(5).startsWith("TIMESTAMP") ? values.get(columns.size()).getLong(0) : Long.MAX_VALUE / 2;
+            Map<String, ByteBuffer> byName = new HashMap<>();
+            for (int i = 0; i < columns.size(); i++)
+                byName.put(columns.get(i), values.get(i));
+            List<ByteBuffer> key = new ArrayList<>();
+            for (String k : t.primaryKey())
+            {
+                ByteBuffer v = byName.get(k);
+                if (v == null)
+                    throw new IllegalArgumentException("Invalid null value for key column " + k + " in [" + cql + "]");
+                key.add(v);
+            }
+            String id = id(key);
+            t.keys.put(id, key);
+            t.markers.merge(id, ts, Math::max);
+            Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
+            for (String column : columns)
+            {
+                if (t.primaryKey().contains(column))
+                    continue;
+                Cell current = row.get(column);
+                if (current == null || current.ts < ts)
+                    row.put(column, new Cell(byName.get(column), ts));
+            }
+            return List.of();
+        }
+        if ((m = DELETE.matcher(cql)).matches())
+        {
+            Table t = table(m.group(1), m.group(2));
+            List<String> where = whereColumns(m.group(3));
+            if (!t.primaryKey().subList(0, where.size()).equals(where) || where.size() < t.partitionKey.size())
+                throw new IllegalArgumentException("fake: bad delete [" + cql + "]");
+            t.tombstones.add(Map.entry(List.copyOf(values.subList(1, values.size())), values.get(0).getLong(0)));
+            return List.of();
+        }
+        if ((m = SELECT.matcher(cql)).matches())
+        {
+            List<Map<String, ByteBuffer>> rows = new ArrayList<>();
+            select(m, values).forEachRemaining(rows::add);
+            return rows;
+        }
+        throw new IllegalArgumentException("fake cannot execute [" + cql + "]");
+    }
+
+    private Iterator<Map<String, ByteBuffer>> select(Matcher m, List<ByteBuffer> values)
+    {
+        Table t = table(m.group(2), m.group(3));
+        List<String> columns = names(m.group(1));
+        List<String> where = whereColumns(m.group(4));
+        if (!t.primaryKey().subList(0, where.size()).equals(where))
+            throw new IllegalArgumentException("fake: WHERE must restrict a key prefix: " + where);
+        List<Map<String, ByteBuffer>> out = new ArrayList<>();
+        for (Map.Entry<String, List<ByteBuffer>> e : t.keys.entrySet())
+        {
+            if (!e.getValue().subList(0, where.size()).equals(values))
+                continue;
+            Map<String, ByteBuffer> row = t.visible(e.getKey());
+            if (row == null)
+                continue;
+            Map<String, ByteBuffer> selected = new LinkedHashMap<>();
+            for (String c : columns)
+                selected.put(c, row.get(c));
+            out.add(selected);
+        }
+        return out.iterator();
+    }
+
+    @Override
+    public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        beforeEach.accept(statement.cql);
+        return fetchPageNow(statement, consistency, values, pageSize, from);
+    }
+
+    private synchronized Page fetchPageNow(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
+    {
+        executed.add(statement.cql);
+        consistencies.add(consistency);
+        Matcher m = SELECT.matcher(statement.cql);
+        if (!m.matches())
+            throw new IllegalArgumentException("not a select: " + statement.cql);
+        List<Map<String, ByteBuffer>> all = new ArrayList<>();
+        select(m, values).forEachRemaining(all::add);
+        int offset = from == null ? 0 : from.getInt(from.position());
+        List<Map<String, ByteBuffer>> page = new ArrayList<>(all.subList(Math.min(offset, all.size()), Math.min(all.size(), offset + pageSize)));
+        pagesFetched++;
+        largestPage = Math.max(largestPage, page.size());
+        int end = offset + page.size();
+        return new Page(page, end < all.size() ? ByteBuffer.allocate(4).putInt(0, end) : null);
+    }
+
+    @Override
+    public ByteBuffer bind(Prepared statement, int index, Object value)
+    {
+        if (value == null || value instanceof ByteBuffer)
+            return (ByteBuffer) value;
+        if (value instanceof String)
+            return ByteBuffer.wrap(((String) value).getBytes(StandardCharsets.UTF_8));
+        if (value instanceof Long)
+            return Fixtures.bigint((Long) value);
+        if (value instanceof Integer)
+            return ByteBuffer.allocate(4).putInt(0, (Integer) value);
+        throw new IllegalArgumentException("fake cannot bind " + value.getClass());
+    }
+
+    /** Visible rows of a table, as maps. */
+    public List<Map<String, ByteBuffer>> rows(String keyspace, String table)
+    {
+        Table t = table(keyspace, table);
+        List<Map<String, ByteBuffer>> out = new ArrayList<>();
+        for (String id : t.keys.keySet())
+        {
+            Map<String, ByteBuffer> row = t.visible(id);
+            if (row != null)
+                out.add(row);
+        }
+        return out;
+    }
+}

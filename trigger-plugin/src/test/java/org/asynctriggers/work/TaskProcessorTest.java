@@ -1,0 +1,105 @@
+package org.asynctriggers.work;
+
+import org.asynctriggers.backup.Backups;
+import org.asynctriggers.execute.FlowExecutor;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.ManualRetryScheduler;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.asynctriggers.api.Operation;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+class TaskProcessorTest
+{
+    private final FakeGateway gateway = Fixtures.usersGateway();
+    private final FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
+    private final BoundedFlowQueue queue = new BoundedFlowQueue(1);
+    private final FlowMetrics metrics = new FlowMetrics(queue, 1, () -> 0);
+    private final List<Long> sleeps = new ArrayList<>();
+
+    private Task insert()
+    {
+        return Fixtures.task(spec, Operation.INSERT, 10, List.of(Fixtures.bigint(1)), Fixtures.row("id", 1L, "name", "ann", "email", "a@x"));
+    }
+
+    private final ManualRetryScheduler scheduler = new ManualRetryScheduler();
+
+    private TaskProcessor processor(long nowNanos)
+    {
+        Retries retries = new Retries(spec.name, spec.retry, RetryPolicy.Jitter.RANDOM, scheduler, queue,
+                                      metrics, new DeadLetters(gateway, () -> "n", () -> 0L), () -> nowNanos);
+        return new TaskProcessor(new FlowExecutor(spec, gateway, null, c -> null), metrics, retries,
+                                 sleeps::add, () -> nowNanos, 20);
+    }
+
+    /** Records what the workers did with the backup entries. */
+    private static final class RecordingBackups implements Backups
+    {
+        final List<java.util.UUID> completed = new ArrayList<>();
+        final List<Integer> resumedAt = new ArrayList<>();
+
+        @Override
+        public void recordResume(Task task, int target, java.nio.ByteBuffer paging)
+        {
+            resumedAt.add(target);
+        }
+
+        @Override
+        public void completed(Task task)
+        {
+            completed.add(task.id());
+        }
+
+        @Override
+        public void released(Task task)
+        {
+            throw new AssertionError("released " + task);
+        }
+    }
+
+    @Test
+    void shouldRunATaskAtOnceAndThenCompleteItsEntry()
+    {
+        RecordingBackups backups = new RecordingBackups();
+        Task task = insert();
+        TaskProcessor processor = processor(30_000_000L);
+        processor.backups(backups);
+        processor.accept(task);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
+        assertEquals(List.of(task.id()), backups.completed);
+        assertEquals(List.of(), scheduler.delays, "no wait for anything: the replica that captured it applied its write");
+        assertEquals(1, metrics.getCompletedTasks());
+        assertEquals(0, metrics.getPendingTasks());
+    }
+
+    @Test
+    void shouldStartATaskReadBackFromABackupMapWithoutItsStartDelay()
+    {
+        processor(5_000_000L).accept(insert().recovered(5_000_000L, 0, null));
+        assertEquals(List.of(), sleeps);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
+    }
+
+    @Test
+    void shouldNotStartATaskBeforeItsStartDelay()
+    {
+        // created at 0 ns (Fixtures.task), now 5 ms later, delay 20 ms: waits the remaining 15 ms, then runs
+        processor(5_000_000L).accept(insert());
+        assertEquals(List.of(16L), sleeps);
+        assertEquals(1, gateway.rows("app", "users_by_name").size());
+        // an older task starts at once
+        processor(30_000_000L).accept(insert());
+        assertEquals(List.of(16L), sleeps);
+        assertEquals(2, metrics.getCompletedTasks());
+    }
+}

@@ -1,0 +1,99 @@
+package org.asynctriggers.work;
+
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.TrackingThreadFactory;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.queue.FlowQueueContractTest.task;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class WorkerPoolTest
+{
+    private final TrackingThreadFactory threads = new TrackingThreadFactory();
+    private final FlowQueue queue = new BoundedFlowQueue(100);
+
+    @Test
+    void shouldStartNamedDaemonWorkersAndStopThemAll() throws InterruptedException
+    {
+        WorkerPool pool = new WorkerPool("timeline", 3, threads, queue, t -> {});
+        pool.start();
+        assertEquals(List.of("async-trigger-timeline-worker-1", "async-trigger-timeline-worker-2", "async-trigger-timeline-worker-3"),
+                     threads.threads.stream().map(Thread::getName).collect(Collectors.toList()));
+        assertTrue(threads.threads.stream().allMatch(Thread::isDaemon));
+        assertEquals(3, threads.alive());
+        assertEquals(0, pool.stop(1_000));
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
+    void shouldDrainQueuedTasksOnStop() throws InterruptedException
+    {
+        List<Task> done = new CopyOnWriteArrayList<>();
+        WorkerPool pool = new WorkerPool("f", 2, threads, queue, done::add);
+        for (int i = 0; i < 50; i++)
+            queue.offer(task(i));
+        pool.start();
+        assertEquals(0, pool.stop(5_000));
+        assertEquals(50, done.size());
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
+    void shouldInterruptWorkersThatOutliveTheDrainDeadline() throws InterruptedException
+    {
+        CountDownLatch started = new CountDownLatch(1);
+        WorkerPool pool = new WorkerPool("slow", 1, threads, queue, t -> {
+            started.countDown();
+            try
+            {
+                Thread.sleep(60_000);
+            }
+            catch (InterruptedException e)
+            {
+                Thread.currentThread().interrupt();
+            }
+        });
+        queue.offer(task(1));
+        queue.offer(task(2));
+        pool.start();
+        assertTrue(started.await(5, TimeUnit.SECONDS));
+        assertEquals(1, pool.stop(50));
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
+    void shouldKeepWorkingAfterAProcessorError() throws InterruptedException
+    {
+        List<Task> done = new CopyOnWriteArrayList<>();
+        WorkerPool pool = new WorkerPool("f", 1, threads, queue, t -> {
+            if (t.timestamp() == 1)
+                throw new IllegalStateException("boom");
+            done.add(t);
+        });
+        queue.offer(task(1));
+        queue.offer(task(2));
+        pool.start();
+        pool.stop(5_000);
+        assertEquals(1, done.size());
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
+    void shouldRefuseToStartTwice()
+    {
+        WorkerPool pool = new WorkerPool("f", 1, threads, queue, t -> {});
+        pool.start();
+        assertThrows(IllegalStateException.class, pool::start);
+        pool.stop(1_000);
+    }
+}
