@@ -71,11 +71,11 @@ chaos: install
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
 bench-ack: install
-	$(PY) -m async_triggers.benchmarks.ack_latency
+	$(PY) -m async_triggers.benchmarks.experiments.ack_latency
 
 # the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
 bench-backup: install
-	$(PY) -m async_triggers.benchmarks.backup_size --minutes 10
+	$(PY) -m async_triggers.benchmarks.experiments.backup_size --minutes 10
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target

@@ -1,3 +1,4 @@
+# Over 400 lines: one private RabbitMQ node's whole life (config, start, stop, its CLI) reads best in one place.
 """A private RabbitMQ node for the external-queue baseline, from Debian's ``rabbitmq-server`` (``make broker``).
 
     python -m async_triggers.benchmarks.broker start|stop|status [--amqp-port 35672] [--nodename async-triggers-bench]

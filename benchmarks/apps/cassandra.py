@@ -1,4 +1,4 @@
-"""The three applications' Cassandra side: the tweet store, the fan-out writer, the plain bulk writer.
+"""The three applications' Cassandra side: the tweet store and the fan-out writer.
 
 Every write is at the run's write consistency (ALL, as in the report) and every read at its read consistency
 (ONE). A failed write is retried with backoff for up to ``retry_s`` seconds before the request fails, which is
@@ -15,7 +15,6 @@ import dataclasses
 import itertools
 import threading
 import time
-import uuid
 from typing import Callable, Iterable, Sequence
 
 from async_triggers.benchmarks.apps.tweets import Tweet
@@ -89,7 +88,7 @@ class _Sessions:
 SESSIONS = _Sessions()
 
 
-def _retriable() -> tuple[type, ...]:
+def retriable() -> tuple[type, ...]:
     from cassandra import OperationTimedOut, ReadTimeout, Unavailable, WriteFailure, WriteTimeout
     from cassandra.cluster import NoHostAvailable
     return Unavailable, WriteTimeout, WriteFailure, ReadTimeout, OperationTimedOut, NoHostAvailable
@@ -98,7 +97,7 @@ def _retriable() -> tuple[type, ...]:
 def retrying(fn: Callable[[], object], retry_s: float, what: str, first_error: BaseException | None = None):
     """Call ``fn`` until it succeeds, retrying Cassandra's transient errors with backoff (0.05 s doubling to 1 s)
     for up to ``retry_s`` seconds; then raise the last error, saying what was being written."""
-    retriable = _retriable()
+    transient = retriable()
     deadline = time.monotonic() + retry_s
     backoff, last = 0.05, first_error
     attempts = 0 if first_error is None else 1
@@ -111,7 +110,7 @@ def retrying(fn: Callable[[], object], retry_s: float, what: str, first_error: B
             backoff = min(1.0, backoff * 2)
         try:
             return fn()
-        except retriable as e:
+        except transient as e:
             last, attempts = e, attempts + 1
 
 
@@ -125,7 +124,7 @@ class _RetryingWrite:
     def result(self):
         try:
             return self.future.result()
-        except _retriable() as e:
+        except retriable() as e:
             return retrying(lambda: self.session.execute(self.statement, self.values), self.retry_s, self.what, e)
 
 
@@ -183,7 +182,7 @@ def write_rows(session, statement, rows: Iterable[Sequence], concurrency: int, r
         if not failed:
             return total
         first = failed[0][1]
-        if not isinstance(first, _retriable()) or time.monotonic() + backoff > deadline:
+        if not isinstance(first, retriable()) or time.monotonic() + backoff > deadline:
             raise BenchError(f"writing {what} failed for {len(failed)} of {total} rows: "
                              f"{type(first).__name__}: {first}") from first
         time.sleep(backoff)
@@ -224,119 +223,5 @@ def worker_args(target: Target) -> list[str]:
     args = {"contact_points": ",".join(target.contact_points), "write_consistency": target.write_consistency,
             "read_consistency": target.read_consistency, "concurrency": str(target.concurrency),
             "retry_s": str(target.retry_s), "keyspace": target.keyspace}
-    return ["--writer", "async_triggers.benchmarks.cassandra_io:fanout_writer",
+    return ["--writer", "async_triggers.benchmarks.apps.cassandra:fanout_writer",
             *itertools.chain.from_iterable(("--writer-arg", f"{k}={v}") for k, v in args.items())]
-
-
-# -- the hardware's limit: a plain client writing timeline rows, no flow -------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class BulkWriter:
-    """Writes synthetic timeline rows for ``seconds`` with the target's concurrency, as fast as the cluster takes
-    them; returns (rows written, seconds taken). Each Spark task writes to its own user range."""
-    target: Target
-    seconds: float
-    users: int = 100_000
-
-    def __call__(self, task: int) -> tuple[int, float]:
-        from cassandra.concurrent import execute_concurrent_with_args
-        session = SESSIONS.get(self.target)
-        insert = session.prepare(INSERT_TIMELINE.format(ks=self.target.keyspace))
-        insert.consistency_level = self.target.level("write_consistency")
-        started = time.monotonic()
-        deadline = started + self.seconds
-        body = "b" * 200
-        rows = 0
-        batch = 2000
-        while time.monotonic() < deadline:
-            params = [((task * 7919 + rows + i) % self.users + 1, uuid.uuid1(), 0, body) for i in range(batch)]
-            results = execute_concurrent_with_args(session, insert, params, concurrency=self.target.concurrency,
-                                                   raise_on_first_error=False)
-            rows += sum(1 for r in results if r.success)
-        return rows, time.monotonic() - started
-
-
-def bulk_write(spark, target: Target, seconds: float, partitions: int) -> dict:
-    """Run :class:`BulkWriter` as ``partitions`` Spark tasks at once; timeline rows per second in total."""
-    writer = BulkWriter(target, seconds)
-    got = spark.sparkContext.parallelize(range(partitions), partitions) \
-        .map(lambda task: writer(task)).collect()
-    rows = sum(r for r, _ in got)
-    elapsed = max(s for _, s in got)
-    return {"rows": rows, "seconds": round(elapsed, 3), "rows_s": round(rows / elapsed, 2)}
-
-
-def connector_write(spark, target: Target, rows: int, partitions: int, concurrency: int = 64) -> dict:
-    """The JVM's bulk writer: ``rows`` synthetic timeline rows written by the Spark Cassandra Connector
-    (asynchronous writes, ``concurrency`` in flight per task, the target's write consistency); rows per second."""
-    from pyspark.sql import functions as F
-    from async_triggers.spark_jobs.session import CASSANDRA_FORMAT
-    # a timeuuid column takes version-1 UUIDs only: made from the row number (as the time) and its hash (node)
-    tweet_id = F.expr("concat(lpad(hex(id % 4294967296), 8, '0'), '-', lpad(hex((id div 4294967296) % 65536), 4, "
-                      "'0'), '-11f1-8', substr(md5(cast(id as string)), 1, 3), '-', "
-                      "substr(md5(cast(id as string)), 4, 12))")
-    df = spark.range(0, rows, numPartitions=partitions).select(
-        (F.col("id") % 100_000 + 1).alias("user_id"), tweet_id.alias("tweet_id"),
-        F.lit(0).cast("long").alias("author_id"), F.lit("b" * 200).alias("body"))
-    started = time.monotonic()
-    df.write.format(CASSANDRA_FORMAT).options(keyspace=target.keyspace, table="timeline").option(
-        "spark.cassandra.output.consistency.level", target.write_consistency).option(
-        "spark.cassandra.output.concurrent.writes", str(concurrency)).mode("append").save()
-    elapsed = time.monotonic() - started
-    return {"rows": rows, "seconds": round(elapsed, 3), "rows_s": round(rows / elapsed, 2)}
-
-
-# -- propagation probes: ack -> the tweet's timeline rows are readable ---------------------------------------------
-class LagProbe:
-    """Once per ``interval_s`` writes a probe tweet through the application's own request path (``submit``) by
-    a probe author with one follower, then reads the two timeline rows at ONE until both are there: the lag is
-    from the acknowledgement to both rows readable. The probes are real tweets (verified like the others)."""
-
-    def __init__(self, target: Target, submit: Callable[[Tweet], None], author_id: int, follower_id: int,
-                 interval_s: float = 1.0, timeout_s: float = 600.0):
-        from cassandra import ConsistencyLevel
-        self.target, self.submit, self.author_id, self.follower_id = target, submit, author_id, follower_id
-        self.interval_s, self.timeout_s = interval_s, timeout_s
-        self.session = SESSIONS.get(target)
-        self.read = self.session.prepare(SELECT_TIMELINE_ROW.format(ks=target.keyspace))
-        self.read.consistency_level = ConsistencyLevel.ONE
-        self.lags_ms: list[float] = []
-        self.sent = 0
-        self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lag-probe", daemon=True)
-
-    def start(self) -> "LagProbe":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.timeout_s + 5)
-
-    def _seen(self, tweet: Tweet) -> bool:
-        for user in (self.author_id, self.follower_id):
-            try:
-                if self.session.execute(self.read, (user, tweet.tweet_id)).one() is None:
-                    return False
-            except _retriable():
-                return False
-        return True
-
-    def _loop(self) -> None:
-        from cassandra.util import uuid_from_time
-        while not self._stop.is_set():
-            started = time.time()
-            tweet = Tweet(uuid_from_time(started), self.author_id, f"probe {self.sent}", int(started * 1000))
-            try:
-                self.submit(tweet)
-            except Exception as e:  # noqa: BLE001 - counted, the run goes on
-                self.errors.append(f"{type(e).__name__}: {e}")
-                self._stop.wait(self.interval_s)
-                continue
-            self.sent += 1
-            acked = time.time()
-            give_up = acked + self.timeout_s
-            while not self._seen(tweet) and time.time() < give_up:
-                time.sleep(0.005)
-            self.lags_ms.append((time.time() - acked) * 1000)
-            self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))

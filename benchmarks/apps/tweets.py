@@ -17,7 +17,7 @@ from typing import Protocol
 from cassandra.util import uuid_from_time
 
 from async_triggers.benchmarks.errors import BenchError
-from async_triggers.workload import tweet_body
+from async_triggers.examples.twitter.workload import tweet_body
 
 TWEET_BYTES = 200
 

@@ -11,7 +11,7 @@ flow's), then ``--gap`` seconds more, so each meets the same idle cluster after 
 wrote back to back would keep its request threads hot and win for that reason alone); its statement is prepared
 once. The three variants alternate in blocks (A B C A B C) so drift on this shared machine hits all of them.
 
-    python -m async_triggers.benchmarks.ack_latency [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
+    python -m async_triggers.benchmarks.experiments.ack_latency [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
 """
 from __future__ import annotations
 
@@ -22,16 +22,15 @@ import random
 import statistics
 import sys
 import time
-from pathlib import Path
 
-from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
-from cassandra.util import uuid_from_time  # noqa: E402
+from cassandra.concurrent import execute_concurrent_with_args
+from cassandra.util import uuid_from_time
 
-from async_triggers import cluster as cluster_mod, config, deploy, status  # noqa: E402
-from async_triggers.cql import connect  # noqa: E402
-from async_triggers.cql_script import run_file  # noqa: E402
-from async_triggers.flows import Backup, load_flow_file  # noqa: E402
-from async_triggers.workload import INSERT_TWEET, write_tweets  # noqa: E402
+from async_triggers import deploy, status
+from async_triggers.benchmarks.harness.twitter_example import TWITTER_FLOWS, cluster_settings, empty_twitter
+from async_triggers.cql import connect
+from async_triggers.flows import Backup, load_flow_file
+from async_triggers.examples.twitter.workload import INSERT_TWEET, write_tweets
 
 CELEBRITY = 1
 ORDINARY = 2          # an ordinary user: three followers
@@ -73,17 +72,13 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)
 
-    settings = config.load(cluster_name=args.name)
-    info = cluster_mod.up(settings, nodes=args.nodes, name=args.name, progress=log)
-    settings = dataclasses.replace(settings, contact_points=tuple(info.contact_points))
-    flows = load_flow_file(config.REPO_ROOT / "examples" / "twitter.py")
+    settings = cluster_settings(args.name, args.nodes, log)
+    flows = load_flow_file(TWITTER_FLOWS)
     variants = {"backup": flows, "no-backup": [dataclasses.replace(f, backup=Backup(enabled=False)) for f in flows]}
     followers = list(range(2, args.followers + 2))
     rng = random.Random(1)
     with connect(settings) as session:
-        run_file(session, config.REPO_ROOT / "examples" / "twitter.cql")
-        for t in ("tweets", "timeline", "followers"):
-            session.execute(f"TRUNCATE twitter.{t}")
+        empty_twitter(session)
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         edges = [(CELEBRITY, f) for f in followers] + [(ORDINARY, f) for f in followers[:3]]
         timed = session.prepare(INSERT_TWEET)   # once: a PREPARE round trip before each write would be noise

@@ -5,25 +5,24 @@ prints, per node, the backup map's live entries (nodetool tablestats of twitter.
 estimated, live space, sstables) and the flow's pending tasks. At the end it counts the tombstone warnings in
 every node's log (``tombstone_warn_threshold``) and prints the verdict.
 
-    python -m async_triggers.benchmarks.backup_size [--minutes 10] [--rate 50] [--nodes 3]
+    python -m async_triggers.benchmarks.experiments.backup_size [--minutes 10] [--rate 50] [--nodes 3]
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import random
 import re
 import sys
 import time
 from pathlib import Path
 
-from cassandra.concurrent import execute_concurrent_with_args  # noqa: E402
+from cassandra.concurrent import execute_concurrent_with_args
 
-from async_triggers import cluster as cluster_mod, config, deploy, status  # noqa: E402
-from async_triggers.cql import connect  # noqa: E402
-from async_triggers.cql_script import run_file  # noqa: E402
-from async_triggers.flows import load_flow_file  # noqa: E402
-from async_triggers.workload import INSERT_TWEET, tweet_body  # noqa: E402
+from async_triggers import cluster as cluster_mod, deploy, status
+from async_triggers.benchmarks.harness.twitter_example import TWITTER_FLOWS, cluster_settings, empty_twitter
+from async_triggers.cql import connect
+from async_triggers.flows import load_flow_file
+from async_triggers.examples.twitter.workload import INSERT_TWEET, tweet_body
 
 FLOW = "twitter_timeline"
 TABLE = "twitter.async_backup_tweets"
@@ -46,19 +45,15 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)
 
-    settings = config.load(cluster_name=args.name)
-    info = cluster_mod.up(settings, nodes=args.nodes, name=args.name, progress=log)
-    settings = dataclasses.replace(settings, contact_points=tuple(info.contact_points))
+    settings = cluster_settings(args.name, args.nodes, log)
     nodes = [n.name for n in cluster_mod.node_status(settings, args.name)]
     rng = random.Random(1)
     with connect(settings) as session:
-        run_file(session, config.REPO_ROOT / "examples" / "twitter.cql")
-        for t in ("tweets", "timeline", "followers"):
-            session.execute(f"TRUNCATE twitter.{t}")
+        empty_twitter(session)
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         pairs = [(u, rng.randrange(USERS)) for u in range(USERS) for _ in range(FOLLOWERS_EACH)]
         execute_concurrent_with_args(session, insert, pairs, concurrency=64, raise_on_first_error=True)
-        deploy.deploy(session, load_flow_file(config.REPO_ROOT / "examples" / "twitter.py"))
+        deploy.deploy(session, load_flow_file(TWITTER_FLOWS))
         tweet = session.prepare(INSERT_TWEET)
         log(f"{args.rate} tweets/s for {args.minutes} min; backup map {TABLE}")
         started = time.monotonic()

@@ -2,7 +2,7 @@
 
 The report measured Table 4 on 21 machines: 16 Cassandra nodes, and as many application and queue machines as it
 took to saturate them. We have one machine, so we measure a saturating run at a few nodes with resources
-(benchmarks/resources.py) and project: every component's cost per completed message (CPU seconds, network bytes)
+(benchmarks/harness/resources.py) and project: every component's cost per completed message (CPU seconds, network bytes)
 times the throughput to be carried, spread over as many processes as that work needs.
 
     for run in report_scale(load_runs(results_dir)):     # 16 nodes, throughput scaled linearly
@@ -21,7 +21,7 @@ The rule, per component of the measured run (``messages`` completed in ``window_
 * database processes = the database nodes asked for (they are the experiment's variable, not a consequence);
 * the projected run carries one second of that work: ``window_s`` = 1 and ``messages`` = throughput, ``cpu_s`` =
   throughput × CPU per message, ``net_bytes`` = throughput × bytes per message, ``memory_gb`` = memory per process ×
-  processes. The report's derivations (``report.component_figures``) then give CPU % = 100 × throughput × CPU per
+  processes. The report's derivations (``report.runs.component_figures``) then give CPU % = 100 × throughput × CPU per
   message / processes, network = throughput × bytes per message, and the application's cost per message is the
   measured one.
 
@@ -33,9 +33,9 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-from async_triggers.benchmarks import reference
+from async_triggers.benchmarks.report import reference
 from async_triggers.benchmarks.errors import ResultsError
-from async_triggers.benchmarks.report import latest
+from async_triggers.benchmarks.report.runs import latest
 from async_triggers.benchmarks.results import COMPONENTS, SCHEMA, SERIES_KEYS, validate
 
 MAX_CPU_PER_PROCESS = 0.8
@@ -51,7 +51,7 @@ def per_message_costs(run: dict) -> dict[str, dict | None]:
     res = run.get("resources")
     if res is None:
         raise ResultsError(f"run {rid}: no resources were measured, so there are no per-message costs to project "
-                           "from (sample them with async_triggers.benchmarks.resources.Sampler)")
+                           "from (sample them with async_triggers.benchmarks.harness.resources.Sampler)")
     messages = res.get("messages")
     if not messages:
         raise ResultsError(f"run {rid}: 'resources.messages' is {messages!r}: no messages completed in the "
@@ -123,7 +123,7 @@ def project(run: dict, db_nodes: int, throughput_msg_s: float,
             "per_message": costs,
             "max_cpu_per_process": max_cpu_per_process,
             "rule": RULE,
-            "note": "projected by async_triggers.benchmarks.model, not measured: no requests were sent, the time series is empty",
+            "note": "projected by async_triggers.benchmarks.report.projection, not measured: no requests were sent, the time series is empty",
         },
         "requests": {"scheduled": 0, "ok": 0, "error": 0, "dropped": 0, "late": 0},
         "offered_msg_s": None,

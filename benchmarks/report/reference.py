@@ -37,41 +37,12 @@ SETUP = {
     "network": "sum of incoming and outgoing network traffic (including traffic within the distributed database)",
 }
 
-TABLE_1 = {
-    "labels": LABELS,
-    "id": "table1",
-    "title": "Table 1: Saturating Workload, 2 Database Nodes.",
-    "section": "6.1",
-    "experiment": "saturating",
-    "db_nodes": 2,
-    "columns": ("throughput_msg_s", "median_ms", "stddev_ms", "max_ms"),
-    "rows": {
-        "synchronous": {"throughput_msg_s": D("1297"), "median_ms": D("20.66"), "stddev_ms": D("286.8"),
-                        "max_ms": D("49900")},
-        "external_queue": {"throughput_msg_s": D("1291"), "median_ms": D("0.83"), "stddev_ms": D("3.46"),
-                           "max_ms": D("413")},
-        "integrated": {"throughput_msg_s": D("1289"), "median_ms": D("1.26"), "stddev_ms": D("5.17"),
-                       "max_ms": D("445")},
-    },
-}
-
-TABLE_2 = {
-    "labels": LABELS,
-    "id": "table2",
-    "title": "Table 2: 80% Workload, 2 Database Nodes.",
-    "section": "6.2",
-    "experiment": "80pct",
-    "db_nodes": 2,
-    "columns": ("throughput_msg_s", "median_ms", "stddev_ms", "max_ms"),
-    "rows": {
-        "synchronous": {"throughput_msg_s": D("1000"), "median_ms": D("5.35"), "stddev_ms": D("89.21"),
-                        "max_ms": D("13800")},
-        "external_queue": {"throughput_msg_s": D("1000"), "median_ms": D("0.84"), "stddev_ms": D("3.26"),
-                           "max_ms": D("141")},
-        "integrated": {"throughput_msg_s": D("1000"), "median_ms": D("0.80"), "stddev_ms": D("3.31"),
-                       "max_ms": D("171")},
-    },
-}
+def _response_table(number: int, title: str, section: str, experiment: str, rows: dict) -> dict:
+    """Tables 1–2: throughput and response times, ``rows`` by approach as (throughput, median, stddev, max)."""
+    columns = ("throughput_msg_s", "median_ms", "stddev_ms", "max_ms")
+    return {"labels": LABELS, "id": f"table{number}", "title": f"Table {number}: {title}", "section": section,
+            "experiment": experiment, "db_nodes": 2, "columns": columns,
+            "rows": {app: dict(zip(columns, map(D, cells))) for app, cells in rows.items()}}
 
 
 def _resources(cpu, mem, net, nodes):
@@ -82,39 +53,38 @@ def _resources(cpu, mem, net, nodes):
             "nodes": {**triple(nodes[:3], int), "total": int(nodes[3])}}
 
 
-TABLE_3 = {
-    "labels": RESOURCE_LABELS,
-    "id": "table3",
-    "title": "Table 3: Resource Utilization, Saturating Workload, 2 Database Nodes.",
-    "section": "6.5",
-    "experiment": "saturating",   # resources measured during the saturating runs
-    "db_nodes": 2,
-    "rows": {
-        "synchronous": _resources(("11.0", "39.6", None), ("1.76", "2.98", None), ("2.06", "8.90", None),
-                                  (1, 2, None, 3)),
-        "external_queue": _resources(("21.6", "36.4", "16.6"), ("1.98", "3.94", "0.83"), ("2.87", "8.83", "0.68"),
-                                     (1, 2, 1, 4)),
-        "integrated": _resources(("2.30", "40.9", None), ("1.72", "3.85", None), ("0.36", "7.41", None),
-                                 (1, 2, None, 3)),
-    },
-}
+def _resource_table(number: int, db_nodes: int, rows: dict) -> dict:
+    """Tables 3–4: resources measured during the saturating runs (§6.5)."""
+    return {"labels": RESOURCE_LABELS, "id": f"table{number}",
+            "title": f"Table {number}: Resource Utilization, Saturating Workload, {db_nodes} Database Nodes.",
+            "section": "6.5", "experiment": "saturating", "db_nodes": db_nodes,
+            "rows": {app: _resources(*cells) for app, cells in rows.items()}}
 
-TABLE_4 = {
-    "labels": RESOURCE_LABELS,
-    "id": "table4",
-    "title": "Table 4: Resource Utilization, Saturating Workload, 16 Database Nodes.",
-    "section": "6.5",
-    "experiment": "saturating",   # resources measured during the saturating runs
-    "db_nodes": 16,
-    "rows": {
-        "synchronous": _resources(("22.1", "41.9", None), ("8.64", "24.1", None), ("13.6", "57.7", None),
-                                  (3, 16, None, 19)),
-        "external_queue": _resources(("38.8", "41.9", "33.2"), ("7.03", "23.7", "1.73"), ("16.0", "54.0", "4.06"),
-                                     (3, 16, 2, 21)),
-        "integrated": _resources(("6.17", "41.1", None), ("4.77", "25.9", None), ("2.34", "45.6", None),
-                                 (2, 16, None, 18)),
-    },
-}
+
+TABLE_1 = _response_table(1, "Saturating Workload, 2 Database Nodes.", "6.1", "saturating", {
+    "synchronous": ("1297", "20.66", "286.8", "49900"),
+    "external_queue": ("1291", "0.83", "3.46", "413"),
+    "integrated": ("1289", "1.26", "5.17", "445"),
+})
+
+TABLE_2 = _response_table(2, "80% Workload, 2 Database Nodes.", "6.2", "80pct", {
+    "synchronous": ("1000", "5.35", "89.21", "13800"),
+    "external_queue": ("1000", "0.84", "3.26", "141"),
+    "integrated": ("1000", "0.80", "3.31", "171"),
+})
+
+# each row: CPU %, memory GB, network MB/s as (app, db, queue); nodes as (app, db, queue, total)
+TABLE_3 = _resource_table(3, 2, {
+    "synchronous": (("11.0", "39.6", None), ("1.76", "2.98", None), ("2.06", "8.90", None), (1, 2, None, 3)),
+    "external_queue": (("21.6", "36.4", "16.6"), ("1.98", "3.94", "0.83"), ("2.87", "8.83", "0.68"), (1, 2, 1, 4)),
+    "integrated": (("2.30", "40.9", None), ("1.72", "3.85", None), ("0.36", "7.41", None), (1, 2, None, 3)),
+})
+
+TABLE_4 = _resource_table(4, 16, {
+    "synchronous": (("22.1", "41.9", None), ("8.64", "24.1", None), ("13.6", "57.7", None), (3, 16, None, 19)),
+    "external_queue": (("38.8", "41.9", "33.2"), ("7.03", "23.7", "1.73"), ("16.0", "54.0", "4.06"), (3, 16, 2, 21)),
+    "integrated": (("6.17", "41.1", None), ("4.77", "25.9", None), ("2.34", "45.6", None), (2, 16, None, 18)),
+})
 
 TABLES = {t["id"]: t for t in (TABLE_1, TABLE_2, TABLE_3, TABLE_4)}
 

@@ -1,4 +1,4 @@
-"""`ctl bench`: the report's experiments (benchmarks/experiments.py) and their report."""
+"""`ctl bench`: the report's experiments (benchmarks/experiments/) and their report."""
 from __future__ import annotations
 
 import dataclasses
@@ -28,7 +28,7 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
             step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None):
-    from async_triggers.benchmarks.experiments import BenchConfig, smoke_config
+    from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
     changes = {"keep_cluster": keep}
     if scale != 1.0:

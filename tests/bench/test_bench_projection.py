@@ -1,10 +1,11 @@
-"""async_triggers.benchmarks.model: saturating runs projected from measured per-message costs, checked through the report's own
+"""async_triggers.benchmarks.report.projection: saturating runs projected from measured per-message costs, checked through the report's own
 derivations (component_figures, app_cost_per_message, Table 4's cells) and the results schema."""
 from __future__ import annotations
 
 import pytest
 
-from async_triggers.benchmarks import model, reference, report, results
+from async_triggers.benchmarks import results
+from async_triggers.benchmarks.report import projection, reference, runs as report_runs, tables
 from async_triggers.benchmarks.errors import ResultsError
 from async_triggers.spark_jobs.loadgen import Record
 
@@ -33,49 +34,49 @@ def measured(app, throughput_msg_s, resources=None, db_nodes=2, offset=0.0, expe
 
 def test_a_projection_gives_the_reports_figures_from_the_costs_per_message():
     run = measured("integrated", 1260, INTEGRATED)
-    p = model.project(run, 16, 10_080)
+    p = projection.project(run, 16, 10_080)
     results.validate(p)
     assert p["run_id"] == f"{run['run_id']}-projected-16n" == "20231114T221320Z-saturating-integrated-2n-projected-16n"
     assert (p["experiment"], p["app"], p["db_nodes"], p["projected"]) == ("saturating", "integrated", 16, True)
     assert p["throughput_msg_s"] == 10_080 and p["started_at"] == run["started_at"]
     assert p["resources"]["window_s"] == 1.0 and p["resources"]["messages"] == 10_080
-    assert p["config"]["projected_from"] == run["run_id"] and p["config"]["rule"] == model.RULE
+    assert p["config"]["projected_from"] == run["run_id"] and p["config"]["rule"] == projection.RULE
     assert p["config"]["source_db_nodes"] == 2 and p["config"]["max_cpu_per_process"] == 0.8
     assert p["requests"] == {"scheduled": 0, "ok": 0, "error": 0, "dropped": 0, "late": 0}
     assert p["timeseries"]["t_s"] == [0.0] and p["response_ms"] is None
     # app: 0.05 ms per message * 10 080 msg/s = 0.504 cores -> one process at 50.4 %, 200 bytes per message
-    app = report.component_figures(p, "app")
+    app = report_runs.component_figures(p, "app")
     assert app["processes"] == 1
     assert app["cpu_pct"] == pytest.approx(50.4) and app["network_mb_s"] == pytest.approx(2.016)
     assert app["memory_gb"] == pytest.approx(1.0)
     # db: the 16 nodes asked for, 1.3 ms per message over them; 8000 bytes per message; 3.5 GB per node
-    db = report.component_figures(p, "db")
+    db = report_runs.component_figures(p, "db")
     assert db["processes"] == 16
     assert db["cpu_pct"] == pytest.approx(100 * 10_080 * 1.3e-3 / 16)
     assert db["network_mb_s"] == pytest.approx(80.64) and db["memory_gb"] == pytest.approx(56.0)
-    assert report.component_figures(p, "queue") is None and p["resources"]["queue"] is None
+    assert report_runs.component_figures(p, "queue") is None and p["resources"]["queue"] is None
     # the application's cost per message is the measured one
-    assert report.app_cost_per_message(run) == pytest.approx((0.05, 200.0))
-    assert report.app_cost_per_message(p) == pytest.approx((0.05, 200.0))
+    assert report_runs.app_cost_per_message(run) == pytest.approx((0.05, 200.0))
+    assert report_runs.app_cost_per_message(p) == pytest.approx((0.05, 200.0))
 
 
 def test_processes_are_as_many_as_the_cpu_needs():
     run = measured("external_queue", 1250, EXTERNAL_QUEUE)
-    p = model.project(run, 16, 10_000)
+    p = projection.project(run, 16, 10_000)
     # app: 0.9 ms per message * 10 000 msg/s = 9 cores, at most 0.8 each -> 12 processes at 75 %
-    app, queue = report.component_figures(p, "app"), report.component_figures(p, "queue")
+    app, queue = report_runs.component_figures(p, "app"), report_runs.component_figures(p, "queue")
     assert app["processes"] == 12 and app["cpu_pct"] == pytest.approx(75.0)
     assert app["memory_gb"] == pytest.approx(0.75 * 12) and app["network_mb_s"] == pytest.approx(40.0)
     # queue: 0.2 ms per message -> 2 cores -> 3 processes at 66.7 %
     assert queue["processes"] == 3 and queue["cpu_pct"] == pytest.approx(200 / 3)
     assert queue["memory_gb"] == pytest.approx(1.5) and queue["network_mb_s"] == pytest.approx(5.0)
     # exactly a whole number of processes' worth is that number, not one more
-    full = model.project(run, 16, 10_000, max_cpu_per_process=1.0)
-    assert report.component_figures(full, "app")["processes"] == 9
-    assert report.component_figures(full, "queue")["processes"] == 2
-    assert report.component_figures(full, "app")["cpu_pct"] == pytest.approx(100.0)
+    full = projection.project(run, 16, 10_000, max_cpu_per_process=1.0)
+    assert report_runs.component_figures(full, "app")["processes"] == 9
+    assert report_runs.component_figures(full, "queue")["processes"] == 2
+    assert report_runs.component_figures(full, "app")["cpu_pct"] == pytest.approx(100.0)
     # too little work for one process is still one process
-    small = model.project(run, 1, 1)
+    small = projection.project(run, 1, 1)
     assert [small["resources"][c]["processes"] for c in ("app", "db", "queue")] == [1, 1, 1]
 
 
@@ -87,7 +88,7 @@ def test_report_scale_projects_table_4_from_the_smallest_measured_cluster(tmp_pa
         measured("external_queue", 1250, EXTERNAL_QUEUE, offset=20),
         measured("synchronous", 1210, None, offset=30),                     # no resources: no projection
     ]
-    projected = model.report_scale(runs)
+    projected = projection.report_scale(runs)
     assert [(p["app"], p["db_nodes"], p["throughput_msg_s"]) for p in projected] == [
         ("external_queue", 16, 10_000), ("integrated", 16, 10_080)]         # x 16/2, from the 2-node runs
     assert all(p["config"]["projected_from"].endswith("-2n") for p in projected)
@@ -96,7 +97,7 @@ def test_report_scale_projects_table_4_from_the_smallest_measured_cluster(tmp_pa
     for r in runs:
         results.write_run(tmp_path, r)
     loaded = results.load_runs(tmp_path)                                    # validated again, from files
-    table = report.resource_table(loaded, reference.TABLE_4)
+    table = tables.resource_table(loaded, reference.TABLE_4)
     rows = [line for line in table if line.startswith("|")][2:]
     assert rows == [
         "| Synchronous | 22.1 / n/a | 41.9 / n/a | – / n/a | 8.64 / n/a | 24.1 / n/a | – / n/a "
@@ -108,16 +109,16 @@ def test_report_scale_projects_table_4_from_the_smallest_measured_cluster(tmp_pa
     ]
     assert any("*projected* from measured per-message costs" in line for line in table)
     # projections are not sources, and an approach measured at 16 nodes is not projected
-    assert model.report_scale(runs + projected) == projected
+    assert projection.report_scale(runs + projected) == projected
     at_16 = measured("integrated", 9000, INTEGRATED, db_nodes=16, offset=40)
-    assert [p["app"] for p in model.report_scale(runs + [at_16])] == ["external_queue"]
+    assert [p["app"] for p in projection.report_scale(runs + [at_16])] == ["external_queue"]
 
 
 def test_a_run_without_resources_is_named():
     run = measured("synchronous", 1210, None)
     with pytest.raises(ResultsError, match=f"run {run['run_id']}: no resources were measured, so there are no "
                                            "per-message costs to project from"):
-        model.project(run, 16, 9680)
+        projection.project(run, 16, 9680)
 
 
 @pytest.mark.parametrize("change, args, message", [
@@ -134,7 +135,7 @@ def test_what_cannot_be_projected_is_said(change, args, message):
     run = measured("integrated", 1260, INTEGRATED)
     change(run)
     with pytest.raises(ResultsError) as e:
-        model.project(run, *args)
+        projection.project(run, *args)
     assert str(e.value).startswith(message.format(rid=run["run_id"]))
     with pytest.raises(ResultsError, match="'max_cpu_per_process' must be a number above 0, found: -1"):
-        model.project(measured("integrated", 1260, INTEGRATED), 16, 100, max_cpu_per_process=-1)
+        projection.project(measured("integrated", 1260, INTEGRATED), 16, 100, max_cpu_per_process=-1)

@@ -1,4 +1,4 @@
-"""async_triggers.benchmarks.reference against the seed's own text: every table cell as printed, every quoted sentence verbatim."""
+"""async_triggers.benchmarks.report.reference against the seed's own text: every table cell as printed, every quoted sentence verbatim."""
 from __future__ import annotations
 
 import os
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from async_triggers.benchmarks import reference
+from async_triggers.benchmarks.report import reference
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL_TO_ID = {v: k for labels in (reference.LABELS, reference.RESOURCE_LABELS) for k, v in labels.items()}

@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from async_triggers.benchmarks import report, results
+from async_triggers.benchmarks.report import figures, format as report_format
+from async_triggers.benchmarks.report.__main__ import main as report_main
 from async_triggers.spark_jobs.loadgen import Record
 
 T0 = 1_700_000_000.0
@@ -164,9 +166,9 @@ def test_a_missing_experiment_is_reported_not_invented(tmp_path):
 
 
 def test_number_formats_follow_the_report():
-    assert [report.fmt_sig(v) for v in (1297.4, 8.9, 0.36, 2.3, 49900, 9.996, 0.0999, 0)] == [
+    assert [report_format.fmt_sig(v) for v in (1297.4, 8.9, 0.36, 2.3, 49900, 9.996, 0.0999, 0)] == [
         "1297", "8.90", "0.360", "2.30", "49900", "10.0", "0.0999", "0"]
-    assert [report.fmt_ms(v) for v in (0.834, 20.655, 286.84, 13800.2)] == ["0.83", "20.66", "286.8", "13800"]
+    assert [report_format.fmt_ms(v) for v in (0.834, 20.655, 286.84, 13800.2)] == ["0.83", "20.66", "286.8", "13800"]
 
 
 def test_build_writes_the_report_and_the_figures(results_dir, tmp_path):
@@ -187,11 +189,11 @@ def test_figures_are_left_out_when_no_run_allows_them(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
     d = tmp_path / "r"
     results.write_run(d, make("burst", "integrated", [1, 1, 1]))
-    written = report.figures(results.load_runs(d), tmp_path / "out")
+    written = figures.figures(results.load_runs(d), tmp_path / "out")
     assert sorted(written) == ["figure6"] and sorted(p.name for p in (tmp_path / "out").iterdir()) == [
         "figure6_burst.png"]
 
 
 def test_the_command_line_reports_an_empty_directory(tmp_path, capsys):
-    assert report.main([str(tmp_path)]) == 2
+    assert report_main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: no results (*.json) in {tmp_path}\n"

@@ -1,4 +1,4 @@
-"""async_triggers.benchmarks.resources on real processes and real loopback TCP: CPU seconds of a child that burns CPU, bytes of a
+"""async_triggers.benchmarks.harness.resources on real processes and real loopback TCP: CPU seconds of a child that burns CPU, bytes of a
 child that sends to a server in this process (counted from its socket's kernel counters via ``ss``), the window's
 rules (what was there before the first sample, what came later), descendants, and ``ss -tinpH`` output as this
 machine prints it."""
@@ -13,9 +13,10 @@ import time
 
 import pytest
 
-from async_triggers.benchmarks import resources, results
+from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
-from async_triggers.benchmarks.resources import Sampler, TcpCounters, TcpSocket, cmdline_contains, descendants, parse_ss
+from async_triggers.benchmarks.harness.resources import Sampler, cmdline_contains, descendants
+from async_triggers.benchmarks.harness.tcp_counters import TcpCounters, TcpSocket, parse_ss, tcp_sockets
 from async_triggers.spark_jobs.loadgen import Record
 
 T0 = 1_700_000_000.0
@@ -292,7 +293,7 @@ def test_ss_sees_a_connection_of_this_process(sink):
         conn.sendall(b"y" * 1000)
         sink.wait_for(1000)
         local = "%s:%d" % conn.getsockname()
-        mine = [s for s in resources.tcp_sockets() if s.local == local]
+        mine = [s for s in tcp_sockets() if s.local == local]
     assert len(mine) == 1 and mine[0].peer == f"127.0.0.1:{sink.port}"
     assert os.getpid() in mine[0].pids and mine[0].bytes_sent == 1000
 

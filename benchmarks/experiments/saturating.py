@@ -1,0 +1,98 @@
+"""Saturating throughput (§6.1, Tables 1 and 3, Figure 8a): a step search per application.
+
+Each step offers a constant rate for ``step_s``; it is *bounded* when no request failed or was dropped and every
+propagation completed within ``max(drain_bound_s, step_s/4)`` of the schedule's end (the backlog did not grow).
+The rate grows by ``rate_factor`` while steps are bounded, then one step at the geometric middle of the last
+bounded and the first unbounded rate; the saturating run is the bounded step with the highest completed
+throughput (completed propagations over the schedule plus drain). Its resources fill Table 3. The other
+experiments' rates derive from these (:func:`saturating_rates`).
+"""
+from __future__ import annotations
+
+import math
+
+from async_triggers.benchmarks import results
+from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.harness.config import PLAIN, BenchConfig
+from async_triggers.benchmarks.harness.run_app import run_app
+from async_triggers.benchmarks.harness.testbed import Testbed
+
+
+def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") -> dict[str, dict]:
+    """Each application's saturating run (written with its search steps in ``config.search``), by application."""
+    from async_triggers.spark_jobs.loadgen import Phase
+    cfg = bed.cfg
+    bed.use_cluster(nodes or cfg.db_nodes)
+    best_runs = {}
+    for app in cfg.apps:
+        steps = []
+        rates = iter([cfg.fixed_rate]) if cfg.fixed_rate else None
+        rate, best, failed, bisected = cfg.start_rate, None, None, False
+        for i in range(cfg.max_steps + 1):
+            if rates is not None:
+                rate = next(rates, None)
+                if rate is None:
+                    break
+            step, records = run_app(bed, experiment, app, [Phase(cfg.step_s, rate)], write=False,
+                                    config={"step": i})
+            is_bounded = bounded(cfg, step)
+            steps.append({"rate": rate, "throughput_msg_s": step["throughput_msg_s"], "drain_s": step["drain_s"],
+                          "errors": step["requests"]["error"], "dropped": step["requests"]["dropped"],
+                          "bounded": is_bounded, "run_id": step["run_id"]})
+            if is_bounded and (best is None or step["throughput_msg_s"] > best["throughput_msg_s"]):
+                best, best_records = step, records
+            if not is_bounded:
+                failed = rate if failed is None else min(failed, rate)
+            if rates is not None:
+                continue
+            if best is None:          # even the first rate was too much: go down
+                rate /= cfg.rate_factor
+            elif failed is None:      # still bounded: go up
+                rate *= cfg.rate_factor
+            elif bisected:
+                break
+            else:                     # once, between the best bounded and the lowest unbounded rate
+                rate, bisected = math.sqrt(best["config"]["phases"][0]["rate"] * failed), True
+        if best is None:
+            best, best_records = step, records
+            bed.progress(f"  {app}: no step was bounded; the lowest rate's run stands for it")
+        best["config"]["search"] = steps
+        results.write_run(cfg.out, best, best_records)
+        if bed.nodes == cfg.db_nodes:
+            bed.saturating_rates[app] = best["throughput_msg_s"]
+        best_runs[app] = best
+        bed.progress(f"  {app}: saturating throughput {best['throughput_msg_s']:.0f} msg/s ({len(steps)} steps)")
+    return best_runs
+
+
+def bounded(cfg: BenchConfig, run: dict) -> bool:
+    """No request failed or was dropped, and the backlog drained within the step's bound."""
+    req = run["requests"]
+    bound = max(cfg.drain_bound_s, cfg.step_s / 4)
+    return req["error"] == 0 and req["dropped"] == 0 and run["drain_s"] is not None and run["drain_s"] <= bound
+
+
+def saturating_rates(bed: Testbed) -> dict[str, float]:
+    """The approaches' saturating throughput at db_nodes: measured in this process, else from the results. The
+    plain write has none of its own here: it gets the rates of the approaches it is compared with."""
+    cfg = bed.cfg
+    rates = {a: r for a, r in bed.saturating_rates.items() if a != PLAIN}
+    approaches = [a for a in cfg.apps if a != PLAIN]
+    missing = [a for a in approaches if a not in rates]
+    if missing:
+        try:
+            runs = results.load_runs(cfg.out)
+        except BenchError:
+            runs = []
+        for app in missing:
+            found = [r for r in runs if r["experiment"] == "saturating" and r["app"] == app
+                     and r["db_nodes"] == cfg.db_nodes and r["throughput_msg_s"]]
+            if found:
+                rates[app] = found[-1]["throughput_msg_s"]
+    missing = [a for a in approaches if a not in rates]
+    if missing or not rates:
+        raise BenchError(f"no saturating throughput of {', '.join(missing or approaches)} at {cfg.db_nodes} "
+                         f"nodes in {cfg.out}: run `ctl bench run saturating` first")
+    if PLAIN in cfg.apps:
+        rates[PLAIN] = min(rates.values())
+    return rates

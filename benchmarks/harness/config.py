@@ -1,0 +1,81 @@
+"""What a benchmark run is set to: one frozen :class:`BenchConfig`, validated when it is made, and the smoke
+version of it; the applications it can run."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from async_triggers import config as pconfig
+from async_triggers.benchmarks.errors import BenchError
+
+APPS = ("synchronous", "external_queue", "integrated")
+# the tweet write alone, with no flow deployed: what Cassandra itself gives the same requests (a baseline, not one
+# of the report's approaches: its runs stay out of the report's tables)
+PLAIN = "plain"
+FLOW = "bench_timeline"   # the integrated approach's flow
+DEFAULT_OUT = pconfig.REPO_ROOT / "benchmarks" / "results"
+
+
+@dataclasses.dataclass(frozen=True)
+class BenchConfig:
+    out: Path = DEFAULT_OUT
+    db_nodes: int = 2                  # Tables 1-3 and Figures 6, 8b
+    fault_nodes: int = 3               # §6.4 and the scale point (the report: 4)
+    cluster_prefix: str = "bench"      # clusters bench2n, bench3n (one at a time: they share 127.0.0.x)
+    reuse_cluster: str | None = None   # run everything on this existing cluster instead (the smoke test)
+    keep_cluster: bool = False         # leave the last cluster up at the end
+    users: int = 100_000
+    min_celebrity: int = 10_000
+    seed: int = 42
+    replication: int = 2
+    write_consistency: str = "ALL"
+    read_consistency: str = "ONE"
+    partitions: int = 2                # Spark tasks of the load generator (local[partitions])
+    concurrency: int = 16              # sender threads per task
+    fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
+    queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
+    flow_workers: int = 4              # worker threads per node of the integrated flow
+    start_rate: float = 200.0
+    rate_factor: float = 1.5
+    max_steps: int = 7
+    step_s: float = 20.0
+    drain_bound_s: float = 5.0
+    steady_s: float = 60.0             # §6.2
+    burst_s: tuple[float, float, float] = (60.0, 30.0, 60.0)   # §6.3: 50 %, 200 %, 50 %
+    drop_after_s: float = 5.0          # the burst: a request this late is shed (the synchronous app's losses)
+    fault_s: float = 150.0             # §6.4
+    kill_at_s: float = 60.0
+    restart_at_s: float = 90.0
+    bulk_s: float = 20.0
+    drain_timeout_s: float = 600.0
+    retry_s: float = 60.0
+    probe_interval_s: float = 1.0
+    verify_checks: int = 4             # the fault runs: Spark verifications until nothing is missing
+    verify_wait_s: float = 20.0
+    apps: tuple[str, ...] = APPS
+    fixed_rate: float | None = None    # skip the search: every approach's saturating rate (the smoke test)
+
+    def __post_init__(self):
+        unknown = [a for a in self.apps if a not in APPS + (PLAIN,)]
+        if unknown:
+            raise BenchError(f"unknown application(s) {', '.join(unknown)}: choose from {', '.join(APPS + (PLAIN,))}")
+        if not 0 < self.kill_at_s < self.restart_at_s < self.fault_s:
+            raise BenchError(f"the fault run needs 0 < kill_at_s ({self.kill_at_s}) < restart_at_s "
+                             f"({self.restart_at_s}) < fault_s ({self.fault_s})")
+        if self.replication > min(self.db_nodes, self.fault_nodes):
+            raise BenchError(f"replication factor {self.replication} needs at least that many nodes "
+                             f"(db_nodes {self.db_nodes}, fault_nodes {self.fault_nodes})")
+        for name in ("step_s", "steady_s", "fault_s", "bulk_s", "start_rate", "drain_timeout_s"):
+            if not getattr(self, name) > 0:
+                raise BenchError(f"'{name}' must be strictly positive, found: {getattr(self, name)}")
+        if not self.rate_factor > 1:
+            raise BenchError(f"'rate_factor' must be greater than 1, found: {self.rate_factor}")
+
+
+def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:
+    """A few seconds per phase on a small graph: proves the machinery and the three applications work."""
+    return BenchConfig(out=out, reuse_cluster=cluster, db_nodes=3 if cluster else 2, users=2_000,
+                       min_celebrity=500, fixed_rate=40.0, step_s=4.0, steady_s=4.0, burst_s=(3.0, 3.0, 3.0),
+                       fault_s=12.0, kill_at_s=3.0, restart_at_s=6.0, bulk_s=3.0, drain_timeout_s=180.0,
+                       retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4)
+

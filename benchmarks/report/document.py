@@ -1,0 +1,66 @@
+"""The whole report as markdown: the targets, Tables 1–4, Figures 6–8 with what the report says about them; and
+the files it is written to."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from async_triggers.benchmarks.report import reference
+from async_triggers.benchmarks.report.figures import figures
+from async_triggers.benchmarks.report.format import NA, md_table
+from async_triggers.benchmarks.report.tables import resource_table, response_table
+from async_triggers.benchmarks.report.targets import targets
+from async_triggers.benchmarks.results import load_runs
+
+
+def default_nodes(runs: Sequence[dict]) -> int:
+    """The node count Tables 1-3 and the targets use: the report's 2 when we measured at 2 nodes, else the
+    smallest count with a measured saturating run (a smoke run on the test suite's 3-node cluster)."""
+    counts = sorted({r["db_nodes"] for r in runs if r["experiment"] == "saturating" and not r.get("projected")})
+    return reference.TABLE_1["db_nodes"] if not counts or reference.TABLE_1["db_nodes"] in counts else counts[0]
+
+
+def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, db_nodes: int | None = None) -> str:
+    """The whole report as markdown (figures referenced by file name)."""
+    figure_paths = figure_paths or {}
+    db_nodes = db_nodes or default_nodes(runs)
+    first = runs[0]
+    machine = first.get("machine") or {}
+    commits = sorted({str(r.get("commit")) for r in runs})
+    lines = ["# Benchmarks: synchronous vs external queue vs integrated", "",
+             f"The report's numbers ({reference.SOURCE}) beside ours. The report ran on "
+             f"{reference.SETUP['machines']}, one machine per component; ours run on one machine: "
+             f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
+             f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
+             f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}.", "",
+             "## Targets", ""]
+    lines += md_table(["target", "measured", "verdict"], [list(t) for t in targets(runs, db_nodes)])
+    lines += ["", "## Tables", ""]
+    lines += response_table(runs, reference.TABLE_1, db_nodes)
+    lines += response_table(runs, reference.TABLE_2, db_nodes)
+    lines += resource_table(runs, reference.TABLE_3, db_nodes)
+    lines += resource_table(runs, reference.TABLE_4)
+    lines += ["## Figures", ""]
+    for fid in ("figure6", "figure7", "figure8"):
+        fig = reference.FIGURES[fid]
+        lines += [f"### {fig['title']}", ""]
+        if fid in figure_paths:
+            lines += [f"![{fig['title']} (ours)]({figure_paths[fid].name})", ""]
+        else:
+            wanted = fig.get("experiment") or " or ".join(fig["experiments"])
+            lines += [f"Ours: {NA} (no {wanted} run).", ""]
+        lines += ["What the report says (§" + fig["section"] + "):", ""]
+        lines += [f"> {s}" for s in fig["observations"]] + [""]
+    return "\n".join(lines)
+
+
+def build(results_dir: Path, out: Path | None = None, db_nodes: int | None = None,
+          plots: bool = True) -> Path:
+    """Read the runs, write ``report.md`` and the figures into ``out`` (default: the results directory)."""
+    runs = load_runs(results_dir)
+    out = Path(out or results_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    figure_paths = figures(runs, out) if plots else {}
+    path = out / "report.md"
+    path.write_text(markdown(runs, figure_paths, db_nodes) + "\n")
+    return path

@@ -1,0 +1,117 @@
+"""PNG plots in the style of the report's Figures 6–8."""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Sequence
+
+from async_triggers.benchmarks.report import reference
+from async_triggers.benchmarks.report.runs import by_nodes, latest
+
+APPS = reference.APPROACHES
+FIGURE_FILES = {"figure6": "figure6_burst.png", "figure7": "figure7_fault.png", "figure8": "figure8_scalability.png"}
+COLORS = {"synchronous": "tab:red", "external_queue": "tab:blue", "integrated": "tab:green"}
+
+
+def _plt():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    return plt
+
+
+def _ticker():
+    import matplotlib.ticker
+    return matplotlib.ticker
+
+
+def _over_time(runs: Sequence[dict], figure: dict, path: Path) -> bool:
+    """Figures 6 and 7: (a) handled requests per second, (b) median response time, per approach over time."""
+    chosen = {app: latest(runs, figure["experiment"], app) for app in APPS}
+    chosen = {a: r for a, r in chosen.items() if r is not None}
+    if not chosen:
+        return False
+    plt = _plt()
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
+    offered_drawn = False
+    events: dict[float, str] = {}
+    for app, run in chosen.items():
+        ts = run["timeseries"]
+        label = reference.LABELS[app]
+        # bucketed data: one step per bucket, from its start to its end
+        edges = ts["t_s"] + [ts["t_s"][-1] + ts["bucket_s"]]
+
+        def steps(values):
+            values = [math.nan if v is None else v for v in values]
+            return values + values[-1:]
+        ax_a.plot(edges, steps(ts["handled_msg_s"]), label=label, color=COLORS[app], drawstyle="steps-post")
+        if not offered_drawn:
+            ax_a.plot(edges, steps(ts["offered_msg_s"]), label="offered", color="grey", linestyle=":",
+                      drawstyle="steps-post")
+            offered_drawn = True
+        ax_b.plot(edges, steps(ts["response_ms_median"]), label=label, color=COLORS[app], drawstyle="steps-post")
+        for e in run.get("events", []):
+            events.setdefault(float(e["t_s"]), e["what"])
+    for ax in (ax_a, ax_b):
+        for t, what in sorted(events.items()):
+            ax.axvline(t, color="black", linestyle="--", linewidth=0.8)
+            ax.annotate(what, (t, 1), xycoords=("data", "axes fraction"), rotation=90, va="top", ha="right",
+                        fontsize=7)
+        ax.set_xlabel("time [s]")
+        ax.grid(alpha=0.3)
+    ax_a.set_title(figure["panels"][0] + " [msg/s]", fontsize=10)
+    ax_b.set_title(figure["panels"][1] + ", median", fontsize=10)
+    ax_b.set_yscale("log")
+    ax_b.yaxis.set_major_formatter(_ticker().ScalarFormatter())
+    ax_b.yaxis.set_minor_formatter(_ticker().NullFormatter())
+    ax_a.legend(fontsize=8)
+    fig.suptitle(f"{figure['title']} (ours)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def _scalability(runs: Sequence[dict], figure: dict, path: Path) -> bool:
+    """Figure 8: (a) saturating throughput and (b) median response time at 80 % against database nodes."""
+    series = {app: (by_nodes(runs, "saturating", app), by_nodes(runs, "80pct", app)) for app in APPS}
+    if not any(sat or eighty for sat, eighty in series.values()):
+        return False
+    plt = _plt()
+    fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
+    for app, (sat, eighty) in series.items():
+        label, color = reference.LABELS[app], COLORS[app]
+        sat = [r for r in sat if r.get("throughput_msg_s") is not None]
+        eighty = [r for r in eighty if r.get("response_ms") is not None]
+        if sat:
+            ax_a.plot([r["db_nodes"] for r in sat], [r["throughput_msg_s"] for r in sat], marker="o", label=label,
+                      color=color)
+        if eighty:
+            ax_b.plot([r["db_nodes"] for r in eighty], [r["response_ms"]["median"] for r in eighty], marker="o",
+                      label=label, color=color)
+    ax_a.set_title(figure["panels"][0], fontsize=10)
+    ax_b.set_title(figure["panels"][1] + ", median", fontsize=10)
+    for ax, experiment in ((ax_a, "saturating"), (ax_b, "80pct")):
+        ax.set_xlabel("database nodes")
+        ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
+        ax.grid(alpha=0.3)
+        if ax.lines:
+            ax.legend(fontsize=8)
+        else:
+            ax.text(0.5, 0.5, f"no {experiment} run", transform=ax.transAxes, ha="center", va="center")
+    fig.suptitle(f"{figure['title']} (ours)", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return True
+
+
+def figures(runs: Sequence[dict], out: Path) -> dict[str, Path]:
+    """Write the PNGs that the runs allow; returns the figure ids written and their paths."""
+    out.mkdir(parents=True, exist_ok=True)
+    written = {}
+    for fid, draw in (("figure6", _over_time), ("figure7", _over_time), ("figure8", _scalability)):
+        path = out / FIGURE_FILES[fid]
+        if draw(runs, reference.FIGURES[fid], path):
+            written[fid] = path
+    return written
