@@ -16,6 +16,7 @@ app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, sto
                   no_args_is_help=True)
 
 NAME = typer.Option(None, "--name", "-n", help="Cluster name (default: ASYNC_TRIGGERS_CLUSTER or 'atc').")
+NODE = typer.Argument(..., help="node1, node2... (or 1, 2...)")
 
 
 def _progress(message: str) -> None:
@@ -78,7 +79,7 @@ def down(ctx: typer.Context, name: Optional[str] = NAME):
 
 
 @app.command()
-def stop(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+def stop(ctx: typer.Context, node: str = NODE,
          name: Optional[str] = NAME,
          timeout: float = typer.Option(60, "--timeout", help="Seconds before falling back to kill -9.")):
     """Stop one node gracefully."""
@@ -87,7 +88,7 @@ def stop(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2.
 
 
 @app.command()
-def start(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+def start(ctx: typer.Context, node: str = NODE,
           name: Optional[str] = NAME,
           timeout: float = typer.Option(180, "--timeout", help="Seconds to wait for CQL.")):
     """Start one node and wait until it answers CQL."""
@@ -96,7 +97,7 @@ def start(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2
 
 
 @app.command()
-def kill(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+def kill(ctx: typer.Context, node: str = NODE,
          name: Optional[str] = NAME):
     """kill -9 one node's JVM (fault injection)."""
     with errors_to_exit():
@@ -113,7 +114,7 @@ def install_plugin(ctx: typer.Context, name: Optional[str] = NAME,
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
-def nodetool(ctx: typer.Context, node: str = typer.Argument(..., help="node1, node2... (or 1, 2...)"),
+def nodetool(ctx: typer.Context, node: str = NODE,
              args: Optional[List[str]] = typer.Argument(None, help="nodetool arguments (after --)"),
              name: Optional[str] = NAME):
     """Run nodetool against one node: ctl cluster nodetool node1 -- status"""

@@ -1,4 +1,4 @@
-"""`ctl demo`: the main job, end to end."""
+"""`ctl demo`: the Twitter example end to end (async_triggers.examples.twitter.demo)."""
 from __future__ import annotations
 
 import dataclasses

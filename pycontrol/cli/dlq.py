@@ -11,6 +11,9 @@ from ..cql import connect
 
 app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
 
+IDS = typer.Argument(None)
+ALL = typer.Option(False, "--all", help="Every dead letter of the flow.")
+
 
 @app.command("list")
 def list_cmd(ctx: typer.Context, flow: str = typer.Argument(None, help="Only this flow."),
@@ -40,8 +43,7 @@ def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str
 
 
 @app.command("retry")
-def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = typer.Argument(None),
-              everything: bool = typer.Option(False, "--all", help="Every dead letter of the flow.")):
+def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL):
     """Queue the tasks again on the nodes that gave up on them (a letter goes once its task is queued)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
@@ -50,8 +52,7 @@ def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str
 
 
 @app.command("purge")
-def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = typer.Argument(None),
-              everything: bool = typer.Option(False, "--all", help="Every dead letter of the flow.")):
+def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL):
     """Delete dead letters."""
     with errors_to_exit():
         with connect(ctx.obj) as session:

@@ -1,4 +1,5 @@
-"""What every sub-app shares: turning a library error into a message on stderr and an exit code."""
+"""How a command ends on a library error: its message on stderr, exit 2 for a flow that fails validation, 1 for any
+other library error, 130 when interrupted."""
 from __future__ import annotations
 
 import contextlib

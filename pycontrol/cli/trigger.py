@@ -1,4 +1,4 @@
-"""`ctl trigger ...`: render, deploy, list, status, drop flows."""
+"""`ctl trigger ...`: render, deploy, list, status, wait for and drop flows; their dead letters in `ctl trigger dlq` (dlq.py)."""
 from __future__ import annotations
 
 import datetime as dt

@@ -81,3 +81,11 @@ def test_should_parse_a_cql_schema_file(tmp_path):
 def test_should_name_the_missing_schema_file(tmp_path):
     with pytest.raises(ConfigError, match="no schema file .*nope.cql beside the flow file"):
         parse_cql_file(tmp_path / "nope.cql")
+
+
+def test_should_find_the_schema_of_a_flow_file_beside_it_or_in_its_example_folder(tmp_path):
+    (tmp_path / "mine.py").write_text("")
+    (tmp_path / "schema.cql").write_text("")
+    assert schema_file_of(tmp_path / "mine.py") == tmp_path / "schema.cql"
+    (tmp_path / "mine.cql").write_text("")
+    assert schema_file_of(tmp_path / "mine.py") == tmp_path / "mine.cql"
