@@ -1,5 +1,5 @@
 """The integrated application: the request writes the tweet and is acknowledged; the flow deployed in Cassandra
-(examples/twitter.py) fans it out inside the nodes. The application's whole job is one write."""
+(examples/twitter/flows.py) fans it out inside the nodes. The application's whole job is one write."""
 from __future__ import annotations
 
 import dataclasses

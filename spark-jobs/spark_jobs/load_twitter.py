@@ -170,7 +170,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--min-celebrity", type=int, default=DEFAULT_MIN_CELEBRITY,
                    help="the most-followed user has at least this many followers")
     p.add_argument("--min-followers", type=int, default=1, help="scale of the power law (smallest typical count)")
-    p.add_argument("--keyspace", default="twitter", help="keyspace holding users and followers (examples/twitter.cql)")
+    p.add_argument("--keyspace", default="twitter", help="keyspace holding users and followers (examples/twitter/schema.cql)")
     p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=9042)
     p.add_argument("--master", default="local[*]")
@@ -205,7 +205,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 write_table(edges, args.keyspace, "followers")
             except Exception as e:
                 reason = describe_error(e)
-                hint = " (create them with examples/twitter.cql)" if "find" in reason or "exist" in reason else ""
+                hint = " (create them with examples/twitter/schema.cql)" if "find" in reason or "exist" in reason else ""
                 raise LoadError(f"writing {args.keyspace}.users / {args.keyspace}.followers failed{hint}: "
                                 f"{reason}") from e
     except ValueError as e:
