@@ -50,3 +50,12 @@ def cluster_snapshot(session) -> dict:
     if any(k == ("async_triggers",) for k in snap["keyspaces"]):
         snap["flows"] = rows('SELECT name, version, spec FROM async_triggers.flows')
     return snap
+
+
+def write_followers(settings, keyspace: str, pairs) -> None:
+    """(user_id, follower_id) pairs into ``keyspace``.followers, every write acknowledged."""
+    from cassandra.concurrent import execute_concurrent_with_args
+    from async_triggers.cql import connect
+    with connect(settings) as session:
+        insert = session.prepare(f"INSERT INTO {keyspace}.followers (user_id, follower_id) VALUES (?, ?)")
+        execute_concurrent_with_args(session, insert, list(pairs), concurrency=64, raise_on_first_error=True)

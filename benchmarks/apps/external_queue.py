@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import importlib
 import json
 import signal
 import sys
@@ -256,13 +255,13 @@ def null_writer() -> FanOutWriter:
 
 
 def _resolve(path: str) -> Callable:
-    module, _, attr = path.partition(":")
-    if not module or not attr:
-        raise BenchError(f"a writer must be given as module:factory, found: {path!r}")
+    """``module:factory`` to the writer factory, the way the load generator resolves its senders."""
+    from async_triggers.spark_jobs.errors import LoadGenError
+    from async_triggers.spark_jobs.loadgen import resolve
     try:
-        return getattr(importlib.import_module(module), attr)
-    except (ImportError, AttributeError) as e:
-        raise BenchError(f"cannot load the writer factory {path!r}: {e}") from e
+        return resolve(path)
+    except LoadGenError as e:
+        raise BenchError(str(e).replace("sender", "writer")) from e
 
 
 def _parser() -> argparse.ArgumentParser:

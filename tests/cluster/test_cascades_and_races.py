@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from helpers import create_schema, deploy_flow_text, drain
+from helpers import create_schema, deploy_flow_text, drain, write_followers
 from async_triggers import cluster as cluster_mod
 
 
@@ -45,14 +45,9 @@ AUTHORS = {1: [11, 12, 13], 2: [12, 21, 22, 23], 3: [13, 31], 4: list(range(400,
 
 @pytest.fixture(scope="module")
 def flows(cluster_settings, tmp_path_factory):
-    from cassandra.concurrent import execute_concurrent_with_args
-    from async_triggers.cql import connect
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("cas"), FLOWS)
-    with connect(cluster_settings) as session:
-        insert = session.prepare("INSERT INTO cas.followers (user_id, follower_id) VALUES (?, ?)")
-        execute_concurrent_with_args(session, insert, [(a, f) for a, fs in AUTHORS.items() for f in fs],
-                                     concurrency=32, raise_on_first_error=True)
+    write_followers(cluster_settings, "cas", [(a, f) for a, fs in AUTHORS.items() for f in fs])
 
 
 def read_all(session, cql: str):

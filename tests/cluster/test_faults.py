@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import create_schema, deploy_flow_text, run_ctl
+from helpers import create_schema, deploy_flow_text, run_ctl, write_followers
 from async_triggers import cluster as cluster_mod
 
 
@@ -46,14 +46,9 @@ def _progress(msg: str) -> None:
 
 @pytest.fixture(scope="module")
 def flows(cluster_settings, tmp_path_factory):
-    from cassandra.concurrent import execute_concurrent_with_args
-    from async_triggers.cql import connect
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("flt"), FLOWS)
-    with connect(cluster_settings) as session:
-        insert = session.prepare("INSERT INTO flt.followers (user_id, follower_id) VALUES (?, ?)")
-        results = execute_concurrent_with_args(session, insert, [(CELEBRITY, f) for f in range(FOLLOWERS)], concurrency=100)
-    assert all(ok for ok, _ in results)
+    write_followers(cluster_settings, "flt", [(CELEBRITY, f) for f in range(FOLLOWERS)])
 
 
 @pytest.fixture()
