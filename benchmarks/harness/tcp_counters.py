@@ -6,7 +6,7 @@ import dataclasses
 import re
 import shutil
 import subprocess
-from typing import Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from async_triggers.benchmarks.errors import BenchError
 
