@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
 
 from helpers import create_schema, deploy_flow_text, run_ctl
 from async_triggers import deploy
