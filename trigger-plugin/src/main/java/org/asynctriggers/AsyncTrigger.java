@@ -1,12 +1,12 @@
 package org.asynctriggers;
 
-import org.asynctriggers.queue.QueueFullException;
 import java.util.Collection;
 import java.util.Collections;
 
 import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.partitions.Partition;
 import org.apache.cassandra.triggers.ITrigger;
+import org.asynctriggers.queue.QueueFullException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -27,7 +27,7 @@ public class AsyncTrigger implements ITrigger
     {
         try
         {
-            TriggerRuntime.get().admit(update.metadata().keyspace, update.metadata().name);
+            Node.get().flows().admit(update.metadata().keyspace, update.metadata().name);
         }
         catch (QueueFullException e)
         {

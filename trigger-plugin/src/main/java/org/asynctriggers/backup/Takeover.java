@@ -1,7 +1,5 @@
 package org.asynctriggers.backup;
 
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.task.Task;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -19,6 +17,8 @@ import org.apache.cassandra.gms.EndpointState;
 import org.apache.cassandra.gms.Gossiper;
 import org.apache.cassandra.gms.IEndpointStateChangeSubscriber;
 import org.apache.cassandra.locator.InetAddressAndPort;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -58,10 +58,10 @@ public final class Takeover implements IEndpointStateChangeSubscriber
         void backlog(Map<String, Long> entriesByFlow, long startedMillis);
     }
 
-    /** How a scan walks the backup maps; production: {@link BackupMap#scan}. */
+    /** How a scan walks the backup maps; production: {@link BackupTable#scan}. */
     public interface Scanner
     {
-        void scan(String keyspace, String sourceTable, BackupMap.EntryVisitor visitor);
+        void scan(String keyspace, String sourceTable, BackupTable.EntryVisitor visitor);
     }
 
     private final Runtime runtime;

@@ -1,6 +1,5 @@
 package org.asynctriggers.capture;
 
-import org.asynctriggers.spec.FlowSpecException;
 import java.util.Collections;
 import java.util.EnumSet;
 import java.util.Iterator;
@@ -13,6 +12,7 @@ import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpecException;
 
 /**
  * What the capture index of one source table records (docs/design.md, "Capture"): the flows on the table, the events

@@ -1,6 +1,5 @@
 package org.asynctriggers.capture;
 
-import org.asynctriggers.task.SourceChange;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Iterator;
@@ -22,6 +21,7 @@ import org.apache.cassandra.db.rows.UnfilteredRowIterator;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.task.SourceChange;
 
 /**
  * Turns a partition update into row-level changes, classified per docs/design.md: a row marker (primary key

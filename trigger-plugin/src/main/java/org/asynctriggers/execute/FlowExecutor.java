@@ -1,12 +1,5 @@
 package org.asynctriggers.execute;
 
-import org.asynctriggers.cql.ColumnTypes;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
-import org.asynctriggers.cql.KeyCodec;
-import org.asynctriggers.spec.Expression;
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -27,6 +20,13 @@ import org.apache.cassandra.db.marshal.AbstractType;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.api.TaskContext;
+import org.asynctriggers.cql.ColumnTypes;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.KeyCodec;
+import org.asynctriggers.spec.Expression;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

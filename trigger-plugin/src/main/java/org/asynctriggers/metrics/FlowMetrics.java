@@ -1,6 +1,5 @@
 package org.asynctriggers.metrics;
 
-import org.asynctriggers.queue.FlowQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -12,9 +11,9 @@ import javax.management.ObjectName;
  * Counters of one flow. Updates are single adder increments and reads never throw, so the hot path (augment and
  * workers) is never disturbed by metrics.
  */
-public final class FlowMetrics implements FlowMetricsMBean
+public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
 {
-    private final FlowQueue queue;
+    private final QueueGauge queue;
     private final int poolSize;
     /** the pool's current size (elastic pools change it); must not throw */
     private volatile java.util.function.IntSupplier currentPoolSize;
@@ -39,7 +38,7 @@ public final class FlowMetrics implements FlowMetricsMBean
     /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
     private volatile FlowMetrics previous;
 
-    public FlowMetrics(FlowQueue queue, int poolSize, LongSupplier nanoClock)
+    public FlowMetrics(QueueGauge queue, int poolSize, LongSupplier nanoClock)
     {
         this.queue = queue;
         this.poolSize = poolSize;

@@ -1,16 +1,15 @@
 package org.asynctriggers.metrics;
 
-import org.asynctriggers.Flow;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
-import java.util.Collection;
+import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -39,13 +38,13 @@ public final class StatusReporter
     private static final Logger logger = LoggerFactory.getLogger(StatusReporter.class);
 
     private final CqlGateway gateway;
-    private final Supplier<Collection<Flow>> flows;
+    private final Supplier<Map<String, FlowMetrics>> flows;
     private final Supplier<String> node;
     private final LongSupplier wallClockMillis;
     private final java.util.function.Function<String, Extra> extra;
     private CqlGateway.Prepared insert;
 
-    public StatusReporter(CqlGateway gateway, Supplier<Collection<Flow>> flows, Supplier<String> node, LongSupplier wallClockMillis,
+    public StatusReporter(CqlGateway gateway, Supplier<Map<String, FlowMetrics>> flows, Supplier<String> node, LongSupplier wallClockMillis,
                    java.util.function.Function<String, Extra> extra)
     {
         this.extra = extra;
@@ -60,19 +59,19 @@ public final class StatusReporter
     {
         try
         {
-            Collection<Flow> current = flows.get();
+            Map<String, FlowMetrics> current = flows.get();
             if (current.isEmpty())
                 return;
             if (insert == null)
                 insert = gateway.prepare(Cql.statusInsert());
             ByteBuffer nodeBytes = text(node.get());
             ByteBuffer updated = bigint(wallClockMillis.getAsLong());
-            for (Flow flow : current)
+            for (Map.Entry<String, FlowMetrics> flow : current.entrySet())
             {
-                FlowMetrics m = flow.metrics;
-                Extra x = extra.apply(flow.spec.name);
+                FlowMetrics m = flow.getValue();
+                Extra x = extra.apply(flow.getKey());
                 gateway.execute(insert, ConsistencyLevel.ONE,
-                                Arrays.asList(text(flow.spec.name), nodeBytes, bigint(m.getPendingTasks()),
+                                Arrays.asList(text(flow.getKey()), nodeBytes, bigint(m.getPendingTasks()),
                                               bigint(m.getActiveTasks()), bigint(m.getCompletedTasks()),
                                               bigint(m.getFailedTasks()), bigint(m.getRetriedTasks()),
                                               bigint(m.getOldestPendingTaskAgeMillis()), integer(m.getMaxPoolSize()),

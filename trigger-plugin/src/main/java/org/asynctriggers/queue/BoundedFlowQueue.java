@@ -1,8 +1,9 @@
 package org.asynctriggers.queue;
 
-import org.asynctriggers.task.Task;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+
+import org.asynctriggers.task.Task;
 
 /** In-memory bounded MPMC queue (two-lock linked queue: producers and consumers do not contend). */
 public final class BoundedFlowQueue implements FlowQueue

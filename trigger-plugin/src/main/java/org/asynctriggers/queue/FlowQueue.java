@@ -1,14 +1,16 @@
 package org.asynctriggers.queue;
 
-import org.asynctriggers.task.Task;
 import java.util.concurrent.TimeUnit;
+
+import org.asynctriggers.metrics.QueueGauge;
+import org.asynctriggers.task.Task;
 
 /**
  * The node-local queue of one flow. Bounded; once {@link #close() closed} it refuses new tasks but still hands out
  * what it holds, so workers can drain it. Implementation: {@link BoundedFlowQueue} (FlowQueueContractTest); the spill
  * policy keeps its overflow beside the queue, in {@link SpillStore}.
  */
-public interface FlowQueue
+public interface FlowQueue extends QueueGauge
 {
     /** Adds without waiting; false when full or closed. */
     boolean offer(Task task);
@@ -18,13 +20,6 @@ public interface FlowQueue
 
     /** The oldest task, waiting up to the timeout; null when none arrived. */
     Task poll(long timeout, TimeUnit unit) throws InterruptedException;
-
-    int size();
-
-    int capacity();
-
-    /** {@link Task#createdNanos()} of the oldest queued task, or {@code Long.MAX_VALUE} when empty. */
-    long oldestCreatedNanos();
 
     void close();
 

@@ -1,12 +1,11 @@
 package org.asynctriggers.queue;
 
-import org.asynctriggers.metrics.FlowMetrics;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.work.WorkerPool;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
 
+import org.asynctriggers.metrics.FlowCounters;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,13 +35,13 @@ public abstract class FullQueuePolicy
     }
 
     /** Never blocks, never throws. */
-    public abstract Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics);
+    public abstract Outcome offer(String flow, FlowQueue queue, Task task, FlowCounters metrics);
 
     /**
      * Before a write is sent to its replicas: returns at once unless the policy holds writes back.
      * @throws QueueFullException when the write must fail
      */
-    public void admit(String flow, FlowQueue queue, FlowMetrics metrics)
+    public void admit(String flow, FlowQueue queue, FlowCounters metrics)
     {
     }
 
@@ -57,7 +56,7 @@ public abstract class FullQueuePolicy
         }
 
         @Override
-        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowCounters metrics)
         {
             if (queue.isClosed())
                 return Outcome.CLOSED;
@@ -67,7 +66,7 @@ public abstract class FullQueuePolicy
             return spill(queue, task, metrics);
         }
 
-        final Outcome spill(FlowQueue queue, Task task, FlowMetrics metrics)
+        final Outcome spill(FlowQueue queue, Task task, FlowCounters metrics)
         {
             switch (store.offerOrSpill(queue, task))
             {
@@ -108,7 +107,7 @@ public abstract class FullQueuePolicy
         }
 
         @Override
-        public void admit(String flow, FlowQueue queue, FlowMetrics metrics)
+        public void admit(String flow, FlowQueue queue, FlowCounters metrics)
         {
             if (queue.isClosed() || !full(queue))
                 return;
@@ -142,20 +141,21 @@ public abstract class FullQueuePolicy
     /** {@code elastic}: grows the pool by one worker (up to its maximum) when the queue is full, then spills. */
     public static final class Elastic extends Spill
     {
-        private final WorkerPool pool;
+        private final Runnable growPool;
 
-        public Elastic(SpillStore store, WorkerPool pool)
+        /** @param growPool adds a worker to the flow's pool unless it is at its maximum */
+        public Elastic(SpillStore store, Runnable growPool)
         {
             super(store);
-            this.pool = pool;
+            this.growPool = growPool;
         }
 
         @Override
-        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowCounters metrics)
         {
             Outcome outcome = super.offer(flow, queue, task, metrics);
             if (outcome == Outcome.SPILLED)
-                pool.grow();
+                growPool.run();
             return outcome;
         }
     }
@@ -175,7 +175,7 @@ public abstract class FullQueuePolicy
         }
 
         @Override
-        public Outcome offer(String flow, FlowQueue queue, Task task, FlowMetrics metrics)
+        public Outcome offer(String flow, FlowQueue queue, Task task, FlowCounters metrics)
         {
             if (queue.isClosed())
                 return Outcome.CLOSED;

@@ -1,7 +1,7 @@
 package org.asynctriggers.spec;
 
-import java.util.Map;
 import java.nio.ByteBuffer;
+import java.util.Map;
 
 /** A value of a derived column: {@code source.<column>} or {@code row.<column>} (a fan-out row's column). */
 public final class Expression

@@ -1,7 +1,5 @@
 package org.asynctriggers.spec;
 
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.HashMap;
@@ -11,6 +9,8 @@ import java.util.Map;
 import java.util.Objects;
 
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

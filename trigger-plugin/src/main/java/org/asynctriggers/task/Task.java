@@ -1,7 +1,5 @@
 package org.asynctriggers.task;
 
-import org.asynctriggers.cql.KeyCodec;
-import org.asynctriggers.spec.FlowSpec;
 import java.io.Serializable;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -11,6 +9,8 @@ import java.util.List;
 import java.util.Map;
 
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.cql.KeyCodec;
+import org.asynctriggers.spec.FlowSpec;
 
 /**
  * One unit of asynchronous work: one source row change for one flow (docs/design.md, "The task model").

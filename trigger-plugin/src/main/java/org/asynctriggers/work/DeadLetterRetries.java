@@ -1,9 +1,5 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.Flow;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.HashSet;
@@ -15,6 +11,10 @@ import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -30,7 +30,7 @@ public final class DeadLetterRetries
 
     private final CqlGateway gateway;
     private final Supplier<String> node;
-    private final Function<String, Flow> runningFlow;
+    private final Function<String, FlowQueue> runningQueue;
     private final LongSupplier nanoClock;
     private final LongSupplier wallClockMillis;
     private CqlGateway.Prepared selectRequests, selectTask, deleteRequest, deleteDeadLetter;
@@ -38,12 +38,12 @@ public final class DeadLetterRetries
     /** requests (flow/id) whose flow is not running here, already reported */
     private final Set<String> waiting = new HashSet<>();
 
-    public DeadLetterRetries(CqlGateway gateway, Supplier<String> node, Function<String, Flow> runningFlow, LongSupplier nanoClock,
+    public DeadLetterRetries(CqlGateway gateway, Supplier<String> node, Function<String, FlowQueue> runningQueue, LongSupplier nanoClock,
                       LongSupplier wallClockMillis)
     {
         this.gateway = gateway;
         this.node = node;
-        this.runningFlow = runningFlow;
+        this.runningQueue = runningQueue;
         this.nanoClock = nanoClock;
         this.wallClockMillis = wallClockMillis;
     }
@@ -103,7 +103,7 @@ public final class DeadLetterRetries
         ByteBuffer blob = rows.isEmpty() ? null : rows.get(0).get("task");
         if (blob != null)
         {
-            Flow running = runningFlow.apply(flow);
+            FlowQueue running = runningQueue.apply(flow);
             if (running == null)
             {
                 if (waiting.add(key))
@@ -112,7 +112,7 @@ public final class DeadLetterRetries
                 return;
             }
             Task task = Task.deserialize(blob).restarted(nanoClock.getAsLong());
-            if (!running.queue.offer(task))
+            if (!running.offer(task))
             {
                 logger.debug("Queue of flow '{}' full or closed; dead letter {} retried at a later poll", flow, hex(id));
                 return;

@@ -1,8 +1,5 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
@@ -11,6 +8,9 @@ import java.util.function.Supplier;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.utils.TimeUUID;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

@@ -1,10 +1,5 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.backup.Backups;
-import org.asynctriggers.metrics.FlowMetrics;
-import org.asynctriggers.queue.FlowQueue;
-import org.asynctriggers.spec.RetryPolicy;
-import org.asynctriggers.task.Task;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
@@ -14,6 +9,11 @@ import java.util.function.LongSupplier;
 import org.apache.cassandra.exceptions.OverloadedException;
 import org.apache.cassandra.exceptions.RequestTimeoutException;
 import org.apache.cassandra.exceptions.UnavailableException;
+import org.asynctriggers.backup.TaskEntries;
+import org.asynctriggers.metrics.FlowCounters;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -36,15 +36,15 @@ public final class Retries
     private final RetryPolicy.Jitter jitter;
     private final RetryScheduler scheduler;
     private final FlowQueue queue;
-    private final FlowMetrics metrics;
+    private final FlowCounters metrics;
     private final DeadLetters deadLetters;
     private final LongSupplier nanoClock;
-    private volatile Backups backups = Backups.NONE;
+    private volatile TaskEntries entries = TaskEntries.NONE;
     /** scheduled and not yet queued: what a stop must turn into dead letters */
     private final Set<Pending> pending = ConcurrentHashMap.newKeySet();
 
     public Retries(String flow, RetryPolicy policy, RetryPolicy.Jitter jitter, RetryScheduler scheduler, FlowQueue queue,
-            FlowMetrics metrics, DeadLetters deadLetters, LongSupplier nanoClock)
+            FlowCounters metrics, DeadLetters deadLetters, LongSupplier nanoClock)
     {
         this.flow = flow;
         this.policy = policy;
@@ -86,9 +86,9 @@ public final class Retries
         }
     }
 
-    public void backups(Backups backups)
+    public void entries(TaskEntries entries)
     {
-        this.backups = backups;
+        this.entries = entries;
     }
 
     /**
@@ -162,7 +162,7 @@ public final class Retries
         if (deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why))
             complete(retry.task);
         else
-            backups.released(retry.task);
+            entries.released(retry.task);
     }
 
     private void deadLetter(Task task, int attempts, Throwable cause, String why)
@@ -171,7 +171,7 @@ public final class Retries
         if (deadLetters.write(task, attempts, cause, why))
             complete(task);
         else
-            backups.released(task); // its entry still holds it: a scan runs it again rather than lose it
+            entries.released(task); // its entry still holds it: a scan runs it again rather than lose it
     }
 
     /** A dead letter holds the task now: its backup entry can go. */
@@ -179,7 +179,7 @@ public final class Retries
     {
         try
         {
-            backups.completed(task);
+            entries.completed(task);
         }
         catch (RuntimeException e)
         {

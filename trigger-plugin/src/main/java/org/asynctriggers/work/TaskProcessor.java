@@ -1,11 +1,12 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.backup.Backups;
+import java.util.function.Consumer;
+
+import org.asynctriggers.backup.TaskEntries;
 import org.asynctriggers.execute.ExecutionResult;
 import org.asynctriggers.execute.FlowExecutor;
-import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.metrics.FlowCounters;
 import org.asynctriggers.task.Task;
-import java.util.function.Consumer;
 
 /**
  * What a worker does with a task: execute it once and count it; a failure goes to {@link Retries}, which queues it
@@ -29,23 +30,23 @@ public final class TaskProcessor implements Consumer<Task>
     }
 
     private final Executor executor;
-    private final FlowMetrics metrics;
+    private final FlowCounters metrics;
     private final Retries retries;
     private final Sleeper sleeper;
 
     private final java.util.function.LongSupplier nanoClock;
     private final long startDelayNanos;
-    private volatile Backups backups = Backups.NONE;
+    private volatile TaskEntries entries = TaskEntries.NONE;
     private static final org.slf4j.Logger logger = org.slf4j.LoggerFactory.getLogger(TaskProcessor.class);
 
     /** @param startDelayMillis a task starts no sooner than this after it was created (see FlowSpec#startDelayMillis) */
-    public TaskProcessor(FlowExecutor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
+    public TaskProcessor(FlowExecutor executor, FlowCounters metrics, Retries retries, Sleeper sleeper,
                   java.util.function.LongSupplier nanoClock, int startDelayMillis)
     {
         this((Executor) executor::execute, metrics, retries, sleeper, nanoClock, startDelayMillis);
     }
 
-    public TaskProcessor(Executor executor, FlowMetrics metrics, Retries retries, Sleeper sleeper,
+    public TaskProcessor(Executor executor, FlowCounters metrics, Retries retries, Sleeper sleeper,
                   java.util.function.LongSupplier nanoClock, int startDelayMillis)
     {
         this.nanoClock = nanoClock;
@@ -56,9 +57,9 @@ public final class TaskProcessor implements Consumer<Task>
         this.sleeper = sleeper;
     }
 
-    public void backups(Backups backups)
+    public void entries(TaskEntries entries)
     {
-        this.backups = backups;
+        this.entries = entries;
     }
 
     @Override
@@ -98,7 +99,7 @@ public final class TaskProcessor implements Consumer<Task>
                 // never forget a task: its entry holds it, and a scan runs it again
                 logger.error("Flow '{}': could not schedule a retry of {}; its backup entry keeps it", task.flow(), task, e);
                 metrics.taskFinished(false);
-                backups.released(task);
+                entries.released(task);
             }
             return;
         }
@@ -107,7 +108,7 @@ public final class TaskProcessor implements Consumer<Task>
         {
             try
             {
-                backups.recordResume(task, result.resumeTarget(), result.resumePaging());
+                entries.recordResume(task, result.resumeTarget(), result.resumePaging());
             }
             catch (RuntimeException e)
             {
@@ -119,7 +120,7 @@ public final class TaskProcessor implements Consumer<Task>
         }
         try
         {
-            backups.completed(task);
+            entries.completed(task);
         }
         catch (RuntimeException e)
         {

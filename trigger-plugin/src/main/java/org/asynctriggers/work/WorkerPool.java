@@ -1,13 +1,13 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.queue.FlowQueue;
-import org.asynctriggers.task.Task;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 

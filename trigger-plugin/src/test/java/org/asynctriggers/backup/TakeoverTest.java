@@ -1,10 +1,5 @@
 package org.asynctriggers.backup;
 
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.FlowSpecParser;
-import org.asynctriggers.task.SourceChange;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.Fixtures;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
@@ -16,6 +11,11 @@ import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.dht.Token;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.Fixtures;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
@@ -35,7 +35,7 @@ class TakeoverTest
     }
 
     private final FlowSpec users = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
-    private final List<BackupMap.Entry> entries = new ArrayList<>();
+    private final List<BackupTable.Entry> entries = new ArrayList<>();
     /** tokens of the rows this node executes */
     private final Set<Token> mine = new java.util.HashSet<>();
     /** tokens of rows whose executor elsewhere is idle and scanned since their capture */
@@ -83,11 +83,11 @@ class TakeoverTest
     private final Takeover takeover = new Takeover(runtime, (keyspace, table, visitor) -> entries.forEach(visitor::visit),
                                                    Thread::new, () -> NOW, false);
 
-    private BackupMap.Entry entry(String flow, long id, long capturedMillis, boolean executedHere)
+    private BackupTable.Entry entry(String flow, long id, long capturedMillis, boolean executedHere)
     {
         SourceChange change = new SourceChange(Operation.INSERT, List.of(Fixtures.bigint(id)), 10,
                                                Fixtures.row("id", id, "name", "n" + id, "email", "e"));
-        BackupMap.Entry entry = new BackupMap.Entry(Task.captured(flow, change, 0),
+        BackupTable.Entry entry = new BackupTable.Entry(Task.captured(flow, change, 0),
                                                     Murmur3Partitioner.instance.decorateKey(Fixtures.bigint(id)),
                                                     capturedMillis, null);
         if (executedHere)
@@ -115,7 +115,7 @@ class TakeoverTest
     void shouldAdoptAnEntryItsIdleExecutorDoesNotHold()
     {
         entry("users_by_name", 1, NOW, false);
-        BackupMap.Entry orphan = entry("users_by_name", 2, NOW, false);
+        BackupTable.Entry orphan = entry("users_by_name", 2, NOW, false);
         orphans.add(orphan.key.getToken());
         takeover.run("entries left", Map.of());
         assertEquals(List.of(2L), queued.stream().map(t -> t.key().get(0).getLong(0)).collect(java.util.stream.Collectors.toList()));
@@ -145,7 +145,7 @@ class TakeoverTest
     void shouldResumeAFanOutFromItsRecordedPosition()
     {
         SourceChange change = new SourceChange(Operation.INSERT, List.of(Fixtures.bigint(7)), 10, Fixtures.row("id", 7L));
-        BackupMap.Entry entry = new BackupMap.Entry(Task.captured("users_by_name", change, 0),
+        BackupTable.Entry entry = new BackupTable.Entry(Task.captured("users_by_name", change, 0),
                                                     Murmur3Partitioner.instance.decorateKey(Fixtures.bigint(7)), NOW,
                                                     Map.entry(1, new byte[]{ 9, 9 }));
         mine.add(entry.key.getToken());

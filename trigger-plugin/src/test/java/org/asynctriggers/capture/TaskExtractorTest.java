@@ -1,6 +1,5 @@
 package org.asynctriggers.capture;
 
-import org.asynctriggers.task.SourceChange;
 import java.nio.ByteBuffer;
 import java.util.List;
 
@@ -11,6 +10,7 @@ import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.task.SourceChange;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 

@@ -1,13 +1,5 @@
 package org.asynctriggers.execute;
 
-import org.asynctriggers.cql.ColumnTypes;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.KeyCodec;
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.FlowSpecParser;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.FakeGateway;
-import org.asynctriggers.testing.Fixtures;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -22,6 +14,14 @@ import org.apache.cassandra.db.marshal.UTF8Type;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.api.TaskContext;
+import org.asynctriggers.cql.ColumnTypes;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.KeyCodec;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
 import org.junit.jupiter.api.Nested;
 import org.junit.jupiter.api.Test;
 

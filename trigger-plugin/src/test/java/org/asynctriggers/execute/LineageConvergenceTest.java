@@ -1,11 +1,5 @@
 package org.asynctriggers.execute;
 
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.FlowSpecParser;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.FakeGateway;
-import org.asynctriggers.testing.Fixtures;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.HashMap;
@@ -23,6 +17,11 @@ import net.jqwik.api.ForAll;
 import net.jqwik.api.Property;
 import net.jqwik.api.Provide;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.testing.Fixtures.bigint;

@@ -1,11 +1,11 @@
 package org.asynctriggers.metrics;
 
-import org.asynctriggers.queue.BoundedFlowQueue;
-import org.asynctriggers.queue.FlowQueue;
-import org.asynctriggers.queue.FlowQueueContractTest;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.queue.FlowQueueContractTest;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

@@ -1,12 +1,12 @@
 package org.asynctriggers.queue;
 
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.Fixtures;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

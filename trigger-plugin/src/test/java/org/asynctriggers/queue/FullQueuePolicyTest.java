@@ -1,8 +1,8 @@
 package org.asynctriggers.queue;
 
-import org.asynctriggers.metrics.FlowMetrics;
 import java.nio.file.Path;
 
+import org.asynctriggers.metrics.FlowMetrics;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 

@@ -1,16 +1,14 @@
 package org.asynctriggers.spec;
 
-import org.asynctriggers.testing.Fixtures;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.function.Consumer;
 
-
 import com.fasterxml.jackson.databind.ObjectMapper;
-
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.testing.Fixtures;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;

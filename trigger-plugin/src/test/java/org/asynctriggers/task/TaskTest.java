@@ -1,6 +1,5 @@
 package org.asynctriggers.task;
 
-import org.asynctriggers.cql.KeyCodec;
 import java.io.ByteArrayInputStream;
 import java.io.ByteArrayOutputStream;
 import java.io.ObjectInputStream;
@@ -9,6 +8,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.cql.KeyCodec;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.testing.Fixtures.bigint;

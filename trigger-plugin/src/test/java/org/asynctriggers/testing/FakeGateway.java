@@ -1,7 +1,5 @@
 package org.asynctriggers.testing;
 
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -11,13 +9,14 @@ import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Collectors;
 
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 
 /**
  * In-memory {@link CqlGateway} with Cassandra's last-write-wins rules (cell timestamps, row and range tombstones

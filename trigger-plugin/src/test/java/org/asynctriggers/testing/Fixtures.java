@@ -1,7 +1,5 @@
 package org.asynctriggers.testing;
 
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.LinkedHashMap;
@@ -9,6 +7,8 @@ import java.util.List;
 import java.util.Map;
 
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
 
 /** Small builders shared by the tests. */
 public final class Fixtures

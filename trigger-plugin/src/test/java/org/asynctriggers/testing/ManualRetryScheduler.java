@@ -1,9 +1,10 @@
 package org.asynctriggers.testing;
 
-import org.asynctriggers.work.RetryScheduler;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.RejectedExecutionException;
+
+import org.asynctriggers.work.RetryScheduler;
 
 /** Holds the scheduled retries until the test runs them, and remembers each delay asked for. */
 public final class ManualRetryScheduler implements RetryScheduler

@@ -1,17 +1,5 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.backup.Backups;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.execute.FlowExecutor;
-import org.asynctriggers.metrics.FlowMetrics;
-import org.asynctriggers.queue.BoundedFlowQueue;
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.FlowSpecParser;
-import org.asynctriggers.spec.RetryPolicy;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.FakeGateway;
-import org.asynctriggers.testing.Fixtures;
-import org.asynctriggers.testing.ManualRetryScheduler;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
@@ -25,6 +13,18 @@ import org.apache.cassandra.exceptions.WriteTimeoutException;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.api.TaskContext;
+import org.asynctriggers.backup.TaskEntries;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.execute.FlowExecutor;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.ManualRetryScheduler;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.testing.Fixtures.bigint;
@@ -275,7 +275,7 @@ public class RetriesTest
         Retries lost = new Retries(spec.name, new RetryPolicy(1, 0, 0, 1_000), (min, max) -> max, scheduler, queue, metrics,
                                    new DeadLetters(noTables, () -> "n", () -> 0L, () -> deadLetterId), () -> nowNanos);
         List<Task> completed = new ArrayList<>(), released = new ArrayList<>();
-        lost.backups(new Backups()
+        lost.entries(new TaskEntries()
         {
             @Override
             public void recordResume(Task task, int target, ByteBuffer paging)

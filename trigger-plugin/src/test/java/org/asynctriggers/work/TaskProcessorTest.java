@@ -1,6 +1,10 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.backup.Backups;
+import java.util.ArrayList;
+import java.util.List;
+
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.backup.TaskEntries;
 import org.asynctriggers.execute.FlowExecutor;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.queue.BoundedFlowQueue;
@@ -11,10 +15,6 @@ import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
 import org.asynctriggers.testing.ManualRetryScheduler;
-import java.util.ArrayList;
-import java.util.List;
-
-import org.asynctriggers.api.Operation;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -43,7 +43,7 @@ class TaskProcessorTest
     }
 
     /** Records what the workers did with the backup entries. */
-    private static final class RecordingBackups implements Backups
+    private static final class RecordingEntries implements TaskEntries
     {
         final List<java.util.UUID> completed = new ArrayList<>();
         final List<Integer> resumedAt = new ArrayList<>();
@@ -70,13 +70,13 @@ class TaskProcessorTest
     @Test
     void shouldRunATaskAtOnceAndThenCompleteItsEntry()
     {
-        RecordingBackups backups = new RecordingBackups();
+        RecordingEntries entries = new RecordingEntries();
         Task task = insert();
         TaskProcessor processor = processor(30_000_000L);
-        processor.backups(backups);
+        processor.entries(entries);
         processor.accept(task);
         assertEquals(1, gateway.rows("app", "users_by_name").size());
-        assertEquals(List.of(task.id()), backups.completed);
+        assertEquals(List.of(task.id()), entries.completed);
         assertEquals(List.of(), scheduler.delays, "no wait for anything: the replica that captured it applied its write");
         assertEquals(1, metrics.getCompletedTasks());
         assertEquals(0, metrics.getPendingTasks());

@@ -1,15 +1,15 @@
 package org.asynctriggers.work;
 
-import org.asynctriggers.queue.BoundedFlowQueue;
-import org.asynctriggers.queue.FlowQueue;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.TrackingThreadFactory;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Collectors;
 
+import org.asynctriggers.queue.BoundedFlowQueue;
+import org.asynctriggers.queue.FlowQueue;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.TrackingThreadFactory;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.queue.FlowQueueContractTest.task;

@@ -1,7 +1,13 @@
-package org.asynctriggers;
+package org.asynctriggers.flows;
 
-import org.asynctriggers.backup.BackupMap;
-import org.asynctriggers.backup.Backups;
+import java.nio.file.Path;
+import java.util.concurrent.ThreadFactory;
+import java.util.function.LongSupplier;
+
+import javax.management.ObjectName;
+
+import org.asynctriggers.backup.BackupTable;
+import org.asynctriggers.backup.TaskEntries;
 import org.asynctriggers.execute.FlowExecutor;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.queue.BoundedFlowQueue;
@@ -16,11 +22,6 @@ import org.asynctriggers.work.Retries;
 import org.asynctriggers.work.RetryScheduler;
 import org.asynctriggers.work.TaskProcessor;
 import org.asynctriggers.work.WorkerPool;
-import java.nio.file.Path;
-import java.util.concurrent.ThreadFactory;
-import java.util.function.LongSupplier;
-
-import javax.management.ObjectName;
 
 /**
  * One running flow version on this node: its queue, worker pool, retry scheduler, metrics, executor, full-queue
@@ -41,8 +42,10 @@ public final class Flow
     private final ThreadFactory threadFactory;
     private final TaskProcessor processor;
     /** where its tasks' backup entries go; null when the flow keeps none */
-    volatile BackupMap backupMap;
-    /** set by the runtime once the MBean is registered */
+    volatile BackupTable backupTable;
+    /** what its workers do with their tasks' backup entries */
+    private volatile TaskEntries entries = TaskEntries.NONE;
+    /** set by {@link Flows} once the MBean is registered */
     volatile boolean registered;
 
     /** @param spillDir the flow's spill directory (used by the spill policy only) */
@@ -83,7 +86,7 @@ public final class Flow
             if (overflow.policy == FlowSpec.Overflow.Policy.BLOCK)
                 policy = new FullQueuePolicy.BlockThenFail(spill, overflow.blockTimeoutMillis, nanoClock);
             else if (overflow.policy == FlowSpec.Overflow.Policy.ELASTIC)
-                policy = new FullQueuePolicy.Elastic(spill, pool);
+                policy = new FullQueuePolicy.Elastic(spill, pool::grow);
             else
                 policy = new FullQueuePolicy.Spill(spill);
         }
@@ -91,10 +94,16 @@ public final class Flow
     }
 
     /** How its workers treat backup entries; before {@link #start()}. */
-    void backups(Backups backups)
+    void entries(TaskEntries entries)
     {
-        processor.backups(backups);
-        retries.backups(backups);
+        this.entries = entries;
+        processor.entries(entries);
+        retries.entries(entries);
+    }
+
+    TaskEntries entries()
+    {
+        return entries;
     }
 
     void start()

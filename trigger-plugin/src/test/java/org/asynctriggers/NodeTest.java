@@ -1,18 +1,5 @@
 package org.asynctriggers;
 
-import org.asynctriggers.backup.ExecutorChoice;
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.metrics.FlowMetrics;
-import org.asynctriggers.queue.QueueFullException;
-import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.FlowSpecParser;
-import org.asynctriggers.task.SourceChange;
-import org.asynctriggers.task.Task;
-import org.asynctriggers.testing.FakeGateway;
-import org.asynctriggers.testing.Fixtures;
-import org.asynctriggers.testing.TrackingThreadFactory;
-import org.asynctriggers.work.DeadLetters;
-import org.asynctriggers.work.RetriesTest;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.TimeUnit;
@@ -23,6 +10,20 @@ import javax.management.ObjectName;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.backup.ExecutorChoice;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.metrics.FlowMetrics;
+import org.asynctriggers.metrics.NodeStatus;
+import org.asynctriggers.queue.QueueFullException;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.TrackingThreadFactory;
+import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.work.RetriesTest;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -34,7 +35,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-class TriggerRuntimeTest
+class NodeTest
 {
     private static final ObjectName USERS_FLOW = FlowMetrics.objectName("app", "users", "users_by_name");
     private static final String TIMELINE_ROW = Fixtures.TIMELINE;
@@ -46,27 +47,27 @@ class TriggerRuntimeTest
                                                 .table("twitter", "followers", List.of("user_id"), List.of("follower_id"));
     @org.junit.jupiter.api.io.TempDir
     java.nio.file.Path spillRoot;
-    private TriggerRuntime first;
-    private TriggerRuntime second;
+    private Node first;
+    private Node second;
 
-    private TriggerRuntime.Builder builder(TrackingThreadFactory threads, FakeGateway gw)
+    private Node.Builder builder(TrackingThreadFactory threads, FakeGateway gw)
     {
-        return TriggerRuntime.builder(gw).mbeans(mbeans).threads(threads).spillDirs(flow -> spillRoot.resolve(flow))
+        return Node.builder(gw).mbeans(mbeans).threads(threads).spillDirs(flow -> spillRoot.resolve(flow))
                              .jitter((min, max) -> max).sleeper(millis -> {}).wallClock(() -> 1_000L).drainMillis(5_000);
     }
 
-    private TriggerRuntime runtime(TrackingThreadFactory threads, FakeGateway gw)
+    private Node runtime(TrackingThreadFactory threads, FakeGateway gw)
     {
         return builder(threads, gw).build();
     }
 
     /** What the capture index hands the runtime on a replica that applied these changes. */
-    private static void capture(TriggerRuntime runtime, String flow, SourceChange... changes)
+    private static void capture(Node runtime, String flow, SourceChange... changes)
     {
         List<Task> tasks = new java.util.ArrayList<>();
         for (SourceChange change : changes)
             tasks.add(Task.captured(flow, change, System.nanoTime()));
-        runtime.captured("app", null, tasks, 0);
+        runtime.intake().captured("app", null, tasks, 0);
     }
 
     private void deploy(String name, String spec, long version)
@@ -99,10 +100,10 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
         first = runtime(threads, gateway);
-        first.firstCycle();
+        first.control().firstCycle();
 
-        assertTrue(first.isReady());
-        assertEquals(first.getId(), mbeans.getAttribute(TriggerRuntime.NAME, "Id"));
+        assertTrue(first.control().isReady());
+        assertEquals(first.status().getId(), mbeans.getAttribute(NodeStatus.NAME, "Id"));
         assertEquals(FlowSpecParser.DEFAULT_CAPACITY, mbeans.getAttribute(USERS_FLOW, "QueueCapacity"));
         assertEquals(FlowSpecParser.DEFAULT_WORKERS, mbeans.getAttribute(USERS_FLOW, "MaxPoolSize"));
         for (String attribute : List.of("SpilledTasks", "SpilledPending", "DiscardedTasks", "CurrentlyBlockedTasks", "TotalBlockedTasks"))
@@ -110,8 +111,8 @@ class TriggerRuntimeTest
         assertEquals(4L, threads.alive(), "two workers, the retry thread and the spill drainer (default overflow policy)");
         assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry") && t.isDaemon()));
         assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-spill") && t.isDaemon()));
-        assertTrue(first.watches("app", "users"));
-        assertFalse(first.watches("app", "other"));
+        assertTrue(first.flows().watches("app", "users"));
+        assertFalse(first.flows().watches("app", "other"));
     }
 
     @Test
@@ -119,14 +120,14 @@ class TriggerRuntimeTest
     {
         first = runtime(new TrackingThreadFactory(), gateway);
         first.start();
-        assertTrue(first.awaitReady(5_000));
-        assertFalse(first.watches("app", "users"));
+        assertTrue(first.control().awaitReady(5_000));
+        assertFalse(first.flows().watches("app", "users"));
         // the capture index knows a flow before this node has read it from the flows table
         capture(first, "users_by_name", userNamed(1, "ann", 10));
-        assertEquals(1, first.getParkedTasks());
+        assertEquals(1, first.status().getParkedTasks());
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         waitFor(() -> gateway.rows("app", "users_by_name").size() == 1);
-        assertEquals(0, first.getParkedTasks());
+        assertEquals(0, first.status().getParkedTasks());
     }
 
     @Test
@@ -147,10 +148,10 @@ class TriggerRuntimeTest
                 return "127.0.0.1";
             }
         }).build();
-        first.firstCycle();
+        first.control().firstCycle();
         capture(first, "users_by_name", userNamed(1, "ann", 10));
-        assertEquals(0, first.inFlight());
-        assertEquals(0, first.getParkedTasks());
+        assertEquals(0, first.heldTasks());
+        assertEquals(0, first.status().getParkedTasks());
         Thread.sleep(100);
         assertEquals(0, gateway.rows("app", "users_by_name").size());
     }
@@ -160,7 +161,7 @@ class TriggerRuntimeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         // a contended memtable update, a hint and the original, batchlog replay: the same write captured again while
         // its task is queued or running here (the worker cannot finish while the test holds the gateway)
         synchronized (gateway)
@@ -171,7 +172,7 @@ class TriggerRuntimeTest
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
         Thread.sleep(100);
         assertEquals(1L, mbeans.getAttribute(USERS_FLOW, "CompletedTasks"));
-        assertEquals(0, first.inFlight());
+        assertEquals(0, first.heldTasks());
     }
 
     @Test
@@ -180,12 +181,12 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         deploy("twitter_timeline", TIMELINE_ROW, 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
 
         capture(first, "users_by_name", userNamed(1, "ann", 10), userNamed(2, "bob", 10));
         capture(first, "not_deployed", userNamed(3, "cy", 10));
         waitFor(() -> gateway.rows("app", "users_by_name").size() == 2);
-        assertEquals(1, first.getParkedTasks(), "a flow this node does not know yet: its task waits for it");
+        assertEquals(1, first.status().getParkedTasks(), "a flow this node does not know yet: its task waits for it");
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 2L);
         assertEquals(0L, mbeans.getAttribute(FlowMetrics.objectName("twitter", "tweets", "twitter_timeline"), "CompletedTasks"));
     }
@@ -196,11 +197,11 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
         first = runtime(threads, gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         List<Thread> v1Workers = List.copyOf(threads.threads);
 
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 7, \"workers\": 3}, \"targets\""), 2);
-        first.cycle();
+        first.control().cycle();
 
         assertEquals(7, mbeans.getAttribute(USERS_FLOW, "QueueCapacity"));
         assertEquals(3, mbeans.getAttribute(USERS_FLOW, "MaxPoolSize"));
@@ -218,12 +219,12 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
         first = runtime(threads, gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         undeploy("users_by_name", 5);
-        first.cycle();
+        first.control().cycle();
 
         assertFalse(mbeans.isRegistered(USERS_FLOW));
-        assertFalse(first.watches("app", "users"));
+        assertFalse(first.flows().watches("app", "users"));
         threads.assertAllEnded(5_000);
         assertTrue(threads.threads.stream().anyMatch(t -> t.getName().equals("async-trigger-users_by_name-retry")));
     }
@@ -234,9 +235,9 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         deploy("broken", "{\"name\": \"broken\", \"queue\": {\"capacity\": 0}}", 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
 
-        assertEquals(List.of("users_by_name"), List.of(first.getFlowNames()));
+        assertEquals(List.of("users_by_name"), List.of(first.status().getFlowNames()));
     }
 
     /** A handler whose class cannot initialize: a missing dependency jar, a failing static block. */
@@ -262,11 +263,11 @@ class TriggerRuntimeTest
         deploy("unloadable", RetriesTest.HOOK.replace("users_hook", "unloadable")
                                              .replace(RetriesTest.Poison.class.getName(), UnloadableHandler.class.getName()), 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle(); // ExceptionInInitializerError, an Error, from the handler's class
+        first.control().firstCycle(); // ExceptionInInitializerError, an Error, from the handler's class
 
-        assertTrue(first.awaitReady(0), "the node is ready: it captures and runs the other flows");
-        assertEquals(List.of("users_by_name"), List.of(first.getFlowNames()));
-        first.cycle();
+        assertTrue(first.control().awaitReady(0), "the node is ready: it captures and runs the other flows");
+        assertEquals(List.of("users_by_name"), List.of(first.status().getFlowNames()));
+        first.control().cycle();
         capture(first, "users_by_name", userNamed(1, "ann", 10));
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
     }
@@ -276,11 +277,11 @@ class TriggerRuntimeTest
     {
         FakeGateway noKeyspace = new FakeGateway();
         first = runtime(new TrackingThreadFactory(), noKeyspace);
-        first.firstCycle();
-        first.cycle();
+        first.control().firstCycle();
+        first.control().cycle();
 
-        assertTrue(first.isReady());
-        assertEquals(0, first.getFlowNames().length);
+        assertTrue(first.control().isReady());
+        assertEquals(0, first.status().getFlowNames().length);
     }
 
     @Test
@@ -288,8 +289,8 @@ class TriggerRuntimeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
-        first.cycle();
+        first.control().firstCycle();
+        first.control().cycle();
 
         var rows = gateway.rows(Cql.KEYSPACE, "flow_status");
         assertEquals(1, rows.size());
@@ -308,7 +309,7 @@ class TriggerRuntimeTest
         TrackingThreadFactory threads = new TrackingThreadFactory();
         first = runtime(threads, gateway);
         first.start();
-        assertTrue(first.awaitReady(5_000));
+        assertTrue(first.control().awaitReady(5_000));
         waitFor(() -> mbeans.isRegistered(USERS_FLOW));
 
         first.shutdown();
@@ -326,13 +327,13 @@ class TriggerRuntimeTest
                + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 100}, \"targets\""), 1);
         FakeGateway blocked = gateway;
         first = runtime(new TrackingThreadFactory(), blocked);
-        first.firstCycle();
+        first.control().firstCycle();
         // a slow executor: hold the gateway's lock so the single worker cannot finish
         synchronized (blocked)
         {
             for (int i = 0; i < 5; i++)
                 capture(first, "users_by_name", userNamed(i, "n" + i, 10)); // a replica never waits: it spills
-            QueueFullException e = assertThrows(QueueFullException.class, () -> first.admit("app", "users"));
+            QueueFullException e = assertThrows(QueueFullException.class, () -> first.flows().admit("app", "users"));
             assertTrue(e.getMessage().startsWith("async trigger queue of flow 'users_by_name' is full (capacity 1)"));
         }
     }
@@ -344,7 +345,7 @@ class TriggerRuntimeTest
                "\"retry\": {\"initial_backoff_ms\": 1, \"max_backoff_ms\": 5}, \"targets\""), 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
         first = runtime(threads, gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         gateway.failNext = 2;
 
         capture(first, "users_by_name", userNamed(1, "ann", 10), userNamed(2, "bob", 10));
@@ -365,11 +366,11 @@ class TriggerRuntimeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"",
                "\"retry\": {\"max_attempts\": 1}, \"targets\""), 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         gateway.failNext = 2;
         capture(first, "users_by_name", userNamed(1, "ann", 10));
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "FailedTasks") == 1L && gateway.failNext == 0);
-        waitFor(() -> first.inFlight() == 0);
+        waitFor(() -> first.heldTasks() == 0);
         assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
 
         // what a scan does with the entry that still holds it (Takeover.Runtime#requeue offers it like a capture)
@@ -400,12 +401,12 @@ class TriggerRuntimeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         deadLetter("users_by_name", userNamed(5, "eve", 10));
         requestRetry("127.0.0.1", "users_by_name");
         requestRetry("10.0.0.2", "users_by_name"); // another node's request: not ours to serve
 
-        first.cycle();
+        first.control().cycle();
 
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
         assertEquals("eve", Fixtures.string(gateway.rows("app", "users_by_name").get(0).get("name")));
@@ -422,12 +423,12 @@ class TriggerRuntimeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         first = runtime(new TrackingThreadFactory(), gateway);
-        first.firstCycle();
+        first.control().firstCycle();
         deadLetter("ghost", userNamed(5, "eve", 10));
         requestRetry("127.0.0.1", "ghost");
 
-        first.cycle();
-        first.cycle();
+        first.control().cycle();
+        first.control().cycle();
 
         assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
         assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letter_retries").size());

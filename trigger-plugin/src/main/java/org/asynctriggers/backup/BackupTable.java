@@ -1,8 +1,5 @@
 package org.asynctriggers.backup;
 
-import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
@@ -37,6 +34,9 @@ import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.FBUtilities;
 import org.apache.cassandra.utils.concurrent.OpOrder;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -47,9 +47,9 @@ import org.slf4j.LoggerFactory;
  * write itself, as it applies the write ({@link #applyLocally}); the node that executes the task deletes them on every
  * replica through the normal write path ({@link #complete}).
  */
-public final class BackupMap
+public final class BackupTable
 {
-    private static final Logger logger = LoggerFactory.getLogger(BackupMap.class);
+    private static final Logger logger = LoggerFactory.getLogger(BackupTable.class);
     static final String PREFIX = "async_backup_";
     /**
      * A completed entry is deleted at this timestamp: its (flow, id) is written again only by a late copy of the same
@@ -66,7 +66,7 @@ public final class BackupMap
     private final List<String> where = new ArrayList<>();
     private volatile CqlGateway.Prepared resume, delete;
 
-    public BackupMap(String keyspace, String table, int partitionKeySize, CqlGateway gateway)
+    public BackupTable(String keyspace, String table, int partitionKeySize, CqlGateway gateway)
     {
         this.keyspace = keyspace;
         this.table = table;

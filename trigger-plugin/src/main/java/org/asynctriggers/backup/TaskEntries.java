@@ -1,13 +1,14 @@
 package org.asynctriggers.backup;
 
-import org.asynctriggers.task.Task;
 import java.nio.ByteBuffer;
+
+import org.asynctriggers.task.Task;
 
 /**
  * What the workers of one flow do with the backup entries of their tasks (docs/design.md, "Replica backup maps"):
  * record fan-out resume positions, and complete entries.
  */
-public interface Backups
+public interface TaskEntries
 {
     void recordResume(Task task, int target, ByteBuffer paging);
 
@@ -21,7 +22,7 @@ public interface Backups
     void released(Task task);
 
     /** For tests: nothing is recorded. */
-    Backups NONE = new Backups()
+    TaskEntries NONE = new TaskEntries()
     {
         @Override
         public void recordResume(Task task, int target, ByteBuffer paging)

@@ -1,0 +1,149 @@
+package org.asynctriggers.capture;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.DeletionTime;
+import org.apache.cassandra.db.RangeTombstone;
+import org.apache.cassandra.db.WriteContext;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.index.Index;
+import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.TableMetadata;
+import org.asynctriggers.backup.BackupTable;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The events of one partition update on this replica (docs/design.md, "Capture"): turned into one task per flow and
+ * event, whose backup entries are written on this replica (a local commit log record and memtable row, no message),
+ * then handed to the {@link CaptureSink}. It never fails the write: the write is applied already.
+ */
+public final class WriteCapture implements Index.Indexer
+{
+    private final TableMetadata table;
+    private final DecoratedKey key;
+    private final CaptureOptions options;
+    private final WriteContext ctx;
+    private final CaptureSink sink;
+    private final ErrorLog errors;
+    private TaskExtractor.Collector changes;
+
+    /** Errors of one capture index, logged at most once every 10 s. */
+    public static final class ErrorLog
+    {
+        private static final Logger logger = LoggerFactory.getLogger(WriteCapture.class);
+        private static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
+        private final AtomicLong next = new AtomicLong(System.nanoTime());
+
+        void log(String what, Throwable e)
+        {
+            long now = System.nanoTime();
+            long at = next.get();
+            if (now - at >= 0 && next.compareAndSet(at, now + INTERVAL_NANOS))
+                logger.error("Async trigger capture: {}", what, e);
+        }
+    }
+
+    public WriteCapture(TableMetadata table, DecoratedKey key, CaptureOptions options, WriteContext ctx, CaptureSink sink,
+                        ErrorLog errors)
+    {
+        this.table = table;
+        this.key = key;
+        this.options = options;
+        this.ctx = ctx;
+        this.sink = sink;
+        this.errors = errors;
+    }
+
+    private TaskExtractor.Collector changes()
+    {
+        if (changes == null)
+            changes = new TaskExtractor.Collector(table, key.getKey());
+        return changes;
+    }
+
+    @Override
+    public void partitionDelete(DeletionTime deletionTime)
+    {
+        guard(() -> changes().partitionDelete(deletionTime));
+    }
+
+    @Override
+    public void rangeTombstone(RangeTombstone tombstone)
+    {
+        guard(() -> changes().rangeTombstone(tombstone));
+    }
+
+    @Override
+    public void insertRow(Row row)
+    {
+        guard(() -> changes().inserted(row));
+    }
+
+    @Override
+    public void updateRow(Row oldRowData, Row newRowData)
+    {
+        guard(() -> changes().updated(oldRowData, newRowData));
+    }
+
+    @Override
+    public void finish()
+    {
+        if (changes != null && !changes.changes().isEmpty())
+            guard(this::record);
+    }
+
+    private void record()
+    {
+        long now = System.nanoTime();
+        List<Task> tasks = new ArrayList<>();
+        List<Task> backedUp = new ArrayList<>();
+        for (SourceChange change : changes.changes())
+        {
+            for (CaptureOptions.FlowCapture flow : options.flows)
+            {
+                if (!flow.handles(change.operation))
+                    continue;
+                Task task = Task.captured(flow.name, change, now);
+                tasks.add(task);
+                if (flow.backup)
+                    backedUp.add(task);
+            }
+        }
+        if (!backedUp.isEmpty())
+            writeEntries(backedUp);
+        sink.captured(table.keyspace, key.getToken(), tasks, backedUp.size());
+    }
+
+    private void writeEntries(List<Task> backedUp)
+    {
+        TableMetadata companion = Schema.instance.getTableMetadata(table.keyspace, BackupTable.companionOf(table.name));
+        if (companion == null)
+        {
+            errors.log("table " + table.keyspace + '.' + BackupTable.companionOf(table.name) + " is missing: tasks of "
+                       + table + " have no backup entries (redeploy its flows)", null);
+            return;
+        }
+        PartitionUpdate entries = BackupTable.entries(companion, key, backedUp, System.currentTimeMillis());
+        BackupTable.applyLocally(entries, ctx);
+    }
+
+    private void guard(Runnable step)
+    {
+        try
+        {
+            step.run();
+        }
+        catch (RuntimeException | AssertionError e)
+        {
+            errors.log("could not capture a write of " + table + " on this replica", e);
+        }
+    }
+}

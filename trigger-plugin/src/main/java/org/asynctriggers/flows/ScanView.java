@@ -1,0 +1,60 @@
+package org.asynctriggers.flows;
+
+import java.util.Collection;
+import java.util.Map;
+import java.util.function.Predicate;
+
+import org.apache.cassandra.dht.Token;
+import org.asynctriggers.backup.Backlog;
+import org.asynctriggers.backup.Ownership;
+import org.asynctriggers.backup.Takeover;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
+
+/** What a scan of the backup maps sees of this node: its flows, which rows it runs, where recovered tasks go. */
+public final class ScanView implements Takeover.Runtime
+{
+    private final Flows flows;
+    private final Ownership ownership;
+    private final Backlog backlog;
+    private final Predicate<Task> requeue;
+
+    /** @param requeue queues a recovered task ({@link Intake#requeue}) */
+    public ScanView(Flows flows, Ownership ownership, Backlog backlog, Predicate<Task> requeue)
+    {
+        this.flows = flows;
+        this.ownership = ownership;
+        this.backlog = backlog;
+        this.requeue = requeue;
+    }
+
+    @Override
+    public Collection<FlowSpec> backedUpFlows()
+    {
+        return flows.backedUp();
+    }
+
+    @Override
+    public boolean executes(String keyspace, Token token)
+    {
+        return ownership.executes(keyspace, token);
+    }
+
+    @Override
+    public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
+    {
+        return ownership.orphaned(keyspace, token, flow, capturedMillis);
+    }
+
+    @Override
+    public boolean requeue(Task task, String why)
+    {
+        return requeue.test(task);
+    }
+
+    @Override
+    public void backlog(Map<String, Long> entriesByFlow, long startedMillis)
+    {
+        backlog.scanned(entriesByFlow, startedMillis);
+    }
+}
