@@ -29,8 +29,10 @@ from typing import Mapping, Sequence
 from .errors import ConfigError
 
 EVENTS = ("insert", "update", "delete")
-CONSISTENCY_LEVELS = ("ANY", "ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM",
-                      "LOCAL_ONE")
+# The levels the plugin's parser accepts (tests/golden/contract/flow_spec.json): ANY only writes, no serial level.
+READ_CONSISTENCY_LEVELS = ("ONE", "TWO", "THREE", "QUORUM", "ALL", "LOCAL_QUORUM", "EACH_QUORUM", "LOCAL_ONE",
+                           "NODE_LOCAL")
+WRITE_CONSISTENCY_LEVELS = ("ANY",) + READ_CONSISTENCY_LEVELS
 
 
 @dataclasses.dataclass(frozen=True)

@@ -10,7 +10,7 @@ from typing import Iterable, Mapping
 
 from . import backup_map
 from .errors import ValidationError
-from .flows import CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Backup, FanOut, Flow, Ref, Write
+from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Backup, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -58,10 +58,11 @@ def _check_options(flow: Flow) -> None:
     if bad or not flow.events:
         raise ValidationError(flow.name, f"'events' must be a non-empty subset of {list(EVENTS)}, "
                                          f"found: {list(flow.events)}")
-    for option in ("read_consistency", "write_consistency"):
+    for option, levels in (("read_consistency", READ_CONSISTENCY_LEVELS),
+                           ("write_consistency", WRITE_CONSISTENCY_LEVELS)):
         value = getattr(flow, option)
-        if value not in CONSISTENCY_LEVELS:
-            raise ValidationError(flow.name, f"'{option}' must be one of {', '.join(CONSISTENCY_LEVELS)}, "
+        if value not in levels:
+            raise ValidationError(flow.name, f"'{option}' must be one of {', '.join(levels)}, "
                                              f"found: {value!r}")
     for option, value in (("queue.capacity", flow.queue.capacity), ("queue.workers", flow.queue.workers),
                           ("page_size", flow.page_size)):
