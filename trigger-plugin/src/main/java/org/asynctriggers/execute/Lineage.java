@@ -1,0 +1,237 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.KeyCodec;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+import static org.asynctriggers.execute.Statements.bigint;
+import static org.asynctriggers.execute.Statements.longOf;
+
+/**
+ * The targets in mode {@code lineage} (docs/design.md, "Lineage"): each task records the image its rows derive from
+ * in {@code async_triggers.lineage}, writes those rows, and then deletes the rows of every older image.
+ */
+final class Lineage
+{
+    private static final Logger logger = LoggerFactory.getLogger(FlowExecutor.class);
+
+    private final FlowSpec spec;
+    private final Statements statements;
+    private final TargetWrites writes;
+    private final FanoutPages fanout;
+    private final ByteBuffer flowNameBytes;
+    /**
+     * Lineage converges because whichever of two tasks reads last sees the other's entry: that needs reads and
+     * writes of the lineage that overlap (R + W > RF), so they are at least QUORUM whatever the flow's levels.
+     */
+    private final ConsistencyLevel lineageWrite;
+    private final ConsistencyLevel lineageRead;
+
+    Lineage(FlowSpec spec, Statements statements, TargetWrites writes, FanoutPages fanout)
+    {
+        this.spec = spec;
+        this.statements = statements;
+        this.writes = writes;
+        this.fanout = fanout;
+        this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
+        this.lineageWrite = atLeastQuorum(spec.writeConsistency);
+        this.lineageRead = atLeastQuorum(spec.readConsistency);
+    }
+
+    /** Prepares the lineage table's statements. */
+    void prepare()
+    {
+        statements.prepare(Cql.lineageInsert());
+        statements.prepare(Cql.lineageSelect());
+        statements.prepare(Cql.lineageDelete());
+    }
+
+    private static ConsistencyLevel atLeastQuorum(ConsistencyLevel level)
+    {
+        return level == ConsistencyLevel.ALL || level == ConsistencyLevel.EACH_QUORUM ? level : ConsistencyLevel.QUORUM;
+    }
+
+    /**
+     * Step 1 of a lineage target: record the image (its lineage columns' values) at the task's timestamp, then write
+     * the rows derived from it. No image (a lineage column is null) is recorded as the target's sentinel, so that
+     * older rows are cleaned up and an older task executed later cannot resurrect its rows.
+     *
+     * @return where the fan-out goes on, null when this target is done
+     */
+    ByteBuffer write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
+    {
+        List<ByteBuffer> image = image(target, values);
+        if (image == null || (target.fanout == null && TargetWrites.targetKey(target, values, null) == null))
+        {
+            record(task, target, List.of());
+            return null;
+        }
+        if (from == null) // a resumed fan-out recorded its image with its first page
+            record(task, target, image);
+        return fanout.onePage(task, target, values, from, rows, row -> writes.write(task, target, values, row));
+    }
+
+    /** Records the target's sentinel for a deleted source row. */
+    void recordDelete(Task task, FlowSpec.Target target)
+    {
+        record(task, target, List.of());
+    }
+
+    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image)
+    {
+        ByteBuffer ts = bigint(task.timestamp());
+        statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+    }
+
+    private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        List<ByteBuffer> image = new ArrayList<>(target.lineageColumns.size());
+        for (String column : target.lineageColumns)
+        {
+            ByteBuffer value = values.get(column);
+            if (value == null)
+                return null;
+            image.add(value);
+        }
+        return image;
+    }
+
+    /**
+     * Lineage entries carry the target's index so that several lineage targets of a flow share one source key; a
+     * target's sentinel (a delete, or no image) is its index alone.
+     */
+    private static ByteBuffer lineageKey(FlowSpec.Target target, List<ByteBuffer> image)
+    {
+        List<ByteBuffer> components = new ArrayList<>(image.size() + 1);
+        components.add(ByteBuffer.allocate(4).putInt(0, target.index));
+        components.addAll(image);
+        return KeyCodec.encode(components);
+    }
+
+    /** The source row as far as a lineage entry knows it: the source key and the entry's image. */
+    private Map<String, ByteBuffer> imageValues(Task task, FlowSpec.Target target, List<ByteBuffer> image)
+    {
+        Map<String, ByteBuffer> values = new LinkedHashMap<>();
+        List<String> keyNames = spec.source.primaryKey();
+        List<ByteBuffer> key = task.key();
+        for (int i = 0; i < keyNames.size(); i++)
+            values.put(keyNames.get(i), key.get(i));
+        for (int i = 0; i < target.lineageColumns.size(); i++)
+            values.put(target.lineageColumns.get(i), image.get(i));
+        return values;
+    }
+
+    /**
+     * Step 3, per lineage target: every entry of the target older than its newest one names derived rows that no longer
+     * derive from the source row: they and the entry are deleted. Whichever task reads last sees all entries.
+     * <p>
+     * The deletion is at the newest timestamp minus one when the newest entry is an image: the newest image's own rows
+     * are written at the newest timestamp and outlive it, even where an old image derives the same row (a follower of
+     * both the old and the new author of a tweet) and even when the newest task has not written them yet. When the
+     * newest entry is a sentinel (the source row was deleted, or has no image), nothing derives from it and the
+     * deletion is at its timestamp, as the source's own delete wins a tie.
+     */
+    void converge(Task task)
+    {
+        ByteBuffer sourceKey = task.serializedKey();
+        List<Map<String, ByteBuffer>> entries = statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, sourceKey));
+        Map<Integer, List<LineageEntry>> byTarget = new LinkedHashMap<>();
+        for (Map<String, ByteBuffer> row : entries)
+        {
+            LineageEntry entry = LineageEntry.of(row);
+            if (entry == null)
+            {
+                logger.warn("Flow '{}': unreadable lineage entry of {} dropped", spec.name, task);
+                statements.execute(Cql.lineageDelete(), lineageWrite, bigint(row.get("ts") == null ? task.timestamp() : longOf(row.get("ts"))),
+                                   flowNameBytes, sourceKey, row.get("target_key"));
+                continue;
+            }
+            byTarget.computeIfAbsent(entry.target, t -> new ArrayList<>()).add(entry);
+        }
+        for (Map.Entry<Integer, List<LineageEntry>> group : byTarget.entrySet())
+        {
+            LineageEntry newest = null;
+            for (LineageEntry entry : group.getValue())
+                if (newest == null || entry.ts > newest.ts)
+                    newest = entry;
+            long deleteAt = newest.image.isEmpty() ? newest.ts : newest.ts - 1;
+            for (LineageEntry entry : group.getValue())
+            {
+                if (entry.ts >= newest.ts)
+                    continue;
+                deleteRowsOf(task, group.getKey(), entry, deleteAt);
+                statements.execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
+            }
+        }
+    }
+
+    /** Deletes the rows an old image of a target derived, at {@code deleteAt}. */
+    private void deleteRowsOf(Task task, int index, LineageEntry entry, long deleteAt)
+    {
+        if (entry.image.isEmpty())
+            return; // a sentinel derived nothing
+        if (index < 0 || index >= spec.targets.size() || spec.targets.get(index).mode != FlowSpec.Mode.LINEAGE)
+        {
+            logger.warn("Flow '{}': lineage entry names target {} which this version does not trace; entry dropped", spec.name, index);
+            return;
+        }
+        FlowSpec.Target target = spec.targets.get(index);
+        if (entry.image.size() != target.lineageColumns.size())
+        {
+            logger.warn("Flow '{}': lineage entry of target {} does not match its lineage columns {}; entry dropped",
+                        spec.name, index, target.lineageColumns);
+            return;
+        }
+        Map<String, ByteBuffer> old = imageValues(task, target, entry.image);
+        fanout.eachRow(task, target, old, row -> writes.delete(task, target, old, row, deleteAt));
+    }
+
+    /** One row of {@code async_triggers.lineage}: a target's image (empty: its sentinel) and when it was written. */
+    private static final class LineageEntry
+    {
+        final ByteBuffer targetKey;
+        final int target;
+        final List<ByteBuffer> image;
+        final long ts;
+
+        private LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts)
+        {
+            this.targetKey = targetKey;
+            this.target = target;
+            this.image = image;
+            this.ts = ts;
+        }
+
+        /** null when the row cannot be read */
+        static LineageEntry of(Map<String, ByteBuffer> row)
+        {
+            ByteBuffer key = row.get("target_key");
+            ByteBuffer ts = row.get("ts");
+            if (key == null || ts == null || ts.remaining() != 8 || !key.hasRemaining())
+                return null;
+            try
+            {
+                List<ByteBuffer> components = KeyCodec.decode(key);
+                ByteBuffer index = components.get(0);
+                if (index.remaining() != 4)
+                    return null;
+                return new LineageEntry(key, index.getInt(index.position()), components.subList(1, components.size()), longOf(ts));
+            }
+            catch (RuntimeException e) // a corrupt blob: a length past its end, or a cut-off length
+            {
+                return null;
+            }
+        }
+    }
+}

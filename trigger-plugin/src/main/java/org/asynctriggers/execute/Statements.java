@@ -1,0 +1,50 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.CqlGateway;
+
+/**
+ * One flow version's prepared statements, over its gateway: each CQL text is prepared once, the first time it is
+ * asked for (the constructor of {@link FlowExecutor} asks for the fixed ones, so a flow whose tables do not prepare
+ * is not applied).
+ */
+final class Statements
+{
+    final CqlGateway gateway;
+    private final Map<String, CqlGateway.Prepared> prepared = new ConcurrentHashMap<>();
+
+    Statements(CqlGateway gateway)
+    {
+        this.gateway = gateway;
+    }
+
+    CqlGateway.Prepared prepare(String cql)
+    {
+        return prepared.computeIfAbsent(cql, gateway::prepare);
+    }
+
+    List<Map<String, ByteBuffer>> execute(String cql, ConsistencyLevel consistency, List<ByteBuffer> values)
+    {
+        return gateway.execute(prepare(cql), consistency, values);
+    }
+
+    void execute(String cql, ConsistencyLevel consistency, ByteBuffer... values)
+    {
+        execute(cql, consistency, List.of(values));
+    }
+
+    static ByteBuffer bigint(long value)
+    {
+        return ByteBuffer.allocate(8).putLong(0, value);
+    }
+
+    static long longOf(ByteBuffer b)
+    {
+        return b.getLong(b.position());
+    }
+}
