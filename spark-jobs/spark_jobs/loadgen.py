@@ -24,7 +24,6 @@ import argparse
 import dataclasses
 import importlib
 import math
-import random
 import statistics
 import sys
 import threading
@@ -32,21 +31,13 @@ import time
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
 
 from .errors import LoadGenError
+from .schedule import ARRIVALS, DEFAULT_CONCURRENCY, Phase, ScheduledRequest, check_options, schedule
 
-ARRIVALS = ("uniform", "poisson")
 OK, ERROR, DROPPED = "ok", "error", "dropped"
-DEFAULT_CONCURRENCY = 8
 # after the last task is ready to send; Spark answers a barrier's allGather only after up to a second (it polls
 # its completion once a second: measured 1.0-1.13 s here), so the tasks learn the start time a second late
 DEFAULT_START_DELAY_S = 2.0
 MAX_ERROR_CHARS = 300
-
-
-@dataclasses.dataclass(frozen=True)
-class Phase:
-    """``rate`` requests per second in total (all tasks together) for ``duration_s`` seconds."""
-    duration_s: float
-    rate: float
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,12 +48,6 @@ class Slot:
     slot: int
     partitions: int
     seed: int
-
-
-class ScheduledRequest(NamedTuple):
-    task: int
-    seq: int            # index of the request in its task's schedule
-    scheduled: float    # epoch seconds
 
 
 class Record(NamedTuple):
@@ -128,62 +113,6 @@ def _with_noop_close(obj):
 def null_sender(slot: Slot) -> Callable[[ScheduledRequest], None]:
     """A sender that does nothing: calibrates the generator itself (its lateness on this machine at a rate)."""
     return lambda request: None
-
-
-# -- the schedule --------------------------------------------------------------------------------------------------
-def check_options(phases: Sequence[Phase], partitions: int, concurrency: int = DEFAULT_CONCURRENCY,
-                  arrivals: str = "uniform", drop_after_s: float | None = None) -> None:
-    """Every option checked before anything starts, with the offending value in the message."""
-    if not phases:
-        raise LoadGenError("'phases' must hold at least one phase, found none")
-    for i, ph in enumerate(phases):
-        if not (isinstance(ph.duration_s, (int, float)) and ph.duration_s > 0 and math.isfinite(ph.duration_s)):
-            raise LoadGenError(f"phase {i}: 'duration_s' must be strictly positive, found: {ph.duration_s}")
-        if not (isinstance(ph.rate, (int, float)) and ph.rate >= 0 and math.isfinite(ph.rate)):
-            raise LoadGenError(f"phase {i}: 'rate' must be positive or zero, found: {ph.rate}")
-    if not isinstance(partitions, int) or partitions < 1:
-        raise LoadGenError(f"'partitions' must be strictly positive, found: {partitions}")
-    if not isinstance(concurrency, int) or concurrency < 1:
-        raise LoadGenError(f"'concurrency' must be strictly positive, found: {concurrency}")
-    if arrivals not in ARRIVALS:
-        raise LoadGenError(f"'arrivals' must be one of {', '.join(ARRIVALS)}, found: {arrivals!r}")
-    if drop_after_s is not None and not drop_after_s >= 0:
-        raise LoadGenError(f"'drop_after_s' must be positive or zero, found: {drop_after_s}")
-
-
-def schedule(phases: Sequence[Phase], partitions: int, task: int, seed: int = 0,
-             arrivals: str = "uniform") -> list[float]:
-    """The send times of ``task``, in seconds from the start of the run, in increasing order.
-
-    ``uniform``: phase by phase, the run's requests are evenly spaced at ``1 / rate`` and dealt round robin to the
-    tasks (request ``j`` of a phase goes to task ``j % partitions``), so the tasks together send exactly at the
-    rate. ``poisson``: each task draws a Poisson process of rate ``rate / partitions`` (seeded by ``seed`` and the
-    task), whose superposition is a Poisson process of the run's rate.
-    """
-    check_options(phases, partitions, arrivals=arrivals)
-    if not 0 <= task < partitions:
-        raise LoadGenError(f"'task' must be between 0 and {partitions - 1}, found: {task}")
-    times: list[float] = []
-    begin = 0.0
-    rng = random.Random((int(seed) & 0xFFFFFFFF) << 32 | task)
-    for ph in phases:
-        end = begin + ph.duration_s
-        if ph.rate > 0:
-            if arrivals == "uniform":
-                n = int(math.floor(ph.rate * ph.duration_s + 1e-9))
-                times.extend(begin + j / ph.rate for j in range(task, n, partitions))
-            else:
-                t = begin + rng.expovariate(ph.rate / partitions)
-                while t < end:
-                    times.append(t)
-                    t += rng.expovariate(ph.rate / partitions)
-        begin = end
-    return times
-
-
-def expected_requests(phases: Sequence[Phase]) -> int:
-    """The number of requests of a ``uniform`` schedule, all tasks together."""
-    return sum(int(math.floor(ph.rate * ph.duration_s + 1e-9)) for ph in phases if ph.rate > 0)
 
 
 # -- one task ------------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ import pytest
 
 from async_triggers.spark_jobs import loadgen
 from async_triggers.spark_jobs.errors import LoadGenError
+from async_triggers.spark_jobs import schedule as open_loop
 from async_triggers.spark_jobs.loadgen import DROPPED, ERROR, OK, Phase, run_task, schedule
 
 BURST = [Phase(6, 50), Phase(3, 200), Phase(9, 50)]
@@ -27,7 +28,7 @@ def test_uniform_phases_follow_the_burst_profile():
     times = sorted(t for task in range(2) for t in schedule(BURST, 2, task))
     per_phase = [sum(lo <= t < hi for t in times) for lo, hi in ((0, 6), (6, 9), (9, 18))]
     assert per_phase == [300, 600, 450]
-    assert loadgen.expected_requests(BURST) == 1350
+    assert open_loop.expected_requests(BURST) == 1350
     burst = [t for t in times if 6 <= t < 9]
     assert burst[1] - burst[0] == pytest.approx(1 / 200)
 
@@ -60,7 +61,7 @@ def test_options_are_checked_with_exact_messages(kwargs, message):
     options = dict(phases=[Phase(1, 10)], partitions=1, concurrency=1, arrivals="uniform", drop_after_s=None)
     options.update(kwargs)
     with pytest.raises(LoadGenError) as e:
-        loadgen.check_options(**options)
+        open_loop.check_options(**options)
     assert str(e.value) == message
 
 
