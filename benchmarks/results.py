@@ -25,7 +25,7 @@ from async_triggers.benchmarks.errors import ResultsError
 
 SCHEMA = "async-triggers-bench/1"
 EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer")
-APPS = ("synchronous", "external_queue", "integrated", "bulk_writer", "plain")   # plain: a tweet write, no flow (issue 9)
+APPS = ("synchronous", "external_queue", "integrated", "bulk_writer", "plain")   # plain: a tweet write, no flow
 COMPONENTS = ("app", "db", "queue")
 BUCKET_S = 3.0
 RESPONSE_KEYS = ("median", "mean", "stddev", "max", "p99", "p999")
