@@ -1,4 +1,4 @@
-"""The benchmark suite's smoke version (issue 4) on the session's 3-node cluster: every experiment of
+"""The benchmark suite's smoke version on the session's 3-node cluster: every experiment of
 ``ctl bench all`` for the three applications, a few seconds per phase, with the real parts — Spark's open-loop
 load generator, the flow in Cassandra, a private RabbitMQ node with worker processes — then the report.
 
