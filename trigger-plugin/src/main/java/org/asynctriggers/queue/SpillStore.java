@@ -2,20 +2,14 @@ package org.asynctriggers.queue;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.UUID;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
@@ -25,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The spill of one flow (docs/design.md, "Full queues"): append-only files {@code <dir>/<millis>-<uuid>.spill} of
- * length-prefixed serialized {@link Task}s ({@link Task#serialize()}, read back through {@link Task#deserialize}'s
+ * The spill of one flow (docs/design.md, "Full queues"): its directory of append-only {@link SpillFile}s, oldest
+ * first, and the drainer that moves their tasks into the queue (read back through {@link Task#deserialize}'s
  * filter). Each running flow version holds an exclusive file lock on the files it owns; files nobody holds (left by a
  * previous run, or by a replaced version once it stopped) are adopted: at start, and every second by the drainer.
  * <p>
@@ -39,7 +33,6 @@ import org.slf4j.LoggerFactory;
 public final class SpillStore
 {
     private static final Logger logger = LoggerFactory.getLogger(SpillStore.class);
-    static final String SUFFIX = ".spill";
     static final long ADOPT_INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(1);
     private static final long IDLE_WAIT_MILLIS = 100;
     private static final long FULL_WAIT_MILLIS = 5;
@@ -47,52 +40,10 @@ public final class SpillStore
 
     enum Result { QUEUED, SPILLED, CLOSED, FAILED }
 
-    private static final class Segment
-    {
-        final Path path;
-        final FileChannel channel;
-        final FileLock lock;
-        /** tasks from another run: their createdNanos belong to another clock */
-        final boolean adopted;
-        boolean writable;
-        long readOffset;
-        long writeOffset;
-        long unread;
-
-        Segment(Path path, FileChannel channel, FileLock lock, boolean adopted, boolean writable)
-        {
-            this.path = path;
-            this.channel = channel;
-            this.lock = lock;
-            this.adopted = adopted;
-            this.writable = writable;
-        }
-
-        void release()
-        {
-            try
-            {
-                lock.release();
-            }
-            catch (IOException | RuntimeException ignored)
-            {
-                // closing the channel releases it too
-            }
-            try
-            {
-                channel.close();
-            }
-            catch (IOException e)
-            {
-                logger.warn("Could not close spill file {}", path, e);
-            }
-        }
-    }
-
     private final String flow;
     private final Path dir;
     private final LongSupplier nanoClock;
-    private final ArrayDeque<Segment> segments = new ArrayDeque<>();
+    private final ArrayDeque<SpillFile> segments = new ArrayDeque<>();
     /** tasks on disk not yet in the queue; written under the lock, read by metrics without it */
     private volatile long pending;
     private volatile boolean spilling;
@@ -164,14 +115,14 @@ public final class SpillStore
         if (closed)
             return;
         closed = true;
-        for (Segment segment : segments)
+        for (SpillFile segment : segments)
         {
             try
             {
                 if (segment.unread == 0)
                     Files.deleteIfExists(segment.path);
-                else if (segment.readOffset > 0)
-                    compact(segment);
+                else if (segment.partlyRead())
+                    segment.dropRead();
             }
             catch (IOException e)
             {
@@ -219,68 +170,15 @@ public final class SpillStore
 
     private void append(Task task) throws IOException
     {
-        Segment tail = segments.peekLast();
+        SpillFile tail = segments.peekLast();
         if (tail == null || !tail.writable)
         {
-            tail = createSegment();
+            tail = SpillFile.create(dir);
             segments.addLast(tail);
         }
-        ByteBuffer body = task.serialize();
-        ByteBuffer record = ByteBuffer.allocate(4 + body.remaining());
-        record.putInt(body.remaining()).put(body).flip();
-        long at = tail.writeOffset;
-        try
-        {
-            while (record.hasRemaining())
-                at += tail.channel.write(record, at);
-        }
-        catch (IOException e)
-        {
-            // a partial record must not be read: cut it off and write to a new file next time
-            tail.writable = false;
-            try
-            {
-                tail.channel.truncate(tail.writeOffset);
-            }
-            catch (IOException ignored)
-            {
-                // the length prefix check on read-back stops at a torn record
-            }
-            throw e;
-        }
-        tail.writeOffset = at;
-        tail.unread++;
+        tail.append(task);
         pending++;
         spilling = true;
-    }
-
-    private Segment createSegment() throws IOException
-    {
-        Path path = dir.resolve(String.format("%019d-%s%s", System.currentTimeMillis(), UUID.randomUUID(), SUFFIX));
-        FileChannel channel;
-        try
-        {
-            Files.createDirectories(dir);
-            channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        }
-        catch (java.nio.file.NoSuchFileException e)
-        {
-            // another version of the flow just removed the empty directory
-            Files.createDirectories(dir);
-            channel = FileChannel.open(path, StandardOpenOption.CREATE_NEW, StandardOpenOption.READ, StandardOpenOption.WRITE);
-        }
-        FileLock lock;
-        try
-        {
-            lock = channel.lock();
-        }
-        catch (IOException | RuntimeException e)
-        {
-            channel.close();
-            Files.deleteIfExists(path);
-            throw e;
-        }
-        return new Segment(path, channel, lock, false, true);
     }
 
     /**
@@ -292,7 +190,7 @@ public final class SpillStore
         int moved = 0;
         while (!segments.isEmpty())
         {
-            Segment head = segments.peekFirst();
+            SpillFile head = segments.peekFirst();
             if (head.unread == 0)
             {
                 segments.removeFirst();
@@ -302,16 +200,9 @@ public final class SpillStore
                 continue;
             }
             Task task;
-            long next;
             try
             {
-                ByteBuffer length = ByteBuffer.allocate(4);
-                readFully(head.channel, length, head.readOffset);
-                int size = length.getInt(0);
-                ByteBuffer body = ByteBuffer.allocate(size);
-                readFully(head.channel, body, head.readOffset + 4);
-                body.flip();
-                next = head.readOffset + 4 + size;
+                ByteBuffer body = head.peek();
                 try
                 {
                     task = Task.deserialize(body);
@@ -319,9 +210,8 @@ public final class SpillStore
                 catch (IllegalArgumentException e)
                 {
                     logger.error("Flow '{}': a spilled task in {} at offset {} cannot be read back and is LOST: {}",
-                                 flow, head.path, head.readOffset, e.getMessage());
-                    head.readOffset = next;
-                    head.unread--;
+                                 flow, head.path, head.readOffset(), e.getMessage());
+                    head.skip();
                     pending--;
                     continue;
                 }
@@ -335,8 +225,7 @@ public final class SpillStore
                 task = task.restarted(nanoClock.getAsLong());
             if (!queue.offer(task))
                 break;
-            head.readOffset = next;
-            head.unread--;
+            head.skip();
             pending--;
             moved++;
         }
@@ -358,7 +247,7 @@ public final class SpillStore
         if (closed || !Files.isDirectory(dir))
             return;
         List<Path> files = new ArrayList<>();
-        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir, "*" + SUFFIX))
+        try (DirectoryStream<Path> stream = Files.newDirectoryStream(dir, "*" + SpillFile.SUFFIX))
         {
             stream.forEach(files::add);
         }
@@ -372,26 +261,11 @@ public final class SpillStore
         {
             if (segments.stream().anyMatch(s -> s.path.equals(path)))
                 continue;
-            FileChannel channel = null;
             try
             {
-                channel = FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
-                FileLock lock;
-                try
-                {
-                    lock = channel.tryLock();
-                }
-                catch (OverlappingFileLockException e)
-                {
-                    lock = null; // a flow version of this JVM holds it
-                }
-                if (lock == null)
-                {
-                    channel.close();
+                SpillFile segment = SpillFile.adopt(path, flow);
+                if (segment == null)
                     continue;
-                }
-                Segment segment = new Segment(path, channel, lock, true, false);
-                segment.unread = countRecords(segment);
                 if (segment.unread == 0)
                 {
                     segment.release();
@@ -406,60 +280,8 @@ public final class SpillStore
             catch (IOException e)
             {
                 logRateLimited("could not read back the spill file " + path, e);
-                if (channel != null)
-                    try
-                    {
-                        channel.close();
-                    }
-                    catch (IOException ignored)
-                    {
-                        // already failing
-                    }
             }
         }
-    }
-
-    /** Counts the whole records; a torn last record (crash while writing) is cut off. */
-    private long countRecords(Segment segment) throws IOException
-    {
-        long size = segment.channel.size();
-        long offset = 0;
-        long count = 0;
-        ByteBuffer length = ByteBuffer.allocate(4);
-        while (offset + 4 <= size)
-        {
-            length.clear();
-            readFully(segment.channel, length, offset);
-            int n = length.getInt(0);
-            if (n < 0 || offset + 4 + n > size)
-                break;
-            offset += 4 + n;
-            count++;
-        }
-        if (offset < size)
-        {
-            logger.warn("Flow '{}': spill file {} ends with a torn record ({} bytes), cut off", flow, segment.path,
-                        size - offset);
-            segment.channel.truncate(offset);
-        }
-        segment.writeOffset = offset;
-        return count;
-    }
-
-    /** Rewrites the unread part of a file, so the next run does not read the queued tasks again. */
-    private void compact(Segment segment) throws IOException
-    {
-        Path tmp = segment.path.resolveSibling(segment.path.getFileName() + ".tmp");
-        try (FileChannel out = FileChannel.open(tmp, StandardOpenOption.CREATE, StandardOpenOption.TRUNCATE_EXISTING,
-                                                StandardOpenOption.WRITE))
-        {
-            long position = segment.readOffset;
-            long end = segment.writeOffset;
-            while (position < end)
-                position += segment.channel.transferTo(position, end - position, out);
-            out.force(true);
-        }
-        Files.move(tmp, segment.path, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     }
 
     private void runDrainer(FlowQueue queue)
@@ -493,18 +315,6 @@ public final class SpillStore
             {
                 logRateLimited("unexpected error in the spill drainer", e);
             }
-        }
-    }
-
-    private static void readFully(FileChannel channel, ByteBuffer buffer, long at) throws IOException
-    {
-        long position = at;
-        while (buffer.hasRemaining())
-        {
-            int n = channel.read(buffer, position);
-            if (n < 0)
-                throw new IOException("unexpected end of spill file at offset " + position);
-            position += n;
         }
     }
 
