@@ -18,9 +18,9 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
 
 /**
- * Parses and validates the JSON flow specification, one method per option, so that every message is exact and
- * names the option: {@code flow 'x': 'queue.capacity' must be strictly positive, found: 0}. Nothing starts from a
- * spec that failed here.
+ * Parses and validates the JSON flow specification into a {@link FlowSpec}, one method per option (the plain values
+ * through {@link OptionReader}), so that every message is exact and names the option:
+ * {@code flow 'x': 'queue.capacity' must be strictly positive, found: 0}. Nothing starts from a spec that failed here.
  */
 public final class FlowSpecParser
 {
@@ -61,10 +61,10 @@ public final class FlowSpecParser
         if (root == null || !root.isObject())
             throw new FlowSpecException(who + ": spec must be a JSON object");
 
-        String name = requiredString(root, "name", "name", who);
+        String name = new OptionReader(who).requiredString(root, "name", "name");
         if (expectedName != null && !expectedName.equals(name))
             throw new FlowSpecException(who + ": 'name' must match the flow's row, found: '" + name + "'");
-        Context ctx = new Context("flow '" + name + "': ");
+        OptionReader ctx = new OptionReader("flow '" + name + "'");
 
         FlowSpec.Source source = parseSource(ctx, root.get("source"));
         Set<Operation> events = parseEvents(ctx, root.get("events"));
@@ -73,10 +73,10 @@ public final class FlowSpecParser
         JsonNode queue = root.get("queue");
         if (queue != null && !queue.isNull() && !queue.isObject())
             throw ctx.error("'queue' must be an object, found: " + queue);
-        int capacity = positiveInt(ctx, queue, "capacity", "queue.capacity", DEFAULT_CAPACITY);
-        int workers = positiveInt(ctx, queue, "workers", "queue.workers", DEFAULT_WORKERS);
-        int pageSize = positiveInt(ctx, root, "page_size", "page_size", DEFAULT_PAGE_SIZE);
-        int startDelay = nonNegativeInt(ctx, root, "start_delay_ms", DEFAULT_START_DELAY_MS);
+        int capacity = ctx.positiveInt(queue, "capacity", "queue.capacity", DEFAULT_CAPACITY);
+        int workers = ctx.positiveInt(queue, "workers", "queue.workers", DEFAULT_WORKERS);
+        int pageSize = ctx.positiveInt(root, "page_size", "page_size", DEFAULT_PAGE_SIZE);
+        int startDelay = ctx.nonNegativeInt(root, "start_delay_ms", DEFAULT_START_DELAY_MS);
         RetryPolicy retry = parseRetry(ctx, root.get("retry"));
         FlowSpec.Overflow overflow = parseOverflow(ctx, root.get("overflow"), workers);
         FlowSpec.Backup backup = parseBackup(ctx, root.get("backup"));
@@ -86,76 +86,21 @@ public final class FlowSpecParser
                             overflow, backup, handler, targets);
     }
 
-    private static final class Context
-    {
-        final String prefix;
-
-        Context(String prefix)
-        {
-            this.prefix = prefix;
-        }
-
-        FlowSpecException error(String message)
-        {
-            return new FlowSpecException(prefix + message);
-        }
-    }
-
-    /** fields() exists in every Jackson 2.x that Cassandra 5.0.x ships (its replacement only since 2.15) */
-    @SuppressWarnings("deprecation")
-    private static Iterator<Map.Entry<String, JsonNode>> entries(JsonNode object)
-    {
-        return object.fields();
-    }
-
-    private static String requiredString(JsonNode parent, String field, String option, String who)
-    {
-        JsonNode node = parent == null ? null : parent.get(field);
-        if (node == null || node.isNull())
-            throw new FlowSpecException(who + ": '" + option + "' is required");
-        if (!node.isTextual() || node.asText().isEmpty())
-            throw new FlowSpecException(who + ": '" + option + "' must be a non-empty string, found: " + node);
-        return node.asText();
-    }
-
-    private static List<String> stringList(Context ctx, JsonNode parent, String field, String option, boolean nonEmpty)
-    {
-        JsonNode node = parent.get(field);
-        if (node == null || node.isNull())
-        {
-            if (nonEmpty)
-                throw ctx.error("'" + option + "' is required");
-            return List.of();
-        }
-        if (!node.isArray())
-            throw ctx.error("'" + option + "' must be a list of column names, found: " + node);
-        List<String> out = new ArrayList<>();
-        for (JsonNode item : node)
-        {
-            if (!item.isTextual() || item.asText().isEmpty())
-                throw ctx.error("'" + option + "' must be a list of column names, found: " + node);
-            out.add(item.asText());
-        }
-        if (nonEmpty && out.isEmpty())
-            throw ctx.error("'" + option + "' must not be empty");
-        return out;
-    }
-
-    private static FlowSpec.Source parseSource(Context ctx, JsonNode node)
+    private static FlowSpec.Source parseSource(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             throw ctx.error("'source' is required");
         if (!node.isObject())
             throw ctx.error("'source' must be an object, found: " + node);
-        String keyspace = requiredString(node, "keyspace", "source.keyspace", ctx.prefix.substring(0, ctx.prefix.length() - 2));
-        String table = requiredString(node, "table", "source.table", ctx.prefix.substring(0, ctx.prefix.length() - 2));
-        List<String> partitionKey = stringList(ctx, node, "partition_key", "source.partition_key", true);
-        List<String> clustering = stringList(ctx, node, "clustering", "source.clustering", false);
+        String keyspace = ctx.requiredString(node, "keyspace", "source.keyspace");
+        String table = ctx.requiredString(node, "table", "source.table");
+        List<String> partitionKey = ctx.stringList(node, "partition_key", "source.partition_key", true);
+        List<String> clustering = ctx.stringList(node, "clustering", "source.clustering", false);
         JsonNode columnsNode = node.get("columns");
         if (columnsNode == null || !columnsNode.isObject() || columnsNode.size() == 0)
             throw ctx.error("'source.columns' must be a non-empty object of column name to CQL type, found: " + columnsNode);
         Map<String, String> columns = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = entries(columnsNode); it.hasNext(); )
+        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(columnsNode); it.hasNext(); )
         {
             Map.Entry<String, JsonNode> e = it.next();
             if (!e.getValue().isTextual())
@@ -171,7 +116,7 @@ public final class FlowSpecParser
         return new FlowSpec.Source(keyspace, table, partitionKey, clustering, columns);
     }
 
-    private static Set<Operation> parseEvents(Context ctx, JsonNode node)
+    private static Set<Operation> parseEvents(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             return EnumSet.allOf(Operation.class);
@@ -188,7 +133,7 @@ public final class FlowSpecParser
         return events;
     }
 
-    private static ConsistencyLevel parseConsistency(Context ctx, JsonNode root, String option)
+    private static ConsistencyLevel parseConsistency(OptionReader ctx, JsonNode root, String option)
     {
         JsonNode node = root.get(option);
         if (node == null || node.isNull())
@@ -204,48 +149,25 @@ public final class FlowSpecParser
         return cl;
     }
 
-    private static int nonNegativeInt(Context ctx, JsonNode parent, String field, int dflt)
-    {
-        JsonNode node = parent.get(field);
-        if (node == null || node.isNull())
-            return dflt;
-        if (!node.canConvertToInt() || !node.isIntegralNumber() || node.asInt() < 0)
-            throw ctx.error("'" + field + "' must be a non-negative integer, found: " + node);
-        return node.asInt();
-    }
-
-    private static int positiveInt(Context ctx, JsonNode parent, String field, String option, int dflt)
-    {
-        JsonNode node = parent == null || parent.isNull() ? null : parent.get(field);
-        if (node == null || node.isNull())
-            return dflt;
-        if (!node.canConvertToInt() || !node.isIntegralNumber())
-            throw ctx.error("'" + option + "' must be an integer, found: " + node);
-        int value = node.asInt();
-        if (value <= 0)
-            throw ctx.error("'" + option + "' must be strictly positive, found: " + value);
-        return value;
-    }
-
-    private static RetryPolicy parseRetry(Context ctx, JsonNode node)
+    private static RetryPolicy parseRetry(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             return RetryPolicy.DEFAULT;
         if (!node.isObject())
             throw ctx.error("'retry' must be an object, found: " + node);
         RetryPolicy dflt = RetryPolicy.DEFAULT;
-        int maxAttempts = positiveInt(ctx, node, "max_attempts", "retry.max_attempts", dflt.maxAttempts);
-        int initial = integer(ctx, node, "initial_backoff_ms", "retry.initial_backoff_ms", (int) dflt.initialBackoffMillis);
+        int maxAttempts = ctx.positiveInt(node, "max_attempts", "retry.max_attempts", dflt.maxAttempts);
+        int initial = ctx.integer(node, "initial_backoff_ms", "retry.initial_backoff_ms", (int) dflt.initialBackoffMillis);
         if (initial < 0)
             throw ctx.error("'retry.initial_backoff_ms' must be a non-negative integer, found: " + initial);
-        int max = integer(ctx, node, "max_backoff_ms", "retry.max_backoff_ms", Math.max(initial, (int) dflt.maxBackoffMillis));
+        int max = ctx.integer(node, "max_backoff_ms", "retry.max_backoff_ms", Math.max(initial, (int) dflt.maxBackoffMillis));
         if (max < initial)
             throw ctx.error("'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' (" + initial + "), found: " + max);
-        int maxAge = positiveInt(ctx, node, "max_age_ms", "retry.max_age_ms", (int) dflt.maxAgeMillis);
+        int maxAge = ctx.positiveInt(node, "max_age_ms", "retry.max_age_ms", (int) dflt.maxAgeMillis);
         return new RetryPolicy(maxAttempts, initial, max, maxAge);
     }
 
-    private static FlowSpec.Backup parseBackup(Context ctx, JsonNode node)
+    private static FlowSpec.Backup parseBackup(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             return FlowSpec.Backup.DEFAULT;
@@ -254,27 +176,27 @@ public final class FlowSpecParser
         JsonNode enabled = node.get("enabled");
         if (enabled != null && !enabled.isNull() && !enabled.isBoolean())
             throw ctx.error("'backup.enabled' must be true or false, found: " + enabled);
-        int safetyNet = positiveInt(ctx, node, "safety_net_ms", "backup.safety_net_ms", (int) FlowSpec.Backup.DEFAULT.safetyNetMillis);
+        int safetyNet = ctx.positiveInt(node, "safety_net_ms", "backup.safety_net_ms", (int) FlowSpec.Backup.DEFAULT.safetyNetMillis);
         return new FlowSpec.Backup(enabled == null || enabled.isNull() || enabled.booleanValue(), safetyNet);
     }
 
-    private static FlowSpec.Overflow parseOverflow(Context ctx, JsonNode node, int workers)
+    private static FlowSpec.Overflow parseOverflow(OptionReader ctx, JsonNode node, int workers)
     {
         if (node == null || node.isNull())
             return new FlowSpec.Overflow(DEFAULT_OVERFLOW, DEFAULT_BLOCK_TIMEOUT_MS, workers);
         if (!node.isObject())
             throw ctx.error("'overflow' must be an object, found: " + node);
         FlowSpec.Overflow.Policy policy = parseOverflowPolicy(ctx, node.get("policy"));
-        int timeout = integer(ctx, node, "block_timeout_ms", "overflow.block_timeout_ms", DEFAULT_BLOCK_TIMEOUT_MS);
+        int timeout = ctx.integer(node, "block_timeout_ms", "overflow.block_timeout_ms", DEFAULT_BLOCK_TIMEOUT_MS);
         if (timeout < 0)
             throw ctx.error("'overflow.block_timeout_ms' must be a non-negative integer, found: " + timeout);
-        int maxWorkers = integer(ctx, node, "max_workers", "overflow.max_workers", workers);
+        int maxWorkers = ctx.integer(node, "max_workers", "overflow.max_workers", workers);
         if (maxWorkers < workers)
             throw ctx.error("'overflow.max_workers' must be at least 'queue.workers' (" + workers + "), found: " + maxWorkers);
         return new FlowSpec.Overflow(policy, timeout, maxWorkers);
     }
 
-    private static FlowSpec.Overflow.Policy parseOverflowPolicy(Context ctx, JsonNode node)
+    private static FlowSpec.Overflow.Policy parseOverflowPolicy(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             return DEFAULT_OVERFLOW;
@@ -285,17 +207,7 @@ public final class FlowSpecParser
         throw ctx.error("'overflow.policy' must be one of block, spill, discard, elastic, found: " + node);
     }
 
-    private static int integer(Context ctx, JsonNode parent, String field, String option, int dflt)
-    {
-        JsonNode node = parent.get(field);
-        if (node == null || node.isNull())
-            return dflt;
-        if (!node.canConvertToInt() || !node.isIntegralNumber())
-            throw ctx.error("'" + option + "' must be an integer, found: " + node);
-        return node.asInt();
-    }
-
-    private static String parseHandler(Context ctx, JsonNode node)
+    private static String parseHandler(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             return null;
@@ -304,7 +216,7 @@ public final class FlowSpecParser
         return node.asText();
     }
 
-    private static List<FlowSpec.Target> parseTargets(Context ctx, JsonNode node, FlowSpec.Source source, boolean hasHandler)
+    private static List<FlowSpec.Target> parseTargets(OptionReader ctx, JsonNode node, FlowSpec.Source source, boolean hasHandler)
     {
         boolean none = node == null || node.isNull() || (node.isArray() && node.size() == 0);
         if (hasHandler)
@@ -323,16 +235,15 @@ public final class FlowSpecParser
         return targets;
     }
 
-    private static FlowSpec.Target parseTarget(Context ctx, JsonNode node, int index, FlowSpec.Source source)
+    private static FlowSpec.Target parseTarget(OptionReader ctx, JsonNode node, int index, FlowSpec.Source source)
     {
         String at = "targets[" + index + "]";
         if (!node.isObject())
             throw ctx.error("'" + at + "' must be an object, found: " + node);
-        String who = ctx.prefix.substring(0, ctx.prefix.length() - 2);
-        String keyspace = requiredString(node, "keyspace", at + ".keyspace", who);
-        String table = requiredString(node, "table", at + ".table", who);
-        List<String> partitionKey = stringList(ctx, node, "partition_key", at + ".partition_key", true);
-        List<String> clustering = stringList(ctx, node, "clustering", at + ".clustering", false);
+        String keyspace = ctx.requiredString(node, "keyspace", at + ".keyspace");
+        String table = ctx.requiredString(node, "table", at + ".table");
+        List<String> partitionKey = ctx.stringList(node, "partition_key", at + ".partition_key", true);
+        List<String> clustering = ctx.stringList(node, "clustering", at + ".clustering", false);
 
         FlowSpec.Fanout fanout = parseFanout(ctx, node.get("fanout"), at, source);
 
@@ -340,7 +251,7 @@ public final class FlowSpecParser
         if (columnsNode == null || !columnsNode.isObject() || columnsNode.size() == 0)
             throw ctx.error("'" + at + ".columns' must be a non-empty object of column name to expression, found: " + columnsNode);
         Map<String, Expression> columns = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = entries(columnsNode); it.hasNext(); )
+        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(columnsNode); it.hasNext(); )
         {
             Map.Entry<String, JsonNode> e = it.next();
             Expression expr = expression(ctx, e.getValue(), e.getKey(), source, fanout);
@@ -364,7 +275,7 @@ public final class FlowSpecParser
      * The non-key source columns a lineage target depends on: as given in 'lineage_columns', else derived from the
      * key expressions and the fan-out match (specs rendered before the field existed).
      */
-    private static List<String> lineageColumns(Context ctx, JsonNode node, String at, FlowSpec.Source source,
+    private static List<String> lineageColumns(OptionReader ctx, JsonNode node, String at, FlowSpec.Source source,
                                                List<String> partitionKey, List<String> clustering,
                                                Map<String, Expression> columns, FlowSpec.Fanout fanout)
     {
@@ -381,7 +292,7 @@ public final class FlowSpecParser
                 derived.add(e.column);
         if (node.get("lineage_columns") == null || node.get("lineage_columns").isNull())
             return new ArrayList<>(derived);
-        List<String> given = stringList(ctx, node, "lineage_columns", at + ".lineage_columns", false);
+        List<String> given = ctx.stringList(node, "lineage_columns", at + ".lineage_columns", false);
         for (String column : given)
             if (!source.columns.containsKey(column) || source.primaryKey().contains(column))
                 throw ctx.error("'" + at + ".lineage_columns' names '" + column + "', which is not a non-key column of the source");
@@ -391,7 +302,7 @@ public final class FlowSpecParser
         return given;
     }
 
-    private static FlowSpec.Mode parseMode(Context ctx, JsonNode node, String at)
+    private static FlowSpec.Mode parseMode(OptionReader ctx, JsonNode node, String at)
     {
         if (node == null || node.isNull())
             return FlowSpec.Mode.DIRECT;
@@ -405,31 +316,30 @@ public final class FlowSpecParser
         throw ctx.error("'" + at + ".mode' must be one of direct, lineage, found: " + node);
     }
 
-    private static FlowSpec.Fanout parseFanout(Context ctx, JsonNode node, String at, FlowSpec.Source source)
+    private static FlowSpec.Fanout parseFanout(OptionReader ctx, JsonNode node, String at, FlowSpec.Source source)
     {
         if (node == null || node.isNull())
             return null;
         String option = at + ".fanout";
         if (!node.isObject())
             throw ctx.error("'" + option + "' must be an object or null, found: " + node);
-        String who = ctx.prefix.substring(0, ctx.prefix.length() - 2);
-        String keyspace = requiredString(node, "keyspace", option + ".keyspace", who);
-        String table = requiredString(node, "table", option + ".table", who);
+        String keyspace = ctx.requiredString(node, "keyspace", option + ".keyspace");
+        String table = ctx.requiredString(node, "table", option + ".table");
         JsonNode matchNode = node.get("match");
         if (matchNode == null || !matchNode.isObject() || matchNode.size() == 0)
             throw ctx.error("'" + option + ".match' must be a non-empty object of column name to expression, found: " + matchNode);
         Map<String, Expression> match = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = entries(matchNode); it.hasNext(); )
+        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(matchNode); it.hasNext(); )
         {
             Map.Entry<String, JsonNode> e = it.next();
             Expression expr = expression(ctx, e.getValue(), e.getKey(), source, null);
             match.put(e.getKey(), expr);
         }
-        List<String> columns = stringList(ctx, node, "columns", option + ".columns", true);
+        List<String> columns = ctx.stringList(node, "columns", option + ".columns", true);
         return new FlowSpec.Fanout(keyspace, table, match, columns);
     }
 
-    private static Expression expression(Context ctx, JsonNode node, String column, FlowSpec.Source source, FlowSpec.Fanout fanout)
+    private static Expression expression(OptionReader ctx, JsonNode node, String column, FlowSpec.Source source, FlowSpec.Fanout fanout)
     {
         Expression expr = node.isTextual() ? Expression.parseOrNull(node.asText()) : null;
         if (expr == null)
