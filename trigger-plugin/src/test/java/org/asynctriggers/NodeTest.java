@@ -1,3 +1,4 @@
+// Long: one node wired whole, from the flows table to completed tasks and dead letters; the tests share its fixture (gateway, MBean server, spill root, shutdown of both nodes).
 package org.asynctriggers;
 
 import java.util.List;
