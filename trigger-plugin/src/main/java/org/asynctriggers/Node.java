@@ -30,6 +30,7 @@ import org.asynctriggers.execute.FlowExecutors;
 import org.asynctriggers.execute.HandlerClassLoader;
 import org.asynctriggers.flows.ControlLoop;
 import org.asynctriggers.flows.FlowFactory;
+import org.asynctriggers.flows.FlowWorkers;
 import org.asynctriggers.flows.Flows;
 import org.asynctriggers.flows.Intake;
 import org.asynctriggers.flows.ScanView;
@@ -74,8 +75,8 @@ public final class Node
         Ownership ownership = new Ownership(b.executors, new PeerStatus(b.gateway, b.wallClockMillis));
         DeadLetters deadLetters = new DeadLetters(b.gateway, b.nodeName, b.wallClockMillis);
         FlowFactory factory = new FlowFactory(new FlowExecutors(b.gateway, b.columnTypes, b.handlerLoader, b.threadFactory),
-                                              new FlowFactory.Workers(b.threadFactory, b.nanoClock, b.retrySchedulers,
-                                                                      b.jitter, b.sleeper, deadLetters),
+                                              new FlowWorkers(b.threadFactory, b.nanoClock, b.retrySchedulers, b.jitter,
+                                                              b.sleeper, deadLetters),
                                               b.spillDirs, b.backupTables, held);
         this.mbeans = b.mbeans;
         this.flows = new Flows(factory, b.mbeans, b.drainMillis, held, started -> {

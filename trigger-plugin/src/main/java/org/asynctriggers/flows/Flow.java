@@ -8,16 +8,13 @@ import javax.management.ObjectName;
 
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.TaskEntries;
-import org.asynctriggers.execute.FlowExecutor;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.queue.BoundedFlowQueue;
 import org.asynctriggers.queue.FlowQueue;
 import org.asynctriggers.queue.FullQueuePolicy;
 import org.asynctriggers.queue.SpillStore;
 import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.spec.RetryPolicy;
 import org.asynctriggers.task.Task;
-import org.asynctriggers.work.DeadLetters;
 import org.asynctriggers.work.Retries;
 import org.asynctriggers.work.RetryScheduler;
 import org.asynctriggers.work.TaskProcessor;
@@ -48,30 +45,25 @@ public final class Flow
     /** set by {@link Flows} once the MBean is registered */
     volatile boolean registered;
 
-    /** @param spillDir the flow's spill directory (used by the spill policy only) */
-    Flow(FlowSpec spec, FlowExecutor executor, Path spillDir, RetryScheduler.Factory retrySchedulers,
-         RetryPolicy.Jitter jitter, DeadLetters deadLetters, TaskProcessor.Sleeper sleeper, ThreadFactory threadFactory,
-         LongSupplier nanoClock)
+    /**
+     * @param executor what runs its tasks (its {@link org.asynctriggers.execute.FlowExecutor}'s {@code execute})
+     * @param spillDir the flow's spill directory (used by the spill policy only)
+     */
+    Flow(FlowSpec spec, TaskProcessor.Executor executor, Path spillDir, FlowWorkers workers)
     {
-        this(spec, executor::execute, spillDir, retrySchedulers, jitter, deadLetters, sleeper, threadFactory,
-             nanoClock, WorkerPool.DEFAULT_IDLE_MILLIS);
-    }
-
-    Flow(FlowSpec spec, TaskProcessor.Executor executor, Path spillDir, RetryScheduler.Factory retrySchedulers,
-         RetryPolicy.Jitter jitter, DeadLetters deadLetters, TaskProcessor.Sleeper sleeper, ThreadFactory threadFactory,
-         LongSupplier nanoClock, long idleWorkerMillis)
-    {
+        ThreadFactory threadFactory = workers.threadFactory;
+        LongSupplier nanoClock = workers.nanoClock;
         this.spec = spec;
         this.threadFactory = threadFactory;
         this.queue = new BoundedFlowQueue(spec.queueCapacity);
         this.metrics = new FlowMetrics(queue, spec.workers, nanoClock);
-        this.retryScheduler = retrySchedulers.create(spec.name);
-        this.retries = new Retries(spec.name, spec.retry, jitter, retryScheduler, queue, metrics, deadLetters, nanoClock);
+        this.retryScheduler = workers.retrySchedulers.create(spec.name);
+        this.retries = new Retries(spec.name, spec.retry, workers.jitter, retryScheduler, queue, metrics, workers.deadLetters, nanoClock);
         FlowSpec.Overflow overflow = spec.overflow;
         boolean elastic = overflow.policy == FlowSpec.Overflow.Policy.ELASTIC;
-        this.processor = new TaskProcessor(executor, metrics, retries, sleeper, nanoClock, spec.startDelayMillis);
+        this.processor = new TaskProcessor(executor, metrics, retries, workers.sleeper, nanoClock, spec.startDelayMillis);
         this.pool = new WorkerPool(spec.name, spec.workers, elastic ? overflow.maxWorkers : spec.workers,
-                                   idleWorkerMillis, threadFactory, queue, processor);
+                                   workers.idleWorkerMillis, threadFactory, queue, processor);
         metrics.poolSize(pool::currentSize);
         if (overflow.policy == FlowSpec.Overflow.Policy.DISCARD)
         {

@@ -71,9 +71,9 @@ class OverflowPoliciesTest
     private Flow flow(String options, TaskProcessor.Executor executor, long idleWorkerMillis)
     {
         FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME.replace("\"targets\"", options + ", \"targets\""), null, 1);
-        Flow flow = new Flow(spec, executor, spillDir(), RetryScheduler.onThreads(threads), (min, max) -> max,
-                             new DeadLetters(gateway, () -> "127.0.0.1", () -> 1_000L), millis -> {}, threads,
-                             System::nanoTime, idleWorkerMillis);
+        FlowWorkers workers = new FlowWorkers(threads, System::nanoTime, RetryScheduler.onThreads(threads), (min, max) -> max,
+                                              millis -> {}, new DeadLetters(gateway, () -> "127.0.0.1", () -> 1_000L));
+        Flow flow = new Flow(spec, executor, spillDir(), workers.idleWorkerMillis(idleWorkerMillis));
         flow.start();
         running.add(flow);
         return flow;

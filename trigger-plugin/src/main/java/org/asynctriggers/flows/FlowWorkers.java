@@ -1,0 +1,47 @@
+package org.asynctriggers.flows;
+
+import java.util.concurrent.ThreadFactory;
+import java.util.function.LongSupplier;
+
+import org.asynctriggers.spec.RetryPolicy;
+import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.work.RetryScheduler;
+import org.asynctriggers.work.TaskProcessor;
+import org.asynctriggers.work.WorkerPool;
+
+/** How the workers of every flow on this node run: their threads, clock, retries, dead letters and idle time. */
+public final class FlowWorkers
+{
+    final ThreadFactory threadFactory;
+    final LongSupplier nanoClock;
+    final RetryScheduler.Factory retrySchedulers;
+    final RetryPolicy.Jitter jitter;
+    final TaskProcessor.Sleeper sleeper;
+    final DeadLetters deadLetters;
+    /** how long an elastic pool's extra worker idles before it ends */
+    final long idleWorkerMillis;
+
+    public FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, RetryScheduler.Factory retrySchedulers,
+                       RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper, DeadLetters deadLetters)
+    {
+        this(threadFactory, nanoClock, retrySchedulers, jitter, sleeper, deadLetters, WorkerPool.DEFAULT_IDLE_MILLIS);
+    }
+
+    private FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, RetryScheduler.Factory retrySchedulers,
+                        RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper, DeadLetters deadLetters, long idleWorkerMillis)
+    {
+        this.threadFactory = threadFactory;
+        this.nanoClock = nanoClock;
+        this.retrySchedulers = retrySchedulers;
+        this.jitter = jitter;
+        this.sleeper = sleeper;
+        this.deadLetters = deadLetters;
+        this.idleWorkerMillis = idleWorkerMillis;
+    }
+
+    /** The same, with extra workers ending after {@code millis} idle. */
+    FlowWorkers idleWorkerMillis(long millis)
+    {
+        return new FlowWorkers(threadFactory, nanoClock, retrySchedulers, jitter, sleeper, deadLetters, millis);
+    }
+}
