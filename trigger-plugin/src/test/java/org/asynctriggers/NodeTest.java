@@ -57,18 +57,18 @@ class NodeTest
                              .jitter((min, max) -> max).sleeper(millis -> {}).wallClock(() -> 1_000L).drainMillis(5_000);
     }
 
-    private Node runtime(TrackingThreadFactory threads, FakeGateway gw)
+    private Node node(TrackingThreadFactory threads, FakeGateway gw)
     {
         return builder(threads, gw).build();
     }
 
-    /** What the capture index hands the runtime on a replica that applied these changes. */
-    private static void capture(Node runtime, String flow, SourceChange... changes)
+    /** What the capture index hands the node on a replica that applied these changes. */
+    private static void capture(Node node, String flow, SourceChange... changes)
     {
         List<Task> tasks = new java.util.ArrayList<>();
         for (SourceChange change : changes)
             tasks.add(Task.captured(flow, change, System.nanoTime()));
-        runtime.intake().captured("app", null, tasks, 0);
+        node.intake().captured("app", null, tasks, 0);
     }
 
     private void deploy(String name, String spec, long version)
@@ -87,7 +87,7 @@ class NodeTest
     }
 
     @AfterEach
-    void shutdownRuntimes()
+    void shutdownNodes()
     {
         if (first != null)
             first.shutdown();
@@ -100,7 +100,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
-        first = runtime(threads, gateway);
+        first = node(threads, gateway);
         first.control().firstCycle();
 
         assertTrue(first.control().isReady());
@@ -119,7 +119,7 @@ class NodeTest
     @Test
     void shouldKeepTheTasksOfAFlowNotAppliedYetAndRunThemOnceItIs() throws Exception
     {
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.start();
         assertTrue(first.control().awaitReady(5_000));
         assertFalse(first.flows().watches("app", "users"));
@@ -161,7 +161,7 @@ class NodeTest
     void shouldRunATaskCapturedTwiceOnce() throws Exception
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         // a contended memtable update, a hint and the original, batchlog replay: the same write captured again while
         // its task is queued or running here (the worker cannot finish while the test holds the gateway)
@@ -181,7 +181,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         deploy("twitter_timeline", TIMELINE_ROW, 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
 
         capture(first, "users_by_name", userNamed(1, "ann", 10), userNamed(2, "bob", 10));
@@ -197,7 +197,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
-        first = runtime(threads, gateway);
+        first = node(threads, gateway);
         first.control().firstCycle();
         List<Thread> v1Workers = List.copyOf(threads.threads);
 
@@ -219,7 +219,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
-        first = runtime(threads, gateway);
+        first = node(threads, gateway);
         first.control().firstCycle();
         undeploy("users_by_name", 5);
         first.control().cycle();
@@ -235,7 +235,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         deploy("broken", "{\"name\": \"broken\", \"queue\": {\"capacity\": 0}}", 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
 
         assertEquals(List.of("users_by_name"), List.of(first.status().getFlowNames()));
@@ -263,7 +263,7 @@ class NodeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         deploy("unloadable", RetriesTest.HOOK.replace("users_hook", "unloadable")
                                              .replace(RetriesTest.Poison.class.getName(), UnloadableHandler.class.getName()), 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle(); // ExceptionInInitializerError, an Error, from the handler's class
 
         assertTrue(first.control().awaitReady(0), "the node is ready: it captures and runs the other flows");
@@ -277,7 +277,7 @@ class NodeTest
     void shouldWaitQuietlyForTheKeyspaceToExist()
     {
         FakeGateway noKeyspace = new FakeGateway();
-        first = runtime(new TrackingThreadFactory(), noKeyspace);
+        first = node(new TrackingThreadFactory(), noKeyspace);
         first.control().firstCycle();
         first.control().cycle();
 
@@ -289,7 +289,7 @@ class NodeTest
     void shouldWriteFlowStatusRows()
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         first.control().cycle();
 
@@ -308,7 +308,7 @@ class NodeTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
-        first = runtime(threads, gateway);
+        first = node(threads, gateway);
         first.start();
         assertTrue(first.control().awaitReady(5_000));
         waitFor(() -> mbeans.isRegistered(USERS_FLOW));
@@ -327,7 +327,7 @@ class NodeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 1, \"workers\": 1}, "
                + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 100}, \"targets\""), 1);
         FakeGateway blocked = gateway;
-        first = runtime(new TrackingThreadFactory(), blocked);
+        first = node(new TrackingThreadFactory(), blocked);
         first.control().firstCycle();
         // a slow executor: hold the gateway's lock so the single worker cannot finish
         synchronized (blocked)
@@ -345,7 +345,7 @@ class NodeTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"",
                "\"retry\": {\"initial_backoff_ms\": 1, \"max_backoff_ms\": 5}, \"targets\""), 1);
         TrackingThreadFactory threads = new TrackingThreadFactory();
-        first = runtime(threads, gateway);
+        first = node(threads, gateway);
         first.control().firstCycle();
         gateway.failNext = 2;
 
@@ -366,7 +366,7 @@ class NodeTest
         // the whole cluster restarting: the task's only attempt fails, and so does its dead letter's write
         deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"",
                "\"retry\": {\"max_attempts\": 1}, \"targets\""), 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         gateway.failNext = 2;
         capture(first, "users_by_name", userNamed(1, "ann", 10));
@@ -374,7 +374,7 @@ class NodeTest
         waitFor(() -> first.heldTasks() == 0);
         assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
 
-        // what a scan does with the entry that still holds it (Takeover.Runtime#requeue offers it like a capture)
+        // what a scan does with the entry that still holds it (Takeover.NodeView#requeue offers it like a capture)
         capture(first, "users_by_name", userNamed(1, "ann", 10));
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
         assertEquals(1, gateway.rows("app", "users_by_name").size());
@@ -401,7 +401,7 @@ class NodeTest
     void shouldQueueADeadLetterAgainOnRequestThenDeleteTheRequestAndTheDeadLetter() throws Exception
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         deadLetter("users_by_name", userNamed(5, "eve", 10));
         requestRetry("127.0.0.1", "users_by_name");
@@ -423,7 +423,7 @@ class NodeTest
     void shouldKeepARetryRequestUntilItsFlowRunsHere() throws Exception
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
-        first = runtime(new TrackingThreadFactory(), gateway);
+        first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         deadLetter("ghost", userNamed(5, "eve", 10));
         requestRetry("127.0.0.1", "ghost");

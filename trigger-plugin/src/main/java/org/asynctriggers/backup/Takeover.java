@@ -39,8 +39,8 @@ public final class Takeover implements IEndpointStateChangeSubscriber
     private static final Logger logger = LoggerFactory.getLogger(Takeover.class);
     public static final long SAFETY_NET_PERIOD_MILLIS = 60_000;
 
-    /** What the runtime offers a scan. */
-    public interface Runtime
+    /** What the node offers a scan: its flows, who executes a row, its intake. */
+    public interface NodeView
     {
         /** The flows with backup entries, by name. */
         Collection<FlowSpec> backedUpFlows();
@@ -64,7 +64,7 @@ public final class Takeover implements IEndpointStateChangeSubscriber
         void scan(String keyspace, String sourceTable, BackupTable.EntryVisitor visitor);
     }
 
-    private final Runtime runtime;
+    private final NodeView node;
     private final Scanner scanner;
     private final ExecutorService thread;
     private final LongSupplier wallClockMillis;
@@ -77,10 +77,10 @@ public final class Takeover implements IEndpointStateChangeSubscriber
     private volatile boolean registered;
     private volatile long lastScanStartedMillis = Long.MIN_VALUE;
 
-    public Takeover(Runtime runtime, Scanner scanner, ThreadFactory threadFactory, LongSupplier wallClockMillis, boolean gossip)
+    public Takeover(NodeView node, Scanner scanner, ThreadFactory threadFactory, LongSupplier wallClockMillis, boolean gossip)
     {
         this.gossip = gossip;
-        this.runtime = runtime;
+        this.node = node;
         this.scanner = scanner;
         this.wallClockMillis = wallClockMillis;
         this.thread = new ThreadPoolExecutor(1, 1, 0, TimeUnit.MILLISECONDS, new LinkedBlockingQueue<>(), r -> {
@@ -135,7 +135,7 @@ public final class Takeover implements IEndpointStateChangeSubscriber
     public void safetyNet()
     {
         Map<String, Long> thresholds = new LinkedHashMap<>();
-        for (FlowSpec flow : runtime.backedUpFlows())
+        for (FlowSpec flow : node.backedUpFlows())
             thresholds.put(flow.name, flow.backup.safetyNetMillis);
         if (safetyNetQueued.compareAndSet(false, true))
             submit(() -> {
@@ -165,7 +165,7 @@ public final class Takeover implements IEndpointStateChangeSubscriber
         long started = wallClockMillis.getAsLong();
         lastScanStartedMillis = started;
         Map<String, FlowSpec> flows = new HashMap<>();
-        for (FlowSpec flow : runtime.backedUpFlows())
+        for (FlowSpec flow : node.backedUpFlows())
             flows.put(flow.name, flow);
         Map<String, Long> backlog = new HashMap<>();
         for (String name : flows.keySet())
@@ -184,13 +184,13 @@ public final class Takeover implements IEndpointStateChangeSubscriber
                     Long threshold = safetyNet.get(flow);
                     boolean stale = threshold != null && started - entry.capturedMillis > 2 * threshold;
                     String keyspace = table.source.keyspace;
-                    if (!(stale || runtime.executes(keyspace, entry.key.getToken())
-                          || runtime.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))
+                    if (!(stale || node.executes(keyspace, entry.key.getToken())
+                          || node.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))
                         return;
                     Task task = entry.resume == null
                                 ? entry.task.recovered(System.nanoTime(), 0, null)
                                 : entry.task.recovered(System.nanoTime(), entry.resume.getKey(), entry.resume.getValue());
-                    if (runtime.requeue(task, why))
+                    if (node.requeue(task, why))
                         queuedHere[0]++;
                 });
             }
@@ -202,7 +202,7 @@ public final class Takeover implements IEndpointStateChangeSubscriber
             }
         }
         if (complete)
-            runtime.backlog(backlog, started);
+            node.backlog(backlog, started);
         long millis = wallClockMillis.getAsLong() - started;
         long entries = backlog.values().stream().mapToLong(Long::longValue).sum();
         if (queuedHere[0] > 0 || why.equals("start") || why.contains("died") || millis > 1_000)

@@ -56,7 +56,7 @@ final class FanoutPages
      * row of one page of the fan-out starting at {@code from}, and returns where the next page starts (null after
      * the last one). {@code rows[0]} counts the rows.
      */
-    ByteBuffer onePage(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows,
+    ByteBuffer eachRowOfPage(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows,
                        Consumer<Map<String, ByteBuffer>> action)
     {
         if (target.fanout == null)
@@ -92,9 +92,9 @@ final class FanoutPages
     void eachRow(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Consumer<Map<String, ByteBuffer>> action)
     {
         long[] rows = new long[1];
-        ByteBuffer next = onePage(task, target, values, null, rows, action);
+        ByteBuffer next = eachRowOfPage(task, target, values, null, rows, action);
         while (next != null)
-            next = onePage(task, target, values, next, rows, action);
+            next = eachRowOfPage(task, target, values, next, rows, action);
     }
 
     /**

@@ -143,7 +143,7 @@ public final class FlowExecutor
             }
             else
             {
-                next = fanout.onePage(task, target, values, from, rows, row -> writes.apply(task, target, values, row));
+                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> writes.apply(task, target, values, row));
             }
             if (next != null)
                 return ExecutionResult.more(i, next, rows[0]);

@@ -79,7 +79,7 @@ final class Lineage
         }
         if (from == null) // a resumed fan-out recorded its image with its first page
             record(task, target, image);
-        return fanout.onePage(task, target, values, from, rows, row -> writes.write(task, target, values, row));
+        return fanout.eachRowOfPage(task, target, values, from, rows, row -> writes.write(task, target, values, row));
     }
 
     /** Records the target's sentinel for a deleted source row. */

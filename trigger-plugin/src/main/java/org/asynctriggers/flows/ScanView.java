@@ -12,7 +12,7 @@ import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
 
 /** What a scan of the backup maps sees of this node: its flows, which rows it runs, where recovered tasks go. */
-public final class ScanView implements Takeover.Runtime
+public final class ScanView implements Takeover.NodeView
 {
     private final Flows flows;
     private final Ownership ownership;

@@ -30,7 +30,7 @@ public abstract class FullQueuePolicy
         DISCARDED,
         /** neither queued nor spilled (the spill cannot be written): its backup entry holds it for a later scan */
         LEFT,
-        /** the queue is closed (flow replaced or runtime shutting down): the caller re-resolves the flow */
+        /** the queue is closed (flow replaced or node shutting down): the caller re-resolves the flow */
         CLOSED
     }
 

@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Writes the tasks a node gave up on to {@code async_triggers.dead_letters} (docs/design.md, "Retries and dead
- * letters"), at QUORUM so that {@code ctl trigger dlq} sees them from any node. Shared by the flows of a runtime.
+ * letters"), at QUORUM so that {@code ctl trigger dlq} sees them from any node. Shared by the flows of a node.
  */
 public final class DeadLetters
 {

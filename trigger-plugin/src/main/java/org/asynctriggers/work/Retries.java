@@ -82,7 +82,7 @@ public final class Retries
             if (queue.isClosed())
                 giveUp(this, "flow stopped before the retry");
             else // full: the task keeps its place among the retries rather than being dropped
-                later(this, Math.max(FULL_QUEUE_WAIT_MILLIS, policy.initialBackoffMillis));
+                schedule(this, Math.max(FULL_QUEUE_WAIT_MILLIS, policy.initialBackoffMillis));
         }
     }
 
@@ -92,14 +92,14 @@ public final class Retries
     }
 
     /**
-     * Queues the task again after {@code delayMillis} without counting a failure: the rest of a chunked fan-out
-     * (at the tail of the queue, behind the flow's other tasks).
+     * Queues the rest of a chunked fan-out again without counting a failure, at the tail of the queue behind the
+     * flow's other tasks (through the retry scheduler, so a full queue makes it wait like a retry).
      */
-    void later(Task task, long delayMillis)
+    void requeueRest(Task rest)
     {
-        Pending again = new Pending(task, null);
+        Pending again = new Pending(rest, null);
         pending.add(again);
-        later(again, delayMillis);
+        schedule(again, 0);
     }
 
     /**
@@ -129,7 +129,7 @@ public final class Retries
             metrics.taskRetrying();
             Pending retry = new Pending(task, cause);
             pending.add(retry);
-            later(retry, UNAVAILABLE_WAIT_MILLIS);
+            schedule(retry, UNAVAILABLE_WAIT_MILLIS);
             return;
         }
         long backoff = policy.jitteredBackoffMillis(attempts, jitter);
@@ -138,10 +138,10 @@ public final class Retries
         metrics.taskRetrying();
         Pending retry = new Pending(task.failedOnce(), cause);
         pending.add(retry);
-        later(retry, backoff);
+        schedule(retry, backoff);
     }
 
-    private void later(Pending retry, long delayMillis)
+    private void schedule(Pending retry, long delayMillis)
     {
         try
         {

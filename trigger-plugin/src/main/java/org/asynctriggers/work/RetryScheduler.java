@@ -38,7 +38,7 @@ public interface RetryScheduler
         return "async-trigger-" + flow + "-retry";
     }
 
-    /** One daemon thread, {@code async-trigger-<flow>-retry}, from the runtime's thread factory. */
+    /** One daemon thread, {@code async-trigger-<flow>-retry}, from the node's thread factory. */
     final class OnThread implements RetryScheduler
     {
         private static final Logger logger = LoggerFactory.getLogger(RetryScheduler.class);

@@ -115,7 +115,7 @@ public final class TaskProcessor implements Consumer<Task>
                 logger.debug("Flow '{}': resume position of {} not recorded: {}", task.flow(), task, e.toString());
             }
             metrics.taskYielded();
-            retries.later(task.resumeAt(result.resumeTarget(), result.resumePaging()), 0);
+            retries.requeueRest(task.resumeAt(result.resumeTarget(), result.resumePaging()));
             return;
         }
         try

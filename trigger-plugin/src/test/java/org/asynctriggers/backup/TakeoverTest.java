@@ -44,7 +44,7 @@ class TakeoverTest
     private final Set<java.util.UUID> inFlight = new java.util.HashSet<>();
     private Map<String, Long> backlog;
 
-    private final Takeover.Runtime runtime = new Takeover.Runtime()
+    private final Takeover.NodeView node = new Takeover.NodeView()
     {
         @Override
         public Collection<FlowSpec> backedUpFlows()
@@ -80,7 +80,7 @@ class TakeoverTest
         }
     };
 
-    private final Takeover takeover = new Takeover(runtime, (keyspace, table, visitor) -> entries.forEach(visitor::visit),
+    private final Takeover takeover = new Takeover(node, (keyspace, table, visitor) -> entries.forEach(visitor::visit),
                                                    Thread::new, () -> NOW, false);
 
     private BackupTable.Entry entry(String flow, long id, long capturedMillis, boolean executedHere)
