@@ -20,11 +20,13 @@ import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
+import static org.asynctriggers.execute.Statements.bigint;
+
 /**
  * Executes the tasks of one flow version (docs/design.md, "Execution"): reads back the source columns a task lacks,
  * then hands the task to the flow's handler ({@link HandlerContext}), or writes its targets one after the other:
- * direct targets row by row ({@link TargetWrites}), page by page where they fan out ({@link FanoutPages}), lineage
- * targets through {@link Lineage}. Every derived write and delete carries the source write's timestamp, so
+ * direct targets here, row by row, one page at a time where they fan out ({@link FanoutPages}); lineage targets
+ * through {@link Lineage}. Every derived write and delete carries the source write's timestamp, so
  * re-execution and reordering converge under last-write-wins. Statements are prepared once ({@link Statements}), in
  * the constructor for the fixed ones (a flow whose tables do not prepare is not applied), lazily for the few shapes
  * that depend on what a task knows (a column subset, a key prefix).
@@ -37,7 +39,6 @@ public final class FlowExecutor
     private final FlowHandler handler;
     private final ColumnTypes types;
     private final Statements statements;
-    private final TargetWrites writes;
     private final FanoutPages fanout;
     private final Lineage lineage;
     /** non-key source columns a task may have to read back, in spec order */
@@ -56,9 +57,21 @@ public final class FlowExecutor
         this.handler = handler;
         this.types = types;
         this.statements = new Statements(gateway);
-        this.writes = new TargetWrites(spec, statements);
         this.fanout = new FanoutPages(spec, statements, rowWriters);
-        this.lineage = new Lineage(spec, statements, writes, fanout);
+        this.lineage = new Lineage(spec, statements, fanout, new Lineage.Rows()
+        {
+            @Override
+            public boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+            {
+                return FlowExecutor.this.write(task, target, values, fanoutRow);
+            }
+
+            @Override
+            public void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp)
+            {
+                FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp);
+            }
+        });
         this.readColumns = neededNonKeyColumns(spec);
 
         if (!readColumns.isEmpty())
@@ -66,7 +79,8 @@ public final class FlowExecutor
         boolean traced = false;
         for (FlowSpec.Target target : spec.targets)
         {
-            writes.prepare(target);
+            statements.prepare(Cql.insert(target.keyspace, target.table, new ArrayList<>(target.columns.keySet())));
+            statements.prepare(Cql.delete(target.keyspace, target.table, target.primaryKey()));
             if (target.fanout != null)
                 fanout.prepare(target.fanout);
             traced |= target.mode == FlowSpec.Mode.LINEAGE;
@@ -141,9 +155,13 @@ public final class FlowExecutor
                 if (task.operation() != Operation.DELETE && fullKey)
                     next = lineage.write(task, target, values, from, rows);
             }
+            else if (target.fanout == null)
+            {
+                apply(task, target, values, null);
+            }
             else
             {
-                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> writes.apply(task, target, values, row));
+                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> apply(task, target, values, row));
             }
             if (next != null)
                 return ExecutionResult.more(i, next, rows[0]);
@@ -178,5 +196,62 @@ public final class FlowExecutor
             return; // deleted since: the delete's own task cleans up
         for (Map.Entry<String, ByteBuffer> e : rows.get(0).entrySet())
             values.putIfAbsent(e.getKey(), e.getValue());
+    }
+
+    /** What the task does to one row of a direct target: deletes it, or writes it. */
+    private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        if (task.operation() == Operation.DELETE)
+            delete(task, target, values, fanoutRow, task.timestamp());
+        else
+            write(task, target, values, fanoutRow);
+    }
+
+    /** Writes the columns whose value is known (a partial update never blanks the others) at the task's timestamp. */
+    private boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        if (!target.keyKnownIn(values, fanoutRow))
+        {
+            logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
+            return false;
+        }
+        List<String> columns = new ArrayList<>();
+        List<ByteBuffer> bound = new ArrayList<>();
+        for (Map.Entry<String, Expression> e : target.columns.entrySet())
+        {
+            if (!e.getValue().isKnownIn(values, fanoutRow))
+                continue;
+            columns.add(e.getKey());
+            bound.add(e.getValue().valueIn(values, fanoutRow));
+        }
+        bound.add(bigint(task.timestamp()));
+        statements.execute(Cql.insert(target.keyspace, target.table, columns), spec.writeConsistency, bound);
+        return true;
+    }
+
+    /**
+     * Deletes what the task's key names in the target: the full key, or, for a range or partition deletion, the
+     * longest known clustering prefix of a fully known partition key.
+     */
+    private void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp)
+    {
+        List<String> columns = new ArrayList<>();
+        List<ByteBuffer> bound = new ArrayList<>();
+        bound.add(bigint(timestamp));
+        for (String column : target.primaryKey())
+        {
+            ByteBuffer value = target.columns.get(column).valueIn(values, fanoutRow);
+            if (value == null)
+                break;
+            columns.add(column);
+            bound.add(value);
+        }
+        if (columns.size() < target.partitionKey.size())
+        {
+            logger.warn("Flow '{}': {} key cannot be computed from the deleted source key (it needs a non-key column: "
+                        + "use mode 'lineage'); nothing deleted for {}", spec.name, target, task);
+            return;
+        }
+        statements.execute(Cql.delete(target.keyspace, target.table, columns), spec.writeConsistency, bound);
     }
 }

@@ -28,8 +28,8 @@ final class Lineage
 
     private final FlowSpec spec;
     private final Statements statements;
-    private final TargetWrites writes;
     private final FanoutPages fanout;
+    private final Rows targetRows;
     private final ByteBuffer flowNameBytes;
     /**
      * Lineage converges because whichever of two tasks reads last sees the other's entry: that needs reads and
@@ -38,12 +38,22 @@ final class Lineage
     private final ConsistencyLevel lineageWrite;
     private final ConsistencyLevel lineageRead;
 
-    Lineage(FlowSpec spec, Statements statements, TargetWrites writes, FanoutPages fanout)
+    /** How a lineage target's rows are written and deleted: as a direct target's ({@link FlowExecutor}). */
+    interface Rows
+    {
+        /** Writes the row's known columns at the task's timestamp; false (logged) when its key is unknown. */
+        boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow);
+
+        /** Deletes what the values name of the target at {@code timestamp}. */
+        void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp);
+    }
+
+    Lineage(FlowSpec spec, Statements statements, FanoutPages fanout, Rows rows)
     {
         this.spec = spec;
         this.statements = statements;
-        this.writes = writes;
         this.fanout = fanout;
+        this.targetRows = rows;
         this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
         this.lineageWrite = atLeastQuorum(spec.writeConsistency);
         this.lineageRead = atLeastQuorum(spec.readConsistency);
@@ -72,14 +82,14 @@ final class Lineage
     ByteBuffer write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
     {
         List<ByteBuffer> image = image(target, values);
-        if (image == null || (target.fanout == null && TargetWrites.targetKey(target, values, null) == null))
+        if (image == null || (target.fanout == null && !target.keyKnownIn(values, null)))
         {
             record(task, target, List.of());
             return null;
         }
         if (from == null) // a resumed fan-out recorded its image with its first page
             record(task, target, image);
-        return fanout.eachRowOfPage(task, target, values, from, rows, row -> writes.write(task, target, values, row));
+        return fanout.eachRowOfPage(task, target, values, from, rows, row -> targetRows.write(task, target, values, row));
     }
 
     /** Records the target's sentinel for a deleted source row. */
@@ -194,7 +204,7 @@ final class Lineage
             return;
         }
         Map<String, ByteBuffer> old = imageValues(task, target, entry.image);
-        fanout.eachRow(task, target, old, row -> writes.delete(task, target, old, row, deleteAt));
+        fanout.eachRow(task, target, old, row -> targetRows.delete(task, target, old, row, deleteAt));
     }
 
     /** One row of {@code async_triggers.lineage}: a target's image (empty: its sentinel) and when it was written. */

@@ -14,7 +14,6 @@ import org.asynctriggers.queue.FlowQueue;
 import org.asynctriggers.queue.FullQueuePolicy;
 import org.asynctriggers.queue.SpillStore;
 import org.asynctriggers.spec.FlowSpec;
-import org.asynctriggers.task.Task;
 import org.asynctriggers.work.Retries;
 import org.asynctriggers.work.RetryScheduler;
 import org.asynctriggers.work.TaskProcessor;
@@ -33,7 +32,8 @@ public final class Flow
     final Retries retries;
     private final RetryScheduler retryScheduler;
     final ObjectName objectName;
-    private final FullQueuePolicy policy;
+    /** what a full queue does: replicas offer the flow's tasks through it, coordinators are admitted by it */
+    final FullQueuePolicy policy;
     /** null for the discard policy */
     private final SpillStore spill;
     private final ThreadFactory threadFactory;
@@ -104,18 +104,6 @@ public final class Flow
         pool.start();
         if (spill != null)
             spill.start(threadFactory, queue);
-    }
-
-    /** A replica's offer: never waits. */
-    FullQueuePolicy.Outcome offer(Task task)
-    {
-        return policy.offer(spec.name, queue, task, metrics);
-    }
-
-    /** On the coordinator, before the write is sent: holds it while a {@code block} flow's queue is full. */
-    void admit()
-    {
-        policy.admit(spec.name, queue, metrics);
     }
 
     /**

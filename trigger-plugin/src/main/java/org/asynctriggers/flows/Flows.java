@@ -96,7 +96,7 @@ public final class Flows implements FlowRegistry
         if (flows == null)
             return;
         for (Flow flow : flows)
-            flow.admit();
+            flow.policy.admit(flow.spec.name, flow.queue, flow.metrics);
     }
 
     /** Nothing queued, spilled, waiting for a retry or running here, in any flow. */

@@ -101,7 +101,7 @@ public final class Intake implements CaptureSink
     {
         if (!held.hold(task, flow))
             return false;
-        FullQueuePolicy.Outcome outcome = flow.offer(task);
+        FullQueuePolicy.Outcome outcome = flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
         if (outcome == FullQueuePolicy.Outcome.CLOSED)
         {
             // the flow was replaced between the lookup and the offer: hand the task to the new version
@@ -109,7 +109,7 @@ public final class Intake implements CaptureSink
             if (current != null && current != flow)
             {
                 held.moveTo(task, current);
-                outcome = current.offer(task);
+                outcome = current.policy.offer(current.spec.name, current.queue, task, current.metrics);
             }
         }
         switch (outcome)

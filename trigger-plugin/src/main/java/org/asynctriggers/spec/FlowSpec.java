@@ -1,5 +1,6 @@
 package org.asynctriggers.spec;
 
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -96,6 +97,15 @@ public final class FlowSpec
             List<String> all = new java.util.ArrayList<>(partitionKey);
             all.addAll(clustering);
             return all;
+        }
+
+        /** Whether every column of the target's primary key has a value, from the source row or the fan-out row. */
+        public boolean keyKnownIn(Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+        {
+            for (String column : primaryKey())
+                if (columns.get(column).valueIn(values, fanoutRow) == null)
+                    return false;
+            return true;
         }
 
         @Override

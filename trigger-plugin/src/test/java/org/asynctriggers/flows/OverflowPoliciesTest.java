@@ -95,6 +95,18 @@ class OverflowPoliciesTest
         return ExecutionResult.success();
     }
 
+    /** What the intake does with a captured task. */
+    private static FullQueuePolicy.Outcome offer(Flow flow, Task task)
+    {
+        return flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
+    }
+
+    /** What the trigger does on the coordinator. */
+    private static void admit(Flow flow)
+    {
+        flow.policy.admit(flow.spec.name, flow.queue, flow.metrics);
+    }
+
     private static Task task(long n)
     {
         return new Task("users_by_name", 1, List.of(bigint(n)), Operation.INSERT, n, Map.of(), System.nanoTime());
@@ -131,7 +143,7 @@ class OverflowPoliciesTest
     {
         Flow flow = flow("\"queue\": {\"capacity\": 100, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
         for (long n = 0; n < 10_000; n++)
-            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, flow.offer(task(n)));
+            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, offer(flow, task(n)));
 
         assertTrue(flow.metrics.getSpilledTasks() > 0);
         assertEquals(0, flow.metrics.getRejectedTasks());
@@ -150,7 +162,7 @@ class OverflowPoliciesTest
         assertEquals(List.of(), spillFiles(), "drained spill files are deleted");
 
         // drained: tasks go straight to the queue again
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(10_000)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(10_000)));
         waitFor(() -> executed.size() == 10_001, "one more execution");
     }
 
@@ -158,18 +170,18 @@ class OverflowPoliciesTest
     void shouldReadBackTheSpillOfAStoppedFlowWhenTheFlowStartsAgain() throws Exception
     {
         Flow first = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.offer(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(first, task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, first.offer(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(first, task(1)));
         for (long n = 2; n < 6; n++)
-            assertEquals(FullQueuePolicy.Outcome.SPILLED, first.offer(task(n)));
+            assertEquals(FullQueuePolicy.Outcome.SPILLED, offer(first, task(n)));
         assertEquals(4, first.metrics.getSpilledPending());
 
         // the worker stuck on task 0 is interrupted; task 1 (in memory) is lost, tasks 2..5 stay on disk
         assertEquals(1, first.stop(50));
         running.remove(first);
         assertEquals(1, spillFiles().size());
-        assertEquals(FullQueuePolicy.Outcome.CLOSED, first.offer(task(6)));
+        assertEquals(FullQueuePolicy.Outcome.CLOSED, offer(first, task(6)));
 
         List<Long> ran = new CopyOnWriteArrayList<>();
         Flow second = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", t -> {
@@ -187,11 +199,11 @@ class OverflowPoliciesTest
     {
         Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}, \"overflow\": {\"policy\": \"discard\"}",
                          this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(1)));
         for (long n = 2; n < 5; n++)
-            assertEquals(FullQueuePolicy.Outcome.DISCARDED, flow.offer(task(n)));
+            assertEquals(FullQueuePolicy.Outcome.DISCARDED, offer(flow, task(n)));
         assertEquals(3, flow.metrics.getDiscardedTasks());
         assertEquals(0, flow.metrics.getRejectedTasks());
         assertEquals(0, flow.metrics.getTotalBlockedTasks());
@@ -209,19 +221,19 @@ class OverflowPoliciesTest
                          + "\"overflow\": {\"policy\": \"elastic\", \"max_workers\": 3, \"block_timeout_ms\": 1000}",
                          this::gated, 200);
         assertEquals(1, flow.metrics.getMaxPoolSize());
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(1)));
         // full: a replica never waits; the task spills and one more worker joins
-        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(2)));
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, offer(flow, task(2)));
         waitFor(() -> flow.metrics.getMaxPoolSize() == 2, "a second worker");
         waitFor(() -> started.size() == 2, "the second worker to take task 1");
         waitFor(() -> flow.metrics.getSpilledPending() == 0, "task 2 to leave the spill for the queue");
-        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(3)));
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, offer(flow, task(3)));
         waitFor(() -> flow.metrics.getMaxPoolSize() == 3, "a third worker");
         // at the maximum: spills, no more workers
         waitFor(() -> started.size() == 3 && flow.metrics.getSpilledPending() == 0, "the third worker busy, task 3 queued");
-        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(4)));
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, offer(flow, task(4)));
         assertEquals(3, flow.metrics.getMaxPoolSize());
         assertEquals(0, flow.metrics.getRejectedTasks());
         assertEquals(List.of("async-trigger-users_by_name-worker-1", "async-trigger-users_by_name-worker-2",
@@ -235,7 +247,7 @@ class OverflowPoliciesTest
                 "one worker thread left");
         Thread.sleep(400); // idle past the timeout again: never below queue.workers
         assertEquals(1, flow.metrics.getMaxPoolSize());
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(5)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(5)));
         waitFor(() -> executed.size() == 6, "a task on the shrunk pool");
     }
 
@@ -245,21 +257,21 @@ class OverflowPoliciesTest
         Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}, "
                          + "\"overflow\": {\"policy\": \"block\", \"block_timeout_ms\": 50}",
                          this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        flow.admit();
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
+        admit(flow);
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
-        QueueFullException e = assertThrows(QueueFullException.class, flow::admit);
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(1)));
+        QueueFullException e = assertThrows(QueueFullException.class, () -> admit(flow));
         assertEquals("async trigger queue of flow 'users_by_name' is full (capacity 1) after waiting 50 ms; the write was "
                      + "not applied: raise 'queue.workers' or 'queue.capacity', or slow the writers down", e.getMessage());
         assertEquals(1, flow.metrics.getTotalBlockedTasks());
         assertEquals(0, flow.metrics.getCurrentlyBlockedTasks());
         assertEquals(1, flow.metrics.getRejectedTasks());
         // a replica has applied its write already: it spills rather than wait
-        assertEquals(FullQueuePolicy.Outcome.SPILLED, flow.offer(task(2)));
+        assertEquals(FullQueuePolicy.Outcome.SPILLED, offer(flow, task(2)));
         gate.countDown();
         waitFor(() -> executed.size() == 3, "every task");
-        flow.admit(); // room again: the next write goes through at once
+        admit(flow); // room again: the next write goes through at once
     }
 
     @Test
@@ -267,10 +279,10 @@ class OverflowPoliciesTest
     {
         Files.writeString(spillDir(), "a file where the spill directory should be");
         Flow flow = flow("\"queue\": {\"capacity\": 1, \"workers\": 1}", this::gated, WorkerPool.DEFAULT_IDLE_MILLIS);
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(0)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(0)));
         waitFor(() -> started.size() == 1, "the worker to take task 0");
-        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, flow.offer(task(1)));
-        assertEquals(FullQueuePolicy.Outcome.LEFT, flow.offer(task(2)));
+        assertEquals(FullQueuePolicy.Outcome.ACCEPTED, offer(flow, task(1)));
+        assertEquals(FullQueuePolicy.Outcome.LEFT, offer(flow, task(2)));
         assertEquals(0, flow.metrics.getSpilledTasks());
         assertEquals(0, flow.metrics.getRejectedTasks());
         assertTrue(Files.isRegularFile(spillDir()));
@@ -293,7 +305,7 @@ class OverflowPoliciesTest
             return ExecutionResult.success();
         }, WorkerPool.DEFAULT_IDLE_MILLIS);
         for (long n = 0; n < 10; n++)
-            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, first.offer(task(n)));
+            assertNotEquals(FullQueuePolicy.Outcome.CLOSED, offer(first, task(n)));
         permits.release(3);
         waitFor(() -> executed.size() == 3 && first.metrics.getSpilledPending() == 5, "tasks 0..2 to run, 3 and 4 to leave the spill");
         assertEquals(List.of(0L, 1L, 2L), executed);
