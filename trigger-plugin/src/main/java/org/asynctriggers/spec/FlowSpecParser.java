@@ -247,16 +247,7 @@ public final class FlowSpecParser
 
         FlowSpec.Fanout fanout = parseFanout(ctx, node.get("fanout"), at, source);
 
-        JsonNode columnsNode = node.get("columns");
-        if (columnsNode == null || !columnsNode.isObject() || columnsNode.size() == 0)
-            throw ctx.error("'" + at + ".columns' must be a non-empty object of column name to expression, found: " + columnsNode);
-        Map<String, Expression> columns = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(columnsNode); it.hasNext(); )
-        {
-            Map.Entry<String, JsonNode> e = it.next();
-            Expression expr = expression(ctx, e.getValue(), e.getKey(), source, fanout);
-            columns.put(e.getKey(), expr);
-        }
+        Map<String, Expression> columns = expressions(ctx, node.get("columns"), at + ".columns", source, fanout);
         for (String key : partitionKey)
             if (!columns.containsKey(key))
                 throw ctx.error("'" + at + ".columns' has no expression for key column '" + key + "'");
@@ -325,18 +316,24 @@ public final class FlowSpecParser
             throw ctx.error("'" + option + "' must be an object or null, found: " + node);
         String keyspace = ctx.requiredString(node, "keyspace", option + ".keyspace");
         String table = ctx.requiredString(node, "table", option + ".table");
-        JsonNode matchNode = node.get("match");
-        if (matchNode == null || !matchNode.isObject() || matchNode.size() == 0)
-            throw ctx.error("'" + option + ".match' must be a non-empty object of column name to expression, found: " + matchNode);
-        Map<String, Expression> match = new LinkedHashMap<>();
-        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(matchNode); it.hasNext(); )
-        {
-            Map.Entry<String, JsonNode> e = it.next();
-            Expression expr = expression(ctx, e.getValue(), e.getKey(), source, null);
-            match.put(e.getKey(), expr);
-        }
+        Map<String, Expression> match = expressions(ctx, node.get("match"), option + ".match", source, null);
         List<String> columns = ctx.stringList(node, "columns", option + ".columns", true);
         return new FlowSpec.Fanout(keyspace, table, match, columns);
+    }
+
+    /** A non-empty object of column name to expression: a target's columns, a fan-out's match. */
+    private static Map<String, Expression> expressions(OptionReader ctx, JsonNode node, String option, FlowSpec.Source source,
+                                                       FlowSpec.Fanout fanout)
+    {
+        if (node == null || !node.isObject() || node.size() == 0)
+            throw ctx.error("'" + option + "' must be a non-empty object of column name to expression, found: " + node);
+        Map<String, Expression> expressions = new LinkedHashMap<>();
+        for (Iterator<Map.Entry<String, JsonNode>> it = OptionReader.entries(node); it.hasNext(); )
+        {
+            Map.Entry<String, JsonNode> e = it.next();
+            expressions.put(e.getKey(), expression(ctx, e.getValue(), e.getKey(), source, fanout));
+        }
+        return expressions;
     }
 
     private static Expression expression(OptionReader ctx, JsonNode node, String column, FlowSpec.Source source, FlowSpec.Fanout fanout)
