@@ -113,7 +113,7 @@ def test_a_worker_killed_before_acking_leaves_its_message_to_be_redelivered(brok
         pub.publish(t)
     pub.close()
     marker = tmp_path / "holding"
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), str(ROOT), os.environ.get("PYTHONPATH", "")]))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))   # the test writer
     proc = subprocess.Popen(
         [sys.executable, "-m", "async_triggers.benchmarks.apps.external_queue", "worker", "--url", broker.config.url, "--queue",
          queue, "--prefetch", "1", "--writer", "broker_helpers:hanging_writer", "--writer-arg", f"marker={marker}"],
