@@ -27,8 +27,9 @@ def _progress(msg: str) -> None:
 def render_cmd(ctx: typer.Context,
                file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
                out: Path = typer.Option(None, "--out", help="Write <flow>.json and deploy.cql into this folder."),
-               live: bool = typer.Option(False, "--live", help="Validate against the live schema (else only "
-                                                               "the schema in --schema-cql files)."),
+               live: bool = typer.Option(False, "--live", help="Validate against the live schema (else "
+                                                               "against the schema file beside the flow file: "
+                                                               "<stem>.cql or schema.cql)."),
                replication_factor: int = typer.Option(3, "--rf", help="Replication of the async_triggers keyspace.")):
     """Print (or write) the plugin configuration and the CQL a deploy would run."""
     with errors_to_exit():
