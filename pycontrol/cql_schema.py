@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from . import cql_script
 from .errors import ConfigError
 from .schema import Schema, TableSchema
 
@@ -86,9 +87,8 @@ def schema_file_of(flow_file: Path) -> Path:
 def parse_cql_file(path: Path) -> Schema:
     if not path.is_file():
         raise ConfigError(f"no live schema asked for (--live) and no schema file {path} beside the flow file")
-    text = re.sub(r"--[^\n]*", "", path.read_text())
     tables, keyspaces = {}, set()
-    for statement in (s.strip() for s in text.split(";")):
+    for statement in cql_script.statements(path.read_text(), str(path)):
         if _KEYSPACE_RE.match(statement):
             keyspaces.add(_unquote(_KEYSPACE_RE.match(statement).group(1)))
         elif re.match(r"CREATE\s+TABLE", statement, re.IGNORECASE):

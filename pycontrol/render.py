@@ -12,7 +12,7 @@ from typing import Any, Collection, Mapping, Sequence
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import backup_map, capture_index, keyspace
+from . import backup_map, capture_index, cql_script, keyspace
 from .errors import ConfigError
 
 KEYSPACE = keyspace.KEYSPACE
@@ -170,17 +170,10 @@ def deploy_statements(specs: Sequence[dict], replication_factor: int, version: i
 
 
 def split_statements(text: str, values: list) -> list[Statement]:
-    """Split a rendered script into statements and give each its bound values (counted by ``?`` markers:
-    identifiers are quoted names without ``?`` and every value is bound, so a ``?`` is always a marker)."""
-    out = []
-    chunks = [c for c in text.split(";\n")]
-    pos = 0
-    for chunk in chunks:
-        lines = [ln for ln in chunk.splitlines() if ln.strip() and not ln.strip().startswith("--")]
-        if not lines:
-            continue
-        cql = "\n".join(lines).strip().rstrip(";")
-        n = cql.count("?")
+    """Split a rendered script into statements and give each its bound values, counted by its ``?`` markers."""
+    out, pos = [], 0
+    for cql in cql_script.statements(text, "rendered CQL"):
+        n = cql_script.bind_markers(cql)
         out.append(Statement(cql, tuple(values[pos:pos + n])))
         pos += n
     if pos != len(values):

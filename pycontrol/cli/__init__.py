@@ -9,8 +9,17 @@ app = typer.Typer(help="Asynchronous triggers for Apache Cassandra: clusters, fl
                   no_args_is_help=True, add_completion=False)
 
 
+def _print_version(asked: bool) -> None:
+    if asked:
+        from importlib.metadata import version
+        typer.echo(f"ctl (async-triggers) {version('async-triggers')}")
+        raise typer.Exit()
+
+
 @app.callback()
 def _root(ctx: typer.Context,
+          _version: bool = typer.Option(False, "--version", callback=_print_version, is_eager=True,
+                                        help="Print the version and exit."),
           home: str = typer.Option(None, help="Cache directory (default ~/.cache/async-triggers)."),
           contact_points: str = typer.Option(None, "--contact-points", help="Comma-separated CQL hosts."),
           install_dir: str = typer.Option(None, "--install-dir",
