@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import backup_map, capture_index, render, schema as schema_mod, validate
+from . import backup_map, capture_index, keyspace, render, schema as schema_mod, validate
 from .errors import DeployError
 from .flows import Flow
 
@@ -22,9 +22,9 @@ def _quiet(_: str) -> None:
 
 def read_deployed(session) -> dict[str, dict]:
     """The flows deployed now, by name ({} before the first deploy)."""
-    if render.KEYSPACE not in session.cluster.metadata.keyspaces:
+    if keyspace.KEYSPACE not in session.cluster.metadata.keyspaces:
         return {}
-    rows = session.execute(SimpleStatement(f'SELECT "name", "spec", "version" FROM {render.ident(render.KEYSPACE)}."flows"',
+    rows = session.execute(SimpleStatement(f'SELECT "name", "spec", "version" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
                                            consistency_level=ConsistencyLevel.QUORUM))
     out = {}
     for r in rows:
@@ -67,7 +67,7 @@ def flow_status_columns(session) -> set[str]:
     """The columns of async_triggers.flow_status now (empty when there is no such table yet)."""
     rows = session.execute(SimpleStatement(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
-        consistency_level=ConsistencyLevel.ONE), (render.KEYSPACE, "flow_status"))
+        consistency_level=ConsistencyLevel.ONE), (keyspace.KEYSPACE, keyspace.FLOW_STATUS.name))
     return {r.column_name for r in rows}
 
 
@@ -114,7 +114,7 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     spec = deployed[name]
     src = (spec["source"]["keyspace"], spec["source"]["table"])
     others = [n for n, s in deployed.items() if n != name and (s["source"]["keyspace"], s["source"]["table"]) == src]
-    ks = render.ident(render.KEYSPACE)
+    ks = render.ident(keyspace.KEYSPACE)
     table = f"{render.ident(src[0])}.{render.ident(src[1])}"
     existing = capture_indexes_of(session, [src])[src]
     if others:
@@ -127,7 +127,7 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     for old in existing:
         session.execute(f"DROP INDEX IF EXISTS {render.ident(src[0])}.{render.ident(old)}")
     progress(f"{src[0]}.{src[1]} no longer captures the tasks of '{name}'")
-    session.execute(SimpleStatement(f'DELETE FROM {ks}."flows" WHERE "name" = %s',
+    session.execute(SimpleStatement(f'DELETE FROM {ks}.{render.ident(keyspace.FLOWS.name)} WHERE "name" = %s',
                                     consistency_level=ConsistencyLevel.QUORUM), (name,))
     progress(f"removed flow '{name}'")
     if not others:

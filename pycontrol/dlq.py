@@ -9,10 +9,12 @@ from typing import Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import render
+from . import keyspace, render
 from .errors import DeployError
 
-_KS = render.ident(render.KEYSPACE)
+_KS = render.ident(keyspace.KEYSPACE)
+_LETTERS = f"{_KS}.{render.ident(keyspace.DEAD_LETTERS.name)}"
+_RETRIES = f"{_KS}.{render.ident(keyspace.DEAD_LETTER_RETRIES.name)}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,8 +41,8 @@ def _statement(cql: str, consistency=ConsistencyLevel.QUORUM) -> SimpleStatement
 
 
 def _has_tables(session) -> bool:
-    ks = session.cluster.metadata.keyspaces.get(render.KEYSPACE)
-    return ks is not None and "dead_letters" in ks.tables
+    ks = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
+    return ks is not None and keyspace.DEAD_LETTERS.name in ks.tables
 
 
 def list_letters(session, flow: str | None = None, limit: int = 100) -> list[DeadLetter]:
@@ -48,10 +50,10 @@ def list_letters(session, flow: str | None = None, limit: int = 100) -> list[Dea
         return []
     cols = '"flow", "id", "node", "op", "ts", "source_key", "error", "attempts", "failed_at"'
     if flow:
-        rows = session.execute(_statement(f'SELECT {cols} FROM {_KS}."dead_letters" WHERE "flow" = %s LIMIT %s'),
+        rows = session.execute(_statement(f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s'),
                                (flow, limit))
     else:
-        rows = session.execute(_statement(f'SELECT {cols} FROM {_KS}."dead_letters" LIMIT %s'), (limit,))
+        rows = session.execute(_statement(f'SELECT {cols} FROM {_LETTERS} LIMIT %s'), (limit,))
     return [DeadLetter(flow=r.flow, id=r.id, node=r.node or "", op=r.op or "", ts=r.ts or 0,
                        source_key=(r.source_key or b"").hex(), error=r.error or "", attempts=r.attempts or 0,
                        failed_at=r.failed_at) for r in rows]
@@ -89,7 +91,7 @@ def _select(session, flow: str, ids: Sequence[str], everything: bool) -> list[De
 def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> list[DeadLetter]:
     """Ask the node that gave up on each letter to queue its task again (it deletes the letter when it does)."""
     letters = _select(session, flow, ids, everything)
-    insert = session.prepare(f'INSERT INTO {_KS}."dead_letter_retries" ("node", "flow", "id") VALUES (?, ?, ?)')
+    insert = session.prepare(f'INSERT INTO {_RETRIES} ("node", "flow", "id") VALUES (?, ?, ?)')
     insert.consistency_level = ConsistencyLevel.QUORUM
     for letter in letters:
         session.execute(insert, (letter.node, letter.flow, letter.id))
@@ -99,9 +101,9 @@ def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False)
 def purge(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> int:
     letters = _select(session, flow, ids, everything)
     if everything:
-        session.execute(_statement(f'DELETE FROM {_KS}."dead_letters" WHERE "flow" = %s'), (flow,))
+        session.execute(_statement(f'DELETE FROM {_LETTERS} WHERE "flow" = %s'), (flow,))
     else:
-        delete = session.prepare(f'DELETE FROM {_KS}."dead_letters" WHERE "flow" = ? AND "id" = ?')
+        delete = session.prepare(f'DELETE FROM {_LETTERS} WHERE "flow" = ? AND "id" = ?')
         delete.consistency_level = ConsistencyLevel.QUORUM
         for letter in letters:
             session.execute(delete, (flow, letter.id))

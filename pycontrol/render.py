@@ -15,7 +15,6 @@ from cassandra.encoder import Encoder
 from . import backup_map, capture_index, cql_script, keyspace
 from .errors import ConfigError
 
-KEYSPACE = keyspace.KEYSPACE
 TRIGGER_NAME = "async_triggers"
 TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"   # back pressure on the coordinator (the block policy)
 
@@ -74,7 +73,7 @@ def _render(template: str, bound: bool, **context) -> tuple[str, list]:
 def flow_status_alters(existing: Collection[str]) -> list[str]:
     """The statements that add to an existing flow_status table the columns it lacks (a table made by an older
     deploy). ``existing``: its columns now; empty when there is no such table (CREATE TABLE makes it whole)."""
-    return [f"ALTER TABLE {ident(KEYSPACE)}.{ident(keyspace.FLOW_STATUS.name)} ADD IF NOT EXISTS {ident(column)} {cql_type}"
+    return [f"ALTER TABLE {ident(keyspace.KEYSPACE)}.{ident(keyspace.FLOW_STATUS.name)} ADD IF NOT EXISTS {ident(column)} {cql_type}"
             for column, cql_type in keyspace.flow_status_missing(existing)]
 
 
@@ -139,7 +138,8 @@ def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
-    return dict(keyspace=KEYSPACE, keyspace_tables=_keyspace_tables(), replication_factor=replication_factor, version=version, flows=flows,
+    return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(), replication_factor=replication_factor,
+                version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
                 capture_class=capture_index.CLASS,
                 capture_indexes=capture_indexes(specs, others, existing_capture_indexes),

@@ -66,14 +66,14 @@ def _naive(t: dt.datetime) -> dt.datetime:
 
 
 def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
-    keyspace = session.cluster.metadata.keyspaces.get(render.KEYSPACE)
-    table = keyspace.tables.get("flow_status") if keyspace is not None else None
+    ours = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
+    table = ours.tables.get(keyspace.FLOW_STATUS.name) if ours is not None else None
     if table is None:
         return []
     present = [c for c in COLUMNS + TIMES if c in table.columns]   # until a deploy adds the newer ones
     rows = session.execute(SimpleStatement(
         f'SELECT "flow", "node", {", ".join(render.ident(c) for c in present)}, "updated" '
-        f'FROM {render.ident(render.KEYSPACE)}."flow_status"',
+        f'FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOW_STATUS.name)}',
         consistency_level=ConsistencyLevel.ONE))
     out = [from_row(r._asdict()) for r in rows]
     if flows:

@@ -10,12 +10,12 @@ from typing import Iterable, Mapping
 
 from . import backup_map
 from .errors import ValidationError
+from .keyspace import KEYSPACE as RESERVED_KEYSPACE   # the plugin's own tables
 from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Backup, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 JAVA_CLASS_RE = re.compile(r"^([A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$][A-Za-z0-9_$]*$")
-RESERVED_KEYSPACE = "async_triggers"
 _TYPE_ALIASES = {"varchar": "text"}
 SAFETY_NET_MIN_MS = 10_000
 JAVA_INT_MAX = 2**31 - 1
