@@ -24,6 +24,7 @@ import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.service.ClientState;
 import org.asynctriggers.capture.CaptureOptions;
+import org.asynctriggers.capture.CaptureSink;
 import org.asynctriggers.capture.WriteCapture;
 import org.asynctriggers.spec.FlowSpecException;
 import org.slf4j.Logger;
@@ -47,6 +48,9 @@ public final class CaptureIndex implements Index
     private volatile IndexMetadata metadata;
     private volatile CaptureOptions options;
     private final WriteCapture.ErrorLog errors = new WriteCapture.ErrorLog();
+    /** The node is looked up when a write has tasks, inside the capture's guard: a write never fails for it. */
+    private static final CaptureSink NODE_INTAKE =
+        (keyspace, token, tasks, entriesWritten) -> Node.get().intake().captured(keyspace, token, tasks, entriesWritten);
 
     public CaptureIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata)
     {
@@ -90,7 +94,7 @@ public final class CaptureIndex implements Index
         CaptureOptions current = options;
         if (transactionType != IndexTransaction.Type.UPDATE || current.flows.isEmpty())
             return null; // compaction and cleanup are no writes
-        return new WriteCapture(baseCfs.metadata(), key, current, ctx, Node.get().intake(), errors);
+        return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, errors);
     }
 
     // ---- an index with no data and no queries ----

@@ -38,7 +38,7 @@ public final class WriteCapture implements Index.Indexer
     /** Errors of one capture index, logged at most once every 10 s. */
     public static final class ErrorLog
     {
-        private static final Logger logger = LoggerFactory.getLogger(WriteCapture.class);
+        private static final Logger logger = LoggerFactory.getLogger("org.asynctriggers.CaptureIndex"); // its errors' logger, as before the split
         private static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
         private final AtomicLong next = new AtomicLong(System.nanoTime());
 

@@ -254,7 +254,7 @@ public final class Task implements Serializable
     public static Task deserialize(ByteBuffer blob)
     {
         byte[] bytes = bytes(blob);
-        try (java.io.ObjectInputStream in = new java.io.ObjectInputStream(new java.io.ByteArrayInputStream(bytes)))
+        try (java.io.ObjectInputStream in = new TaskInputStream(new java.io.ByteArrayInputStream(bytes)))
         {
             in.setObjectInputFilter(ONLY_TASKS);
             return (Task) in.readObject();
@@ -262,6 +262,28 @@ public final class Task implements Serializable
         catch (java.io.IOException | ClassNotFoundException | ClassCastException e)
         {
             throw new IllegalArgumentException("not a serialized task: " + e, e);
+        }
+    }
+
+    /** Where this class lived before the plugin had packages: blobs stored by that version name it. */
+    static final String FORMER_NAME = "org.asynctriggers.Task";
+
+    /**
+     * Reads a task whether its blob names this class or its former name, so backup entries, spill files and dead
+     * letters written before an upgrade are still read (same fields, same serialVersionUID).
+     */
+    private static final class TaskInputStream extends java.io.ObjectInputStream
+    {
+        TaskInputStream(java.io.InputStream in) throws java.io.IOException
+        {
+            super(in);
+        }
+
+        @Override
+        protected java.io.ObjectStreamClass readClassDescriptor() throws java.io.IOException, ClassNotFoundException
+        {
+            java.io.ObjectStreamClass read = super.readClassDescriptor();
+            return FORMER_NAME.equals(read.getName()) ? java.io.ObjectStreamClass.lookup(Task.class) : read;
         }
     }
 

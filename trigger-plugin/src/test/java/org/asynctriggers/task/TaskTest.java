@@ -45,6 +45,56 @@ class TaskTest
     }
 
     @Test
+    void shouldReadATaskStoredUnderItsFormerClassName()
+    {
+        // a blob as the plugin wrote it before its packages (backup entries, spill files, dead letters outlive an upgrade)
+        byte[] now = bytes(task.serialize());
+        byte[] former = renamed(now, Task.class.getName(), Task.FORMER_NAME);
+        Task copy = Task.deserialize(ByteBuffer.wrap(former));
+        assertEquals(task.toString(), copy.toString());
+        assertEquals(task.key(), copy.key());
+        assertEquals(task.values(), copy.values());
+        assertThrows(IllegalArgumentException.class,
+                     () -> Task.deserialize(ByteBuffer.wrap(renamed(now, Task.class.getName(), "org.asynctriggers.Tusk"))),
+                     "another class name is still refused");
+    }
+
+    /** The blob with the class name of its descriptor (a length-prefixed modified UTF-8 string) replaced. */
+    private static byte[] renamed(byte[] blob, String from, String to)
+    {
+        byte[] old = prefixed(from), now = prefixed(to);
+        for (int i = 0; i + old.length <= blob.length; i++)
+        {
+            if (java.util.Arrays.equals(blob, i, i + old.length, old, 0, old.length))
+            {
+                byte[] out = new byte[blob.length - old.length + now.length];
+                System.arraycopy(blob, 0, out, 0, i);
+                System.arraycopy(now, 0, out, i, now.length);
+                System.arraycopy(blob, i + old.length, out, i + now.length, blob.length - i - old.length);
+                return out;
+            }
+        }
+        throw new AssertionError(from + " is not in the blob");
+    }
+
+    private static byte[] prefixed(String name)
+    {
+        byte[] utf = name.getBytes(java.nio.charset.StandardCharsets.UTF_8);
+        byte[] out = new byte[utf.length + 2];
+        out[0] = (byte) (utf.length >> 8);
+        out[1] = (byte) utf.length;
+        System.arraycopy(utf, 0, out, 2, utf.length);
+        return out;
+    }
+
+    private static byte[] bytes(ByteBuffer buffer)
+    {
+        byte[] out = new byte[buffer.remaining()];
+        buffer.duplicate().get(out);
+        return out;
+    }
+
+    @Test
     void shouldKeepANullValueDistinctFromAnAbsentOne()
     {
         assertTrue(task.values().containsKey("gone"));
