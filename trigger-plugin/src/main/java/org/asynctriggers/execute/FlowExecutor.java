@@ -155,12 +155,9 @@ public final class FlowExecutor
                 if (task.operation() != Operation.DELETE && fullKey)
                     next = lineage.write(task, target, values, from, rows);
             }
-            else if (target.fanout == null)
-            {
-                apply(task, target, values, null);
-            }
             else
             {
+                // a target without a fan-out is one row: eachRowOfPage applies it once and returns no next page
                 next = fanout.eachRowOfPage(task, target, values, from, rows, row -> apply(task, target, values, row));
             }
             if (next != null)

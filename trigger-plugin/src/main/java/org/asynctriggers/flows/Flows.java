@@ -52,11 +52,6 @@ public final class Flows implements FlowRegistry
         return byName.get(name);
     }
 
-    public Collection<Flow> all()
-    {
-        return byName.values();
-    }
-
     public String[] names()
     {
         return byName.keySet().toArray(new String[0]);
