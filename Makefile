@@ -7,7 +7,7 @@ CTL   := $(VENV)/bin/ctl
 PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin cassandra spark-jars demo test test-unit test-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
 
 all: install
 
@@ -25,6 +25,10 @@ plugin: $(PLUGIN_JAR)
 $(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
 	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
 	@ls -l $(PLUGIN_JAR)
+
+# the bundle an operator installs on an existing cluster (dist/async-triggers-<version>/ and its .tar.gz)
+dist: venv plugin
+	$(CTL) plugin bundle --out dist
 
 cassandra: venv
 	$(CTL) cluster install

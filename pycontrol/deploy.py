@@ -4,12 +4,13 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import backup_map, capture_index, keyspace, render, schema as schema_mod, validate
+from . import backup_map, capture_index, keyspace, plugin as plugin_mod, render, replication as replication_mod, \
+    schema as schema_mod, validate
 from .errors import DeployError
 from .flows import Flow
 
@@ -82,9 +83,34 @@ def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet) -> DeployResult:
+def replication_for(session, specs: Sequence[dict], replication: Mapping[str, int] | None) -> dict[str, int]:
+    """The async_triggers keyspace's replication: the one asked for (its DCs must exist), else the sources' mirror.
+    An existing keyspace keeps its own (CREATE ... IF NOT EXISTS): a difference is reported, not applied, since a
+    new replication needs a repair to move the data."""
+    metadata = session.cluster.metadata
+    if replication:
+        replication_mod.check_dcs(metadata, replication)
+        if replication_mod.ALL_DCS in replication:   # "N": N in each DC the cluster has now, named
+            return {dc: replication[replication_mod.ALL_DCS] for dc in replication_mod.nodes_by_dc(metadata.all_hosts())}
+        return dict(replication)
+    return replication_mod.mirror(metadata, sorted({s["source"]["keyspace"] for s in specs}))
+
+
+def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replication: Mapping[str, int] | None = None,
+           check_plugin: bool = True) -> DeployResult:
+    """Validate, check that every node runs the plugin, then create what the flows need and the capture.
+    replication: the async_triggers keyspace's per-DC factors (default: mirror the source keyspaces')."""
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
-    replication = max(1, min(3, len(session.cluster.metadata.all_hosts())))
+    if check_plugin:
+        plugin_mod.require_everywhere(session)  # raises DeployError with the cluster untouched
+    replication = replication_for(session, specs, replication)
+    existing = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
+    if existing is not None:
+        have = replication_mod.of_keyspace(existing, replication_mod.nodes_by_dc(session.cluster.metadata.all_hosts()))
+        if have != replication:
+            progress(f"note: {keyspace.KEYSPACE} keeps its replication {have} (wanted {replication}); to change it: "
+                     f"ALTER KEYSPACE {keyspace.KEYSPACE} WITH replication = {replication_mod.cql_map(replication)}; "
+                     "then nodetool repair -full on every node")
     version = int(time.time() * 1000)
     names = {s["name"] for s in specs}
     tables = sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs})

@@ -12,7 +12,7 @@ from typing import Any, Collection, Mapping, Sequence
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import backup_map, capture_index, cql_script, keyspace
+from . import backup_map, capture_index, cql_script, keyspace, replication as replication_mod
 from .errors import ConfigError
 
 TRIGGER_NAME = "async_triggers"
@@ -132,13 +132,14 @@ def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
     return out
 
 
-def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int,
+def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                     flow_status_columns: Collection[str], others: Sequence[dict],
                     existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None) -> dict:
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
-    return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(), replication_factor=replication_factor,
+    return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(),
+                replication=replication_mod.cql_map(replication),
                 version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
                 capture_class=capture_index.CLASS,
@@ -146,7 +147,7 @@ def _deploy_context(specs: Sequence[dict], replication_factor: int, version: int
                 flow_status_alters=flow_status_alters(flow_status_columns))
 
 
-def deploy_script(specs: Sequence[dict], replication_factor: int, version: int,
+def deploy_script(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                   flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
                   existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> str:
     """The deploy CQL as a script a person can read or feed to cqlsh. ``flow_status_columns``: the columns of
@@ -154,17 +155,17 @@ def deploy_script(specs: Sequence[dict], replication_factor: int, version: int,
     already (their tables' capture indexes name them too); ``existing_capture_indexes``: the capture indexes the
     new ones replace."""
     text, _ = _render("cql/deploy.cql.jinja", bound=False,
-                      **_deploy_context(specs, replication_factor, version, flow_status_columns, others,
+                      **_deploy_context(specs, replication, version, flow_status_columns, others,
                                         existing_capture_indexes))
     return text
 
 
-def deploy_statements(specs: Sequence[dict], replication_factor: int, version: int,
+def deploy_statements(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                       flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
                       existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[Statement]:
     """The deploy CQL as statements with bound values, in order (the arguments: see deploy_script)."""
     text, values = _render("cql/deploy.cql.jinja", bound=True,
-                           **_deploy_context(specs, replication_factor, version, flow_status_columns, others,
+                           **_deploy_context(specs, replication, version, flow_status_columns, others,
                                              existing_capture_indexes))
     return split_statements(text, values)
 

@@ -30,10 +30,11 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import bench, chaos, cluster, demo, trigger, verify
+    from . import bench, chaos, cluster, demo, plugin, trigger, verify
     app.add_typer(bench.app, name="bench")
     app.add_typer(chaos.app, name="chaos")
     app.add_typer(cluster.app, name="cluster")
+    app.add_typer(plugin.app, name="plugin")
     app.add_typer(trigger.app, name="trigger")
     app.command("verify")(verify.verify)
     app.command("demo")(demo.demo)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from .. import deploy as deploy_mod, render, status as status_mod, validate
+from .. import deploy as deploy_mod, render, replication as replication_mod, status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
 from . import dlq as cli_dlq
 from .exit_codes import errors_to_exit
@@ -30,10 +30,13 @@ def render_cmd(ctx: typer.Context,
                live: bool = typer.Option(False, "--live", help="Validate against the live schema (else "
                                                                "against the schema file beside the flow file: "
                                                                "<stem>.cql or schema.cql)."),
-               replication_factor: int = typer.Option(3, "--rf", help="Replication of the async_triggers keyspace.")):
+               replication: str = typer.Option("3", "--replication", "--rf",
+                                               help="The async_triggers keyspace's replication (NetworkTopologyStrategy): "
+                                                    "N in every data center, or dc1:3,dc2:3.")):
     """Print (or write) the plugin configuration and the CQL a deploy would run."""
     with errors_to_exit():
         flows = load_flow_file(file)
+        factors = replication_mod.parse(replication)
         status_columns: set[str] = set()
         if live:
             with connect(ctx.obj) as session:
@@ -41,7 +44,7 @@ def render_cmd(ctx: typer.Context,
                 status_columns = deploy_mod.flow_status_columns(session)
         else:
             specs = validate.compile_all(flows, parse_cql_file(schema_file_of(file)))
-        script = render.deploy_script(specs, replication_factor, version=0, flow_status_columns=status_columns)
+        script = render.deploy_script(specs, factors, version=0, flow_status_columns=status_columns)
         if out:
             out.mkdir(parents=True, exist_ok=True)
             for s in specs:
@@ -56,12 +59,22 @@ def render_cmd(ctx: typer.Context,
 
 @app.command("deploy")
 def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
+               replication: str = typer.Option(None, "--replication",
+                                               help="The async_triggers keyspace's replication if deploy creates it: "
+                                                    "dc1:3,dc2:3, or N in every data center (default: the per-DC "
+                                                    "replication of the flows' source keyspaces)."),
+               skip_plugin_check: bool = typer.Option(False, "--skip-plugin-check",
+                                                      help="Deploy even if a node does not answer that it runs the "
+                                                           "plugin (its replicas would not record tasks)."),
                as_json: bool = typer.Option(False, "--json")):
-    """Validate the flows against the live schema, then create what the plugin needs and the triggers."""
+    """Check that every node runs the plugin, validate the flows against the live schema, then create what the
+    plugin needs, the capture and the triggers."""
     with errors_to_exit():
         flows = load_flow_file(file)
+        factors = replication_mod.parse(replication) if replication else None
         with connect(ctx.obj) as session:
-            result = deploy_mod.deploy(session, flows, progress=_progress)
+            result = deploy_mod.deploy(session, flows, progress=_progress, replication=factors,
+                                       check_plugin=not skip_plugin_check)
         if as_json:
             typer.echo(json.dumps({"deployed": result.flows, "version": result.version}))
         else:

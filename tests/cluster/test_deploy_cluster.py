@@ -50,3 +50,32 @@ def test_should_reject_invalid_flow_and_leave_cluster_unchanged(case, val_schema
     assert result.returncode == 2, result.stdout + result.stderr
     assert result.stderr.strip() == f"error: {message}"
     assert cluster_snapshot(session) == before
+
+
+def test_plugin_check_reports_every_node_running_one_build(cluster, cluster_settings):
+    import json
+    from async_triggers.bundle import jar_version, sha256
+    result = run_ctl(cluster_settings, "plugin", "check", "--json")
+    assert result.returncode == 0, result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    jar = cluster_settings.plugin_jar
+    assert sorted(n["address"] for n in report["nodes"]) == sorted(cluster.contact_points)
+    assert {(n["state"], n["version"], n["jar_sha256"]) for n in report["nodes"]} == {("loaded", jar_version(jar), sha256(jar))}
+    assert report["same_build"] is True and report["problems"] == []
+
+
+def test_deploy_creates_our_keyspace_with_network_topology_strategy(val_schema, session, cluster_settings, tmp_path):
+    from async_triggers.keyspace import KEYSPACE
+    flow_file = tmp_path / "copy.py"
+    flow_file.write_text(HEADER + "FLOWS = [Flow(name='val_copy', source='val.a', steps=[Write('val.b', id=source.id)])]\n")
+    result = run_ctl(cluster_settings, "trigger", "deploy", str(flow_file))
+    assert result.returncode == 0, result.stdout + result.stderr
+    try:
+        session.cluster.refresh_keyspace_metadata(KEYSPACE)
+        strategy = session.cluster.metadata.keyspaces[KEYSPACE].replication_strategy
+        # whichever deploy of the session created it: the per-DC mirror of a source keyspace (all are RF >= 2 here)
+        assert type(strategy).__name__ == "NetworkTopologyStrategy"
+        assert set(strategy.dc_replication_factors) == {"datacenter1"}
+        assert strategy.dc_replication_factors["datacenter1"] >= 2
+    finally:
+        assert run_ctl(cluster_settings, "trigger", "drop", "val_copy").returncode == 0

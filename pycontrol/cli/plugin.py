@@ -1,0 +1,51 @@
+"""`ctl plugin ...`: the plugin on an existing cluster: the bundle to install, and whether every node runs it."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import typer
+
+from .. import bundle as bundle_mod, plugin as plugin_mod
+from ..cql import connect
+from .exit_codes import errors_to_exit
+
+app = typer.Typer(help="Install the plugin on a cluster and check it.", no_args_is_help=True)
+
+
+@app.command("bundle")
+def bundle_cmd(ctx: typer.Context,
+               out: Path = typer.Option(Path("dist"), "--out", help="Folder for the bundle and its .tar.gz."),
+               as_json: bool = typer.Option(False, "--json")):
+    """Assemble the versioned bundle an operator installs: the jar, install-on-node.sh, INSTALL.md, metrics/."""
+    with errors_to_exit():
+        b = bundle_mod.build(ctx.obj.plugin_jar, out)
+    if as_json:
+        typer.echo(json.dumps({"version": b.version, "sha256": b.sha256, "folder": str(b.folder),
+                               "archive": str(b.archive), "files": b.files}))
+        return
+    typer.echo(f"bundle {b.version} (jar sha256 {b.sha256[:12]}): {b.archive}")
+    for f in b.files:
+        typer.echo(f"  {b.folder.name}/{f}")
+    typer.echo(f"next: follow {b.folder / 'INSTALL.md'}")
+
+
+@app.command("check")
+def check_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
+    """Ask every node whether it runs the plugin, which version and build; exit 1 unless all run the same one."""
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            report = plugin_mod.check(session)
+    if as_json:
+        typer.echo(json.dumps(report.as_dict(), indent=2))
+    else:
+        typer.echo(f"{'node':<16} {'dc':<12} {'rack':<8} {'plugin':<12} {'version':<16} jar sha256")
+        for n in report.nodes:
+            typer.echo(f"{n.address:<16} {n.datacenter or '?':<12} {n.rack or '?':<8} {n.state:<12} "
+                       f"{n.version or '-':<16} {(n.jar_sha256 or '-')[:12]}")
+        for p in report.problems:
+            typer.echo(f"problem: {p}", err=True)
+        if not report.problems:
+            typer.echo(f"ok: all {len(report.nodes)} nodes run the plugin, one build")
+    if report.problems:
+        raise typer.Exit(1)
