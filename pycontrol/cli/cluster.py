@@ -58,7 +58,7 @@ def up(ctx: typer.Context,
     if rf_hint:
         rf = info.replication_factor_hint
         typer.echo(f"replication factor hint: {rf}  "
-                   f"(WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {rf}}})")
+                   f"(WITH replication = {{'class': 'NetworkTopologyStrategy', 'datacenter1': {rf}}})")
 
 
 @app.command()
