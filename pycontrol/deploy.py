@@ -26,7 +26,7 @@ def read_deployed(session) -> dict[str, dict]:
     if keyspace.KEYSPACE not in session.cluster.metadata.keyspaces:
         return {}
     rows = session.execute(SimpleStatement(f'SELECT "name", "spec", "version" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
-                                           consistency_level=ConsistencyLevel.QUORUM))
+                                           consistency_level=ConsistencyLevel.LOCAL_QUORUM))
     out = {}
     for r in rows:
         try:
@@ -58,17 +58,17 @@ class DeployResult:
 def _execute(session, statement: render.Statement) -> None:
     if statement.values:
         prepared = session.prepare(statement.cql)
-        prepared.consistency_level = ConsistencyLevel.QUORUM
+        prepared.consistency_level = ConsistencyLevel.LOCAL_QUORUM
         session.execute(prepared, statement.values)
     else:
-        session.execute(SimpleStatement(statement.cql, consistency_level=ConsistencyLevel.QUORUM))
+        session.execute(SimpleStatement(statement.cql, consistency_level=ConsistencyLevel.LOCAL_QUORUM))
 
 
 def flow_status_columns(session) -> set[str]:
     """The columns of async_triggers.flow_status now (empty when there is no such table yet)."""
     rows = session.execute(SimpleStatement(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
-        consistency_level=ConsistencyLevel.ONE), (keyspace.KEYSPACE, keyspace.FLOW_STATUS.name))
+        consistency_level=ConsistencyLevel.LOCAL_ONE), (keyspace.KEYSPACE, keyspace.FLOW_STATUS.name))
     return {r.column_name for r in rows}
 
 
@@ -78,7 +78,7 @@ def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
     for ks, table in tables:
         rows = session.execute(SimpleStatement(
             "SELECT index_name, options FROM system_schema.indexes WHERE keyspace_name = %s AND table_name = %s",
-            consistency_level=ConsistencyLevel.ONE), (ks, table))
+            consistency_level=ConsistencyLevel.LOCAL_ONE), (ks, table))
         out[(ks, table)] = sorted(r.index_name for r in rows if capture_index.is_capture_index(r.options or {}))
     return out
 
@@ -154,7 +154,7 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
         session.execute(f"DROP INDEX IF EXISTS {render.ident(src[0])}.{render.ident(old)}")
     progress(f"{src[0]}.{src[1]} no longer captures the tasks of '{name}'")
     session.execute(SimpleStatement(f'DELETE FROM {ks}.{render.ident(keyspace.FLOWS.name)} WHERE "name" = %s',
-                                    consistency_level=ConsistencyLevel.QUORUM), (name,))
+                                    consistency_level=ConsistencyLevel.LOCAL_QUORUM), (name,))
     progress(f"removed flow '{name}'")
     if not others:
         session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} ON {table}")

@@ -36,7 +36,7 @@ class DeadLetter:
         return d
 
 
-def _statement(cql: str, consistency=ConsistencyLevel.QUORUM) -> SimpleStatement:
+def _statement(cql: str, consistency=ConsistencyLevel.LOCAL_QUORUM) -> SimpleStatement:
     return SimpleStatement(cql, consistency_level=consistency)
 
 
@@ -92,7 +92,7 @@ def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False)
     """Ask the node that gave up on each letter to queue its task again (it deletes the letter when it does)."""
     letters = _select(session, flow, ids, everything)
     insert = session.prepare(f'INSERT INTO {_RETRIES} ("node", "flow", "id") VALUES (?, ?, ?)')
-    insert.consistency_level = ConsistencyLevel.QUORUM
+    insert.consistency_level = ConsistencyLevel.LOCAL_QUORUM
     for letter in letters:
         session.execute(insert, (letter.node, letter.flow, letter.id))
     return letters
@@ -104,7 +104,7 @@ def purge(session, flow: str, ids: Sequence[str] = (), everything: bool = False)
         session.execute(_statement(f'DELETE FROM {_LETTERS} WHERE "flow" = %s'), (flow,))
     else:
         delete = session.prepare(f'DELETE FROM {_LETTERS} WHERE "flow" = ? AND "id" = ?')
-        delete.consistency_level = ConsistencyLevel.QUORUM
+        delete.consistency_level = ConsistencyLevel.LOCAL_QUORUM
         for letter in letters:
             session.execute(delete, (flow, letter.id))
     return len(letters)

@@ -74,7 +74,7 @@ def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
     rows = session.execute(SimpleStatement(
         f'SELECT "flow", "node", {", ".join(render.ident(c) for c in present)}, "updated" '
         f'FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOW_STATUS.name)}',
-        consistency_level=ConsistencyLevel.ONE))
+        consistency_level=ConsistencyLevel.LOCAL_ONE))
     out = [from_row(r._asdict()) for r in rows]
     if flows:
         out = [s for s in out if s.flow in flows]
