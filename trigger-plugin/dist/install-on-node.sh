@@ -4,6 +4,8 @@
 # JVM_OPTIONS_FILE: the node's jvm-server.options (tarball: $CASSANDRA_HOME/conf/jvm-server.options;
 #                   Debian/RPM packages: /etc/cassandra/jvm-server.options)
 # PREFIX:           where the jar goes (default /opt/async-triggers); the same path on every node
+# ASYNC_TRIGGERS_METRICS_PORT=7070 (optional) also installs the Prometheus JMX exporter from metrics/ with our
+# configuration, serving http://<node>:7070/metrics (ASYNC_TRIGGERS_METRICS_ADDRESS binds one address only).
 # Idempotent: copies the jar (replacing an older one) and adds the -javaagent line once (an older line for another
 # path is replaced). The node loads the plugin when it restarts: restart the nodes one at a time.
 set -eu
@@ -21,6 +23,15 @@ tmp="$options.async-triggers.tmp"
 grep -v -e '-javaagent:.*async-triggers-plugin\.jar' "$options" > "$tmp" || true
 printf '%s\n%s\n' '# Async Triggers for Cassandra: the plugin on the class path (see its INSTALL.md)' "$line" \
   | grep -v -x -F -f "$tmp" >> "$tmp" || true
+if [ -n "${ASYNC_TRIGGERS_METRICS_PORT:-}" ]; then
+  [ -f "$here/metrics/jmx_prometheus_javaagent.jar" ] || { echo "error: $here/metrics/jmx_prometheus_javaagent.jar is missing" >&2; rm -f "$tmp"; exit 2; }
+  cp "$here/metrics/jmx_prometheus_javaagent.jar" "$here/metrics/prometheus-jmx.yaml" "$prefix/"
+  bind="${ASYNC_TRIGGERS_METRICS_ADDRESS:+$ASYNC_TRIGGERS_METRICS_ADDRESS:}$ASYNC_TRIGGERS_METRICS_PORT"
+  grep -v -e '-javaagent:.*jmx_prometheus_javaagent\.jar' "$tmp" > "$tmp.2" || true
+  echo "-javaagent:$prefix/jmx_prometheus_javaagent.jar=$bind:$prefix/prometheus-jmx.yaml" >> "$tmp.2"
+  mv "$tmp.2" "$tmp"
+  echo "metrics: http://${ASYNC_TRIGGERS_METRICS_ADDRESS:-<node>}:$ASYNC_TRIGGERS_METRICS_PORT/metrics"
+fi
 cat "$tmp" > "$options" && rm -f "$tmp"
 echo "installed $prefix/async-triggers-plugin.jar; $options has: $line"
 echo "restart this node (nodetool drain, stop, start), wait until nodetool status shows it UN, then the next node"
