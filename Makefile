@@ -5,6 +5,7 @@ VENV  ?= .venv
 PY    := $(VENV)/bin/python
 CTL   := $(VENV)/bin/ctl
 PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
+METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
 .PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
@@ -19,7 +20,14 @@ $(VENV)/.installed: pyproject.toml
 
 venv: $(VENV)/.installed
 
-plugin: $(PLUGIN_JAR)
+plugin: $(PLUGIN_JAR) $(METRICS_EXPORTER_JAR)
+
+# the Prometheus JMX exporter agent, copied by the plugin's build (maven-dependency-plugin) into target/dist-lib/:
+# ctl starts local nodes with it when it is there (trigger-plugin/dist/metrics/prometheus-jmx.yaml)
+$(METRICS_EXPORTER_JAR): trigger-plugin/pom.xml
+	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
+	@touch $(METRICS_EXPORTER_JAR)   # Maven keeps the repository file's date, older than the pom
+	@ls -l $(METRICS_EXPORTER_JAR)
 
 # the plugin: one jar on every node's class path (ctl starts nodes with -javaagent:<jar>; or copy it into lib/)
 $(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml

@@ -6,14 +6,16 @@
     start_node / stop_node / kill_node(settings, node, name, progress) -> NodeStatus
     node_status(settings, name) -> [NodeStatus];  cluster_info(settings, name) -> ClusterInfo
     install_plugin(cluster, jar, progress) -> Path       copy the jar to the cluster dir, restart running nodes
-    node_jvm_args(cluster_dir) -> [str]                  what every node starts with (-javaagent:<plugin jar>)
+    node_jvm_args(cluster_dir, address) -> [str]         what every node starts with (-javaagent:<plugin jar>, and
+                                                         the Prometheus JMX exporter when the cluster has it)
+    metrics_url(cluster_dir, address) -> str | None      a node's Prometheus scrape URL (http://<address>:7070/metrics)
     nodetool(settings, node, args, name) -> str
     wait_for_cql(addresses, timeout)
 
 Library code raises async_triggers.errors.ClusterError and reports progress through the callback it is given.
 """
-from .ccm_driver import (cluster_info, commitlog_sync_of, cqlsh_command, load_cluster, node_status, nodetool,
-                         nodetool_command, triggers_dir, triggers_dir_of)
+from .ccm_driver import (cluster_info, commitlog_sync_of, cqlsh_command, load_cluster, metrics_url, node_status,
+                         nodetool, nodetool_command, triggers_dir, triggers_dir_of)
 from .lifecycle import down, install_plugin, up
 from .node_process import FAST_START_JVM_ARGS, kill_node, node_jvm_args, plugin_path, start_node, stop_node
 from .health import cql_query, port_open, process_alive, wait_for_cql, wait_for_peers
@@ -24,6 +26,6 @@ __all__ = [
     "ClusterInfo", "NodeStatus", "FAST_START_JVM_ARGS", "LAPTOP_TUNING", "COMMITLOG_SYNC", "commitlog_sync_of",
     "ensure_install", "validate_distribution",
     "up", "down", "start_node", "stop_node", "kill_node", "node_status", "cluster_info", "load_cluster",
-    "install_plugin", "plugin_path", "node_jvm_args", "triggers_dir", "triggers_dir_of", "nodetool", "nodetool_command", "cqlsh_command",
+    "install_plugin", "plugin_path", "node_jvm_args", "metrics_url", "triggers_dir", "triggers_dir_of", "nodetool", "nodetool_command", "cqlsh_command",
     "wait_for_cql", "wait_for_peers", "cql_query", "port_open", "process_alive",
 ]

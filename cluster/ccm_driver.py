@@ -17,7 +17,7 @@ from functools import wraps
 from pathlib import Path
 from typing import Callable, Iterator
 
-from ..config import Settings
+from ..config import METRICS_EXPORTER_CONFIG, METRICS_EXPORTER_JAR, METRICS_PORT, Settings
 from ..errors import ClusterError
 from . import health
 from .model import ClusterInfo, NodeStatus
@@ -126,7 +126,19 @@ def status_of(node) -> NodeStatus:
     return NodeStatus(name=node.name, address=address, state="up" if running else "down",
                       pid=node.pid if running else None,
                       cql=running and health.port_open(address, CQL_PORT, timeout=0.5),
-                      native_port=CQL_PORT, jmx_port=int(node.jmx_port), path=Path(node.get_path()))
+                      native_port=CQL_PORT, jmx_port=int(node.jmx_port), path=Path(node.get_path()),
+                      metrics_url=metrics_url(Path(node.get_path()).parent, address))
+
+
+def metrics_exporter_path(cluster_dir: Path) -> tuple[Path, Path]:
+    """The cluster's copy of the Prometheus JMX exporter agent and its config, beside its copy of the plugin."""
+    return Path(cluster_dir) / METRICS_EXPORTER_JAR, Path(cluster_dir) / METRICS_EXPORTER_CONFIG
+
+
+def metrics_url(cluster_dir: Path, address: str) -> str | None:
+    """Where a node serves its Prometheus metrics, when its cluster has the exporter (nodes start with it then)."""
+    jar, config = metrics_exporter_path(cluster_dir)
+    return f"http://{address}:{METRICS_PORT}/metrics" if jar.is_file() and config.is_file() else None
 
 
 def info_of(cluster) -> ClusterInfo:

@@ -132,6 +132,14 @@ def _copy_plugin(cluster, jar: Path, progress: Progress) -> Path:
     shutil.copyfile(jar, tmp)
     os.replace(tmp, target)     # a running node keeps the jar it opened
     progress(f"plugin {jar.name} copied to {target} (nodes load it when they start)")
+    sources = node_process.metrics_exporter_sources(jar)
+    if all(source.is_file() for source in sources):
+        for source, copy in zip(sources, node_process.metrics_exporter_path(target.parent)):
+            tmp = copy.with_name(f".{copy.name}.tmp")
+            shutil.copyfile(source, tmp)
+            os.replace(tmp, copy)
+        progress(f"metrics exporter {sources[0].name} copied beside it (nodes serve Prometheus metrics on port "
+                 f"{node_process.METRICS_PORT})")
     return target
 
 

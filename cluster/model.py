@@ -15,6 +15,7 @@ class NodeStatus:
     native_port: int = 9042
     jmx_port: int = 7199
     path: Path | None = None   # the node's ccm directory (conf/, logs/, data0/...)
+    metrics_url: str | None = None   # its Prometheus scrape URL, when the cluster has the JMX exporter
 
     @property
     def up(self) -> bool:

@@ -16,7 +16,8 @@ import signal
 import time
 from pathlib import Path
 
-from ..config import PLUGIN_JAR, Settings
+from ..config import METRICS_EXPORTER_CONFIG, METRICS_EXPORTER_JAR, METRICS_PORT, PLUGIN_JAR, REPO_ROOT, Settings
+from .ccm_driver import metrics_exporter_path, metrics_url
 from ..errors import ClusterError
 from . import ccm_driver as ccm, health
 from .ccm_driver import Progress
@@ -37,14 +38,24 @@ def plugin_path(cluster_dir: Path) -> Path:
     return Path(cluster_dir) / PLUGIN_JAR
 
 
-def node_jvm_args(cluster_dir: Path) -> list[str]:
+def metrics_exporter_sources(plugin_jar: Path) -> tuple[Path, Path]:
+    """The Prometheus JMX exporter agent as Maven copied it beside the built plugin, and its config in the repo."""
+    return (Path(plugin_jar).parent / "dist-lib" / METRICS_EXPORTER_JAR,
+            REPO_ROOT / "trigger-plugin" / "dist" / "metrics" / METRICS_EXPORTER_CONFIG)
+
+
+def node_jvm_args(cluster_dir: Path, address: str | None = None) -> list[str]:
     """The JVM arguments of every node start: the fast-start properties and, once the cluster has the plugin,
     ``-javaagent:`` with its jar, which puts the plugin on the node's class path (where Cassandra loads the capture
-    index and the trigger from) without touching the shared install dir's lib/."""
+    index and the trigger from) without touching the shared install dir's lib/. Once the cluster also has the
+    Prometheus JMX exporter, the node at ``address`` serves its metrics on ``address:METRICS_PORT``."""
     args = list(FAST_START_JVM_ARGS)
     plugin = plugin_path(cluster_dir)
     if plugin.is_file():
         args.append(f"-javaagent:{plugin}")
+    if address is not None and metrics_url(cluster_dir, address) is not None:
+        jar, config = metrics_exporter_path(cluster_dir)
+        args.append(f"-javaagent:{jar}={address}:{METRICS_PORT}:{config}")
     return args
 
 
@@ -69,7 +80,7 @@ def start_nodes(cluster, to_start: list, progress: Progress, timeout: float) -> 
         progress(f"starting {node.name} ({ccm.address_of(node)})")
         with ccm.running(f"starting {node.name} of cluster {cluster.name}", progress):
             node.start(wait_other_notice=False, wait_for_binary_proto=False, allow_root=allow_root,
-                       jvm_args=node_jvm_args(Path(cluster.get_path())))
+                       jvm_args=node_jvm_args(Path(cluster.get_path()), ccm.address_of(node)))
         if not ccm.alive(node):
             raise ClusterError(f"{node.name} exited right after start\n{ccm.log_tail(node)}")
 

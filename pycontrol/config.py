@@ -13,6 +13,12 @@ from .errors import ConfigError
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CASSANDRA_VERSION = "5.0.9"
 PLUGIN_JAR = "async-triggers-plugin.jar"
+# The Prometheus JMX exporter beside the plugin: Maven copies the agent into trigger-plugin/target/dist-lib/ when it
+# builds the plugin, its config lives in trigger-plugin/dist/metrics/. Each local node serves its metrics on its
+# own address at this port (ccm: 7000 storage, 7100+ JMX, 9042 CQL).
+METRICS_EXPORTER_JAR = "jmx_prometheus_javaagent.jar"
+METRICS_EXPORTER_CONFIG = "prometheus-jmx.yaml"
+METRICS_PORT = 7070
 
 
 @dataclasses.dataclass(frozen=True)

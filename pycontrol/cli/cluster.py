@@ -24,10 +24,10 @@ def _progress(message: str) -> None:
 
 
 def _print_status(nodes) -> None:
-    typer.echo(f"{'node':<8} {'address':<12} {'state':<6} {'cql':<4} {'pid':>8}")
+    typer.echo(f"{'node':<8} {'address':<12} {'state':<6} {'cql':<4} {'pid':>8}  metrics")
     for n in nodes:
         typer.echo(f"{n.name:<8} {n.address:<12} {n.state:<6} {'yes' if n.cql else 'no':<4} "
-                   f"{n.pid if n.pid else '-':>8}")
+                   f"{n.pid if n.pid else '-':>8}  {n.metrics_url or '-'}")
 
 
 @app.command()

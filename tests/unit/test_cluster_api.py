@@ -64,6 +64,18 @@ def test_nodes_start_with_the_plugin_on_their_class_path_once_the_cluster_has_it
                                                f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
 
 
+def test_nodes_start_with_the_metrics_exporter_on_their_own_address_once_the_cluster_has_it(tmp_path: Path):
+    (tmp_path / "async-triggers-plugin.jar").write_bytes(b"PK")
+    assert cluster.node_jvm_args(tmp_path, "127.0.0.2") == [*cluster.FAST_START_JVM_ARGS,
+                                                            f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
+    assert cluster.metrics_url(tmp_path, "127.0.0.2") is None
+    (tmp_path / "jmx_prometheus_javaagent.jar").write_bytes(b"PK")
+    (tmp_path / "prometheus-jmx.yaml").write_text("rules: []\n")
+    assert cluster.node_jvm_args(tmp_path, "127.0.0.2")[-1] == (
+        f"-javaagent:{tmp_path}/jmx_prometheus_javaagent.jar=127.0.0.2:7070:{tmp_path}/prometheus-jmx.yaml")
+    assert cluster.metrics_url(tmp_path, "127.0.0.2") == "http://127.0.0.2:7070/metrics"
+
+
 class _FakeNode:
     """What the driver uses of a ccm node: a stopped node whose start is recorded."""
 
@@ -124,3 +136,27 @@ def test_install_plugin_without_the_jar_is_a_clear_error(tmp_path: Path):
                                            r"first with `make plugin`"):
         cluster.install_plugin(_FakeCluster(tmp_path / "c"), tmp_path / "missing.jar")
     assert not (tmp_path / "c").exists(), "nothing is copied before the check"
+
+
+def test_install_plugin_copies_the_metrics_exporter_built_beside_it_and_nodes_restart_serving_metrics(
+        tmp_path: Path, monkeypatch):
+    from async_triggers.cluster import ccm_driver, health, node_process
+    monkeypatch.setattr(ccm_driver, "alive", lambda node: node.pid is not None)
+    monkeypatch.setattr(health, "port_open", lambda *a, **kw: False)
+    monkeypatch.setattr(health, "wait_for_cql", lambda *a, **kw: None)
+    monkeypatch.setattr(node_process, "signal_and_wait", lambda node, sig, timeout: setattr(node, "pid", None) or True)
+    build = tmp_path / "target"
+    (build / "dist-lib").mkdir(parents=True)
+    (build / "async-triggers-plugin.jar").write_bytes(b"plugin")
+    (build / "dist-lib" / "jmx_prometheus_javaagent.jar").write_bytes(b"agent")
+    fake = _FakeCluster(tmp_path / "ccm" / "fake")
+    fake.path.mkdir(parents=True)
+    fake.nodes["node1"].pid = 1234
+
+    cluster.install_plugin(fake, build / "async-triggers-plugin.jar")
+
+    assert (fake.path / "jmx_prometheus_javaagent.jar").read_bytes() == b"agent"
+    config = (fake.path / "prometheus-jmx.yaml").read_text()
+    assert config == (node_process.REPO_ROOT / "trigger-plugin/dist/metrics/prometheus-jmx.yaml").read_text()
+    assert fake.nodes["node1"].jvm_args[-1][-1] == (
+        f"-javaagent:{fake.path}/jmx_prometheus_javaagent.jar=127.0.0.1:7070:{fake.path}/prometheus-jmx.yaml")

@@ -34,6 +34,7 @@ import org.asynctriggers.flows.FlowWorkers;
 import org.asynctriggers.flows.Flows;
 import org.asynctriggers.flows.Intake;
 import org.asynctriggers.flows.ScanView;
+import org.asynctriggers.metrics.CassandraMetrics;
 import org.asynctriggers.metrics.NodeStatus;
 import org.asynctriggers.metrics.StatusReporter;
 import org.asynctriggers.queue.SpillStore;
@@ -75,11 +76,12 @@ public final class Node
         Ownership ownership = new Ownership(b.executors, new PeerStatus(b.gateway, b.wallClockMillis));
         DeadLetters deadLetters = new DeadLetters(b.gateway, b.nodeName, b.wallClockMillis);
         FlowFactory factory = new FlowFactory(new FlowExecutors(b.gateway, b.columnTypes, b.handlerLoader, b.threadFactory),
-                                              new FlowWorkers(b.threadFactory, b.nanoClock, b.retrySchedulers, b.jitter,
-                                                              b.sleeper, deadLetters),
+                                              new FlowWorkers(b.threadFactory, b.nanoClock, b.wallClockMillis, b.retrySchedulers,
+                                                              b.jitter, b.sleeper, deadLetters),
                                               b.spillDirs, b.backupTables, held);
         this.mbeans = b.mbeans;
-        this.flows = new Flows(factory, b.mbeans, b.drainMillis, held, started -> {
+        this.flows = new Flows(factory, b.mbeans, new CassandraMetrics(b.metricsRegistry, backlog::liveEntries),
+                               b.drainMillis, held, started -> {
             intake().unpark(started);
             control().applied(started);
         });
@@ -107,6 +109,8 @@ public final class Node
     {
         private final CqlGateway gateway;
         private MBeanServer mbeans = ManagementFactory.getPlatformMBeanServer();
+        /** a node's is Cassandra's; unit tests' nodes keep theirs to themselves */
+        private CassandraMetrics.Registry metricsRegistry = CassandraMetrics.Registry.plain(new com.codahale.metrics.MetricRegistry());
         private ThreadFactory threadFactory = Thread::new;
         private LongSupplier nanoClock = System::nanoTime;
         private LongSupplier wallClockMillis = System::currentTimeMillis;
@@ -130,6 +134,7 @@ public final class Node
         }
 
         Builder mbeans(MBeanServer v) { mbeans = v; return this; }
+        Builder metricsRegistry(CassandraMetrics.Registry v) { metricsRegistry = v; return this; }
         Builder threads(ThreadFactory v) { threadFactory = v; return this; }
         Builder nanoClock(LongSupplier v) { nanoClock = v; return this; }
         Builder wallClock(LongSupplier v) { wallClockMillis = v; return this; }
@@ -174,6 +179,7 @@ public final class Node
         if (instance == null)
         {
             Node node = builder(new QueryProcessorGateway())
+                .metricsRegistry(CassandraMetrics.Registry.cassandra())
                 .spillDirs(Node::spillDir)
                 .columnTypes(spec -> ColumnTypes.fromSchema(spec.source.keyspace, spec.source.table))
                 .handlerLoader(HandlerClassLoader::fromTriggersDirectory)

@@ -13,6 +13,7 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.backup.ExecutorChoice;
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.metrics.CassandraMetrics;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.metrics.NodeStatus;
 import org.asynctriggers.queue.QueueFullException;
@@ -212,6 +213,32 @@ class NodeTest
             assertFalse(t.isAlive());
         }
         assertEquals(5L, threads.alive(), "three workers, the retry thread and the spill drainer of version 2");
+    }
+
+    @Test
+    void shouldKeepEachFlowsMetricsInCassandrasRegistryAcrossARedeployUntilItIsRemoved() throws Exception
+    {
+        com.codahale.metrics.MetricRegistry registry = new com.codahale.metrics.MetricRegistry();
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        first = builder(new TrackingThreadFactory(), gateway).metricsRegistry(CassandraMetrics.Registry.plain(registry)).build();
+        first.control().firstCycle();
+        capture(first, "users_by_name", userNamed(1, "ann", 10));      // written at 10 us, done at 1,000 ms (the wall clock)
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+        String lag = CassandraMetrics.nameOf("users_by_name", CassandraMetrics.PROPAGATION_LAG).getMetricName();
+        assertEquals(1, registry.histogram(lag).getCount());
+        long max = registry.histogram(lag).getSnapshot().getMax();
+        assertTrue(max >= 1_000 && max < 1_200, "1 s, as the upper bound of its bucket (Cassandra's reservoir): " + max);
+
+        deploy("users_by_name", Fixtures.USERS_BY_NAME.replace("\"targets\"", "\"queue\": {\"capacity\": 7, \"workers\": 3}, \"targets\""), 2);
+        first.control().cycle();
+        assertEquals(CassandraMetrics.metricNames().size(), registry.getNames().size(), "one set of names: " + registry.getNames());
+        assertEquals(3, registry.getGauges().get(CassandraMetrics.nameOf("users_by_name", CassandraMetrics.WORKERS).getMetricName()).getValue());
+        assertEquals(1, registry.getCounters().get(CassandraMetrics.nameOf("users_by_name", CassandraMetrics.COMPLETED_TASKS).getMetricName()).getCount());
+        assertEquals(1, registry.histogram(lag).getCount(), "the lag histogram goes on with the new version");
+
+        undeploy("users_by_name", 5);
+        first.control().cycle();
+        assertEquals(Set.of(), registry.getNames());
     }
 
     @Test

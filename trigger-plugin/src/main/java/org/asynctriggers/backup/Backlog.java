@@ -45,6 +45,13 @@ public final class Backlog
         return entries.values().stream().anyMatch(n -> n > 0);
     }
 
+    /** Live entries of the flow on this node at the last complete scan. */
+    public long liveEntries(String flow)
+    {
+        Long n = entries.get(flow);
+        return n == null ? 0 : n;
+    }
+
     /** What the status row of a flow adds to its counters. */
     public StatusReporter.Extra statusOf(String flow)
     {

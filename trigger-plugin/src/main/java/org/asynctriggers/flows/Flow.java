@@ -6,6 +6,8 @@ import java.util.function.LongSupplier;
 
 import javax.management.ObjectName;
 
+import com.codahale.metrics.Histogram;
+
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.TaskEntries;
 import org.asynctriggers.metrics.FlowMetrics;
@@ -51,12 +53,18 @@ public final class Flow
      */
     Flow(FlowSpec spec, TaskProcessor.Executor executor, Path spillDir, FlowWorkers workers)
     {
+        this(spec, executor, spillDir, workers, FlowMetrics.newLagHistogram());
+    }
+
+    /** @param propagationLag its lag histogram: a new one, or the one of the version it replaces */
+    Flow(FlowSpec spec, TaskProcessor.Executor executor, Path spillDir, FlowWorkers workers, Histogram propagationLag)
+    {
         ThreadFactory threadFactory = workers.threadFactory;
         LongSupplier nanoClock = workers.nanoClock;
         this.spec = spec;
         this.threadFactory = threadFactory;
         this.queue = new BoundedFlowQueue(spec.queueCapacity);
-        this.metrics = new FlowMetrics(queue, spec.workers, nanoClock);
+        this.metrics = new FlowMetrics(queue, spec.workers, nanoClock, workers.wallClockMillis, propagationLag);
         this.retryScheduler = workers.retrySchedulers.create(spec.name);
         this.retries = new Retries(spec.name, spec.retry, workers.jitter, retryScheduler, queue, metrics, workers.deadLetters, nanoClock);
         FlowSpec.Overflow overflow = spec.overflow;

@@ -7,6 +7,7 @@ import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.EntryCompletion;
 import org.asynctriggers.backup.HeldTasks;
 import org.asynctriggers.execute.FlowExecutors;
+import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.spec.FlowSpec;
 
 /** Starts a version of a flow on this node: what every {@link Flow} is built from. */
@@ -29,10 +30,14 @@ public final class FlowFactory
         this.held = held;
     }
 
-    /** @throws RuntimeException when the flow cannot start (its handler cannot be loaded, say) */
-    Flow start(FlowSpec spec)
+    /**
+     * @param replaced the metrics of the version this one replaces (its lag histogram goes on), or null
+     * @throws RuntimeException when the flow cannot start (its handler cannot be loaded, say)
+     */
+    Flow start(FlowSpec spec, FlowMetrics replaced)
     {
-        Flow flow = new Flow(spec, executors.executorOf(spec)::execute, spillDirs.apply(spec.name), workers);
+        Flow flow = new Flow(spec, executors.executorOf(spec)::execute, spillDirs.apply(spec.name), workers,
+                             replaced == null ? FlowMetrics.newLagHistogram() : replaced.propagationLag());
         flow.backupTable = backupTables.apply(spec);
         flow.entries(new EntryCompletion(flow.backupTable, held));
         flow.start();

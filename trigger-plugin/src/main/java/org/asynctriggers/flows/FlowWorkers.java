@@ -14,6 +14,8 @@ public final class FlowWorkers
 {
     final ThreadFactory threadFactory;
     final LongSupplier nanoClock;
+    /** wall-clock millis, what a task's propagation lag is measured with */
+    final LongSupplier wallClockMillis;
     final RetryScheduler.Factory retrySchedulers;
     final RetryPolicy.Jitter jitter;
     final TaskProcessor.Sleeper sleeper;
@@ -24,14 +26,24 @@ public final class FlowWorkers
     public FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, RetryScheduler.Factory retrySchedulers,
                        RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper, DeadLetters deadLetters)
     {
-        this(threadFactory, nanoClock, retrySchedulers, jitter, sleeper, deadLetters, WorkerPool.DEFAULT_IDLE_MILLIS);
+        this(threadFactory, nanoClock, System::currentTimeMillis, retrySchedulers, jitter, sleeper, deadLetters);
     }
 
-    private FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, RetryScheduler.Factory retrySchedulers,
-                        RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper, DeadLetters deadLetters, long idleWorkerMillis)
+    public FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis,
+                       RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper,
+                       DeadLetters deadLetters)
+    {
+        this(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters,
+             WorkerPool.DEFAULT_IDLE_MILLIS);
+    }
+
+    private FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis,
+                        RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper,
+                        DeadLetters deadLetters, long idleWorkerMillis)
     {
         this.threadFactory = threadFactory;
         this.nanoClock = nanoClock;
+        this.wallClockMillis = wallClockMillis;
         this.retrySchedulers = retrySchedulers;
         this.jitter = jitter;
         this.sleeper = sleeper;
@@ -42,6 +54,6 @@ public final class FlowWorkers
     /** The same, with extra workers ending after {@code millis} idle. */
     FlowWorkers idleWorkerMillis(long millis)
     {
-        return new FlowWorkers(threadFactory, nanoClock, retrySchedulers, jitter, sleeper, deadLetters, millis);
+        return new FlowWorkers(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters, millis);
     }
 }

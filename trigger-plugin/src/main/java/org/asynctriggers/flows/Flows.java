@@ -12,6 +12,7 @@ import java.util.function.Consumer;
 import javax.management.MBeanServer;
 
 import org.asynctriggers.backup.HeldTasks;
+import org.asynctriggers.metrics.CassandraMetrics;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.spec.FlowRegistry;
 import org.asynctriggers.spec.FlowSpec;
@@ -20,8 +21,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The flow versions running on this node, by name and by source table: started, replaced and stopped as the flows
- * table says ({@link org.asynctriggers.spec.FlowConfigSource}), each with its MBean. A replaced version drains before
- * it stops; its queued tasks still run with the version they were made for.
+ * table says ({@link org.asynctriggers.spec.FlowConfigSource}), each with its MBean and its metrics in Cassandra's
+ * registry. A replaced version drains before it stops; its queued tasks still run with the version they were made for.
+ * A new version's counts and lag histogram go on from the version it replaces.
  */
 public final class Flows implements FlowRegistry
 {
@@ -29,6 +31,7 @@ public final class Flows implements FlowRegistry
 
     private final FlowFactory factory;
     private final MBeanServer mbeans;
+    private final CassandraMetrics cassandraMetrics;
     private final long drainMillis;
     private final HeldTasks held;
     /** told of every version started, once it is in place */
@@ -38,10 +41,12 @@ public final class Flows implements FlowRegistry
     private volatile Map<String, List<Flow>> byTable = Collections.emptyMap();
     private volatile boolean shutdown;
 
-    public Flows(FlowFactory factory, MBeanServer mbeans, long drainMillis, HeldTasks held, Consumer<Flow> applied)
+    public Flows(FlowFactory factory, MBeanServer mbeans, CassandraMetrics cassandraMetrics, long drainMillis,
+                 HeldTasks held, Consumer<Flow> applied)
     {
         this.factory = factory;
         this.mbeans = mbeans;
+        this.cassandraMetrics = cassandraMetrics;
         this.drainMillis = drainMillis;
         this.held = held;
         this.applied = applied;
@@ -124,7 +129,8 @@ public final class Flows implements FlowRegistry
         {
             if (shutdown)
                 return;
-            started = factory.start(spec);
+            Flow current = byName.get(spec.name);
+            started = factory.start(spec, current == null ? null : current.metrics);
         }
         Flow previous = swap(spec.name, started);
         if (previous != null)
@@ -165,7 +171,10 @@ public final class Flows implements FlowRegistry
         held.forget(flow);
     }
 
-    /** Registers the MBean of every flow that has none yet (a name still held by a retiring version waits). */
+    /**
+     * Registers the MBean of every flow that has none yet (a name still held by a retiring version waits), and with
+     * it the flow's metrics in Cassandra's registry.
+     */
     public void registerMBeans()
     {
         for (Flow flow : byName.values())
@@ -178,6 +187,7 @@ public final class Flows implements FlowRegistry
                 {
                     mbeans.registerMBean(flow.metrics, flow.objectName);
                     flow.registered = true;
+                    cassandraMetrics.register(flow.spec.name, flow.metrics);
                 }
             }
             catch (Exception e)
@@ -189,6 +199,7 @@ public final class Flows implements FlowRegistry
 
     private void unregister(Flow flow)
     {
+        cassandraMetrics.release(flow.spec.name, flow.metrics);
         if (!flow.registered)
             return;
         try

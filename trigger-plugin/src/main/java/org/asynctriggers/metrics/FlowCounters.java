@@ -16,6 +16,12 @@ public interface FlowCounters
 
     void fanoutRowsWritten(long rows);
 
+    /** A task completed; its source write had this timestamp (microseconds): the propagation lag. */
+    void propagated(long sourceWriteMicros);
+
+    /** A task became a dead letter. */
+    void deadLettered();
+
     /** A task waiting for its retry is back in the queue. */
     void retryQueued();
 

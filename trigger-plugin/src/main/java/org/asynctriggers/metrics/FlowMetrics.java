@@ -4,12 +4,17 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
+import com.codahale.metrics.Histogram;
 import javax.management.MalformedObjectNameException;
 import javax.management.ObjectName;
 
+import org.apache.cassandra.metrics.DecayingEstimatedHistogramReservoir;
+
 /**
  * Counters of one flow. Updates are single adder increments and reads never throw, so the hot path (augment and
- * workers) is never disturbed by metrics.
+ * workers) is never disturbed by metrics. The propagation lag (source write to completion) is a histogram that
+ * carries over from the version a redeploy replaces, like the counts; {@link CassandraMetrics} shows all of it in
+ * Cassandra's own metrics registry too.
  */
 public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
 {
@@ -33,6 +38,10 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
     private final LongAdder resumed = new LongAdder();
     private final LongAdder fanoutRows = new LongAdder();
     private final LongAdder backupEntries = new LongAdder();
+    private final LongAdder deadLettered = new LongAdder();
+    private final LongSupplier wallClockMillis;
+    /** milliseconds from the source write's timestamp to the task's completion, one value per completed task */
+    private final Histogram propagationLag;
     /** failed tasks waiting for their retry: pending too, or a drained queue would hide work still to do */
     private final LongAdder awaitingRetry = new LongAdder();
     /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
@@ -40,10 +49,33 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
 
     public FlowMetrics(QueueGauge queue, int poolSize, LongSupplier nanoClock)
     {
+        this(queue, poolSize, nanoClock, System::currentTimeMillis, newLagHistogram());
+    }
+
+    /**
+     * @param wallClockMillis the clock the lag is measured with (source timestamps are wall-clock microseconds)
+     * @param propagationLag the lag histogram: a new one ({@link #newLagHistogram()}), or the replaced version's
+     */
+    public FlowMetrics(QueueGauge queue, int poolSize, LongSupplier nanoClock, LongSupplier wallClockMillis,
+                       Histogram propagationLag)
+    {
         this.queue = queue;
         this.poolSize = poolSize;
         this.currentPoolSize = () -> poolSize;
         this.nanoClock = nanoClock;
+        this.wallClockMillis = wallClockMillis;
+        this.propagationLag = propagationLag;
+    }
+
+    /** Cassandra's own latency reservoir (exponentially decaying buckets, as its read and write latencies use). */
+    public static Histogram newLagHistogram()
+    {
+        return new Histogram(new DecayingEstimatedHistogramReservoir(true));
+    }
+
+    public Histogram propagationLag()
+    {
+        return propagationLag;
     }
 
     public static ObjectName objectName(String keyspace, String table, String flow)
@@ -102,6 +134,7 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
         resumed.add(p.getResumedTasks());
         fanoutRows.add(p.getFanoutRowsWritten());
         backupEntries.add(p.getBackupEntries());
+        deadLettered.add(p.getDeadLetteredTasks());
         previous = null;
     }
 
@@ -144,6 +177,29 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
         awaitingRetry.increment();
     }
 
+    /** A task became a dead letter (its row is in {@code async_triggers.dead_letters}). */
+    public void deadLettered()
+    {
+        deadLettered.increment();
+    }
+
+    /**
+     * A task completed: its lag from the source write ({@code sourceWriteMicros}, the write's timestamp) to now. A
+     * write stamped in the future (a client's clock ahead of this node's) counts as no lag rather than a negative one.
+     */
+    public void propagated(long sourceWriteMicros)
+    {
+        try
+        {
+            long lag = wallClockMillis.getAsLong() - TimeUnit.MICROSECONDS.toMillis(sourceWriteMicros);
+            propagationLag.update(Math.max(0, lag));
+        }
+        catch (RuntimeException e)
+        {
+            // metrics never fail a task
+        }
+    }
+
     /** Queued from a backup map (takeover, restart, safety net); resumed: from a recorded fan-out position. */
     public void taskRecovered(boolean fromResumePosition)
     {
@@ -161,6 +217,13 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
     public void backupEntriesWritten(int entries)
     {
         backupEntries.add(entries);
+    }
+
+    @Override
+    public long getDeadLetteredTasks()
+    {
+        FlowMetrics p = previous;
+        return deadLettered.sum() + (p == null ? 0 : p.getDeadLetteredTasks());
     }
 
     @Override

@@ -13,6 +13,9 @@ public interface FlowMetricsMBean
 
     long getRetriedTasks();
 
+    /** tasks that became dead letters (also counted in {@link #getFailedTasks()}) */
+    long getDeadLetteredTasks();
+
     long getOldestPendingTaskAgeMillis();
 
     int getMaxPoolSize();

@@ -160,7 +160,10 @@ public final class Retries
             return;
         metrics.retryAbandoned();
         if (deadLetters.write(retry.task, retry.task.attempts(), retry.cause, why))
+        {
+            metrics.deadLettered();
             complete(retry.task);
+        }
         else
             entries.released(retry.task);
     }
@@ -169,7 +172,10 @@ public final class Retries
     {
         metrics.taskFinished(false);
         if (deadLetters.write(task, attempts, cause, why))
+        {
+            metrics.deadLettered();
             complete(task);
+        }
         else
             entries.released(task); // its entry still holds it: a scan runs it again rather than lose it
     }

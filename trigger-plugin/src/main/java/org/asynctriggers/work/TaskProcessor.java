@@ -126,6 +126,7 @@ public final class TaskProcessor implements Consumer<Task>
         {
             logger.debug("Flow '{}': backup entry of {} not removed ({}); a replica may run it again", task.flow(), task, e.toString());
         }
+        metrics.propagated(task.timestamp());
         metrics.taskFinished(true);
     }
 }
