@@ -18,8 +18,11 @@ def bundle_cmd(ctx: typer.Context,
                out: Path = typer.Option(Path("dist"), "--out", help="Folder for the bundle and its .tar.gz."),
                as_json: bool = typer.Option(False, "--json")):
     """Assemble the versioned bundle an operator installs: the jar, install-on-node.sh, INSTALL.md, metrics/."""
+    from ..cluster.node_process import metrics_exporter_sources
+    exporter, _ = metrics_exporter_sources(ctx.obj.plugin_jar)
     with errors_to_exit():
-        b = bundle_mod.build(ctx.obj.plugin_jar, out)
+        b = bundle_mod.build(ctx.obj.plugin_jar, out,
+                             extra_jars={exporter.name: exporter} if exporter.is_file() else None)
     if as_json:
         typer.echo(json.dumps({"version": b.version, "sha256": b.sha256, "folder": str(b.folder),
                                "archive": str(b.archive), "files": b.files}))
