@@ -157,7 +157,10 @@ class DataCenterOutageTest
             Operation.INSERT, List.of(bigint(1)), 10, row("id", 1L, "name", "ann", "email", "e")), System.nanoTime())), 0);
 
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "RetriedTasks") >= 1L);
-        assertTrue(gateway.consistencies.contains(ConsistencyLevel.EACH_QUORUM), "the image is written in both data centers");
+        synchronized (gateway)
+        {
+            assertTrue(gateway.consistencies.contains(ConsistencyLevel.EACH_QUORUM), "the image is written in both data centers");
+        }
         assertEquals(0L, mbeans.getAttribute(USERS_FLOW, "FailedTasks"));
         assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
 
