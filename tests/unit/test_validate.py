@@ -155,7 +155,7 @@ def test_should_reject_partial_fanout_match():
     (dict(events=("insert", "upsert")), "flow 'tl': 'events' must be a non-empty subset of "
                                         "['insert', 'update', 'delete'], found: ['insert', 'upsert']"),
     (dict(write_consistency="MOST"), "flow 'tl': 'write_consistency' must be one of ANY, ONE, TWO, THREE, QUORUM, "
-                                     "ALL, LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE, NODE_LOCAL, found: 'MOST'"),
+                                     "ALL, LOCAL_QUORUM, EACH_QUORUM, LOCAL_ONE, found: 'MOST'"),
     (dict(queue=Queue(capacity=0)), "flow 'tl': 'queue.capacity' must be strictly positive, found: 0"),
     (dict(queue=Queue(workers=-1)), "flow 'tl': 'queue.workers' must be strictly positive, found: -1"),
     (dict(page_size=0), "flow 'tl': 'page_size' must be strictly positive, found: 0"),

@@ -442,8 +442,8 @@ class NodeTest
         var requests = gateway.rows(Cql.KEYSPACE, "dead_letter_retries");
         assertEquals(1, requests.size());
         assertEquals("10.0.0.2", Fixtures.string(requests.get(0).get("node")));
-        assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterDelete())));
-        assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterRetryDelete())));
+        assertEquals(ConsistencyLevel.LOCAL_QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterDelete())));
+        assertEquals(ConsistencyLevel.LOCAL_QUORUM, gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterRetryDelete())));
     }
 
     @Test

@@ -10,7 +10,6 @@ import java.util.UUID;
 import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.CassandraWriteContext;
 import org.apache.cassandra.db.ColumnFamilyStore;
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.DataRange;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.Mutation;
@@ -36,6 +35,7 @@ import org.apache.cassandra.utils.FBUtilities;
 import org.apache.cassandra.utils.concurrent.OpOrder;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -116,7 +116,7 @@ public final class BackupTable
         cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), position), false);
     }
 
-    /** Records where a chunked fan-out goes on (at ONE; a lost update only makes a takeover redo more rows). */
+    /** Records where a chunked fan-out goes on (at LOCAL_ONE; a lost update only makes a takeover redo more rows). */
     public void recordResume(Task task, int target, ByteBuffer paging)
     {
         CqlGateway.Prepared statement = resume;
@@ -126,10 +126,11 @@ public final class BackupTable
         List<ByteBuffer> values = new ArrayList<>();
         values.add(encodeResume(target, paging));
         values.addAll(entryKey(task));
-        gateway.execute(statement, ConsistencyLevel.ONE, values);
+        gateway.execute(statement, InternalConsistency.BACKUP_ENTRIES, values);
     }
 
-    /** The task is done (or a dead letter, or discarded): its entry goes on every replica; hints carry it. */
+    /** The task is done (or a dead letter, or discarded): its entry goes on every replica, in every data
+     * center; hints carry it to those that are down (cql/InternalConsistency). */
     public void complete(Task task)
     {
         CqlGateway.Prepared statement = delete;
@@ -138,7 +139,7 @@ public final class BackupTable
         List<ByteBuffer> values = new ArrayList<>();
         values.add(ByteBuffer.allocate(8).putLong(0, COMPLETED_AT));
         values.addAll(entryKey(task));
-        gateway.execute(statement, ConsistencyLevel.ONE, values);
+        gateway.execute(statement, InternalConsistency.BACKUP_ENTRIES, values);
     }
 
     private List<ByteBuffer> entryKey(Task task)

@@ -1,10 +1,12 @@
 package org.asynctriggers.backup;
 
+import java.util.function.Function;
 import java.util.function.Predicate;
 
 import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.gms.Gossiper;
+import org.apache.cassandra.locator.AbstractReplicationStrategy;
 import org.apache.cassandra.locator.InetAddressAndPort;
 import org.apache.cassandra.locator.Replica;
 import org.apache.cassandra.utils.FBUtilities;
@@ -14,6 +16,13 @@ import org.apache.cassandra.utils.FBUtilities;
  * natural replicas, in the replication strategy's order, that gossip holds alive on this node. Every replica
  * computes it alike from the same ring, so while all are well exactly one node runs a task; when that node dies, the
  * next one in the order finds itself first and takes its entries over.
+ * <p>
+ * Several data centers (docs/design.md, "Several data centers"): NetworkTopologyStrategy lists a row's replicas in
+ * ring order, the data centers mixed, and the choice keeps that order on purpose. One rule over all replicas is what
+ * makes the executor unique: a first live replica per data center would run every task once in each. Ring order
+ * spreads the rows' executors over the nodes of both data centers, as evenly as the ring does, and needs no setting
+ * that every node would have to agree on; when a whole data center is down its rows fall to the first live replica
+ * in the other one, and come back when it does.
  */
 public interface ExecutorChoice
 {
@@ -48,15 +57,24 @@ public interface ExecutorChoice
     /** The ring as this node sees it now. */
     static ExecutorChoice ofRing()
     {
-        InetAddressAndPort me = FBUtilities.getBroadcastAddressAndPort();
+        return of(FBUtilities.getBroadcastAddressAndPort(), keyspace -> Keyspace.open(keyspace).getReplicationStrategy(),
+                  endpoint -> Gossiper.instance.isAlive(endpoint));
+    }
+
+    /**
+     * @param strategies a keyspace's replication strategy
+     * @param alive      whether this node's failure detector holds a node alive
+     */
+    static ExecutorChoice of(InetAddressAndPort me, Function<String, AbstractReplicationStrategy> strategies,
+                             Predicate<InetAddressAndPort> alive)
+    {
         String self = me.getHostAddress(false);
         return new ExecutorChoice()
         {
             @Override
             public String executorOf(String keyspace, Token token)
             {
-                InetAddressAndPort first = firstLive(Keyspace.open(keyspace).getReplicationStrategy().getNaturalReplicasForToken(token),
-                                                     me, endpoint -> Gossiper.instance.isAlive(endpoint));
+                InetAddressAndPort first = firstLive(strategies.apply(keyspace).getNaturalReplicasForToken(token), me, alive);
                 return first == null ? null : first.getHostAddress(false);
             }
 

@@ -7,15 +7,15 @@ import java.util.List;
 import java.util.Map;
 import java.util.function.LongSupplier;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * What the other nodes last reported in {@code async_triggers.flow_status}: per flow and node, whether it had
- * anything queued or running, and when its last scan of the backup maps started. Read at ONE; a failed read keeps the
+ * anything queued or running, and when its last scan of the backup maps started. Read at LOCAL_ONE (cql/InternalConsistency); a failed read keeps the
  * previous view, and a report older than the caller's limit counts as no report.
  */
 public final class PeerStatus
@@ -61,7 +61,7 @@ public final class PeerStatus
                 select = gateway.prepare("SELECT \"flow\", \"node\", \"pending\", \"active\", \"last_scan\", \"updated\" FROM "
                                          + Cql.table(Cql.KEYSPACE, "flow_status"));
             Map<String, Report> fresh = new HashMap<>();
-            for (Map<String, ByteBuffer> row : gateway.execute(select, ConsistencyLevel.ONE, List.of()))
+            for (Map<String, ByteBuffer> row : gateway.execute(select, InternalConsistency.STATUS, List.of()))
             {
                 String flow = text(row.get("flow")), node = text(row.get("node"));
                 if (flow == null || node == null)

@@ -32,8 +32,10 @@ final class Lineage
     private final Rows targetRows;
     private final ByteBuffer flowNameBytes;
     /**
-     * Lineage converges because whichever of two tasks reads last sees the other's entry: that needs reads and
-     * writes of the lineage that overlap (R + W > RF), so they are at least QUORUM whatever the flow's levels.
+     * Lineage converges because whichever of two tasks of a source row reads last sees the other's entry: that needs
+     * every lineage read to overlap every lineage write, whichever data centers the two executors are in (after a
+     * data center fails, or while the data centers are cut off from each other, a row's tasks run on either side), so
+     * the levels come from {@link #writeLevel} and {@link #readLevel}, not from the flow's.
      */
     private final ConsistencyLevel lineageWrite;
     private final ConsistencyLevel lineageRead;
@@ -55,8 +57,8 @@ final class Lineage
         this.fanout = fanout;
         this.targetRows = rows;
         this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
-        this.lineageWrite = atLeastQuorum(spec.writeConsistency);
-        this.lineageRead = atLeastQuorum(spec.readConsistency);
+        this.lineageWrite = writeLevel(spec.writeConsistency);
+        this.lineageRead = readLevel(spec.readConsistency);
     }
 
     /** Prepares the lineage table's statements. */
@@ -67,9 +69,26 @@ final class Lineage
         statements.prepare(Cql.lineageDelete());
     }
 
-    private static ConsistencyLevel atLeastQuorum(ConsistencyLevel level)
+    /**
+     * Lineage entries are written (and deleted) at EACH_QUORUM, or ALL when the flow writes at ALL: a quorum of the
+     * replicas in every data center, so a local quorum read in any data center meets it. A local quorum write (what a
+     * flow at LOCAL_* asks for) would be missed by a task in the other data center, and QUORUM (a majority of all
+     * replicas, which may lie mostly in one data center) by a local quorum read there. With a data center down, no
+     * overlapping level can be met: lineage targets wait (a cluster failure costs no attempt) until it is back or
+     * the task reaches its retry.max_age_ms; direct targets go on. On SimpleStrategy EACH_QUORUM is QUORUM.
+     */
+    static ConsistencyLevel writeLevel(ConsistencyLevel flowWrite)
     {
-        return level == ConsistencyLevel.ALL || level == ConsistencyLevel.EACH_QUORUM ? level : ConsistencyLevel.QUORUM;
+        return flowWrite == ConsistencyLevel.ALL ? ConsistencyLevel.ALL : ConsistencyLevel.EACH_QUORUM;
+    }
+
+    /**
+     * Lineage entries are read at LOCAL_QUORUM, which meets any EACH_QUORUM write in this data center without a
+     * round trip to the other; at the flow's own level when it is stronger across data centers (EACH_QUORUM, ALL).
+     */
+    static ConsistencyLevel readLevel(ConsistencyLevel flowRead)
+    {
+        return flowRead == ConsistencyLevel.ALL || flowRead == ConsistencyLevel.EACH_QUORUM ? flowRead : ConsistencyLevel.LOCAL_QUORUM;
     }
 
     /**

@@ -7,9 +7,9 @@ import java.util.Map;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -70,7 +70,7 @@ public final class StatusReporter
             {
                 FlowMetrics m = flow.getValue();
                 Extra x = extra.apply(flow.getKey());
-                gateway.execute(insert, ConsistencyLevel.ONE,
+                gateway.execute(insert, InternalConsistency.STATUS,
                                 Arrays.asList(text(flow.getKey()), nodeBytes, bigint(m.getPendingTasks()),
                                               bigint(m.getActiveTasks()), bigint(m.getCompletedTasks()),
                                               bigint(m.getFailedTasks()), bigint(m.getRetriedTasks()),

@@ -8,9 +8,9 @@ import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -44,7 +44,7 @@ public final class FlowConfigSource
         {
             if (select == null)
                 select = gateway.prepare(Cql.flowsSelect());
-            rows = gateway.execute(select, ConsistencyLevel.ONE, List.of());
+            rows = gateway.execute(select, InternalConsistency.FLOWS_READ, List.of());
             lastReadProblem = null;
         }
         catch (RuntimeException e)

@@ -146,6 +146,11 @@ public final class FlowSpecParser
             throw ctx.error("'" + option + "' cannot be ANY");
         if (cl.isSerialConsistency())
             throw ctx.error("'" + option + "' cannot be a serial consistency, found: " + node);
+        // the plugin runs a flow's statements through the normal read and write paths, where NODE_LOCAL has no
+        // meaning (Cassandra serves it for debugging, on the coordinator's own data only): every task would fail
+        if (cl == ConsistencyLevel.NODE_LOCAL)
+            throw ctx.error("'" + option + "' cannot be NODE_LOCAL (derived rows go to their replicas; for the nearest "
+                            + "data center only, LOCAL_ONE or LOCAL_QUORUM), found: " + node);
         return cl;
     }
 

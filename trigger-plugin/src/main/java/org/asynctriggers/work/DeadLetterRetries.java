@@ -10,9 +10,9 @@ import java.util.function.Function;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.asynctriggers.queue.FlowQueue;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
@@ -62,7 +62,7 @@ public final class DeadLetterRetries
                 deleteRequest = gateway.prepare(Cql.deadLetterRetryDelete());
                 deleteDeadLetter = gateway.prepare(Cql.deadLetterDelete());
             }
-            requests = gateway.execute(selectRequests, ConsistencyLevel.QUORUM, List.of(nodeName));
+            requests = gateway.execute(selectRequests, InternalConsistency.DEAD_LETTERS, List.of(nodeName));
             lastReadProblem = null;
         }
         catch (RuntimeException e)
@@ -99,7 +99,7 @@ public final class DeadLetterRetries
     private void serve(String flow, ByteBuffer id, ByteBuffer nodeName, String key)
     {
         ByteBuffer flowBytes = DeadLetters.text(flow);
-        List<Map<String, ByteBuffer>> rows = gateway.execute(selectTask, ConsistencyLevel.QUORUM, List.of(flowBytes, id));
+        List<Map<String, ByteBuffer>> rows = gateway.execute(selectTask, InternalConsistency.DEAD_LETTERS, List.of(flowBytes, id));
         ByteBuffer blob = rows.isEmpty() ? null : rows.get(0).get("task");
         if (blob != null)
         {
@@ -124,8 +124,8 @@ public final class DeadLetterRetries
             logger.warn("Dead letter {} of flow '{}' asked to be retried does not exist (already retried or purged)", hex(id), flow);
         }
         ByteBuffer timestamp = DeadLetters.bigint(wallClockMillis.getAsLong() * 1_000);
-        gateway.execute(deleteRequest, ConsistencyLevel.QUORUM, List.of(timestamp, nodeName, flowBytes, id));
-        gateway.execute(deleteDeadLetter, ConsistencyLevel.QUORUM, List.of(timestamp, flowBytes, id));
+        gateway.execute(deleteRequest, InternalConsistency.DEAD_LETTERS, List.of(timestamp, nodeName, flowBytes, id));
+        gateway.execute(deleteDeadLetter, InternalConsistency.DEAD_LETTERS, List.of(timestamp, flowBytes, id));
         waiting.remove(key);
     }
 

@@ -6,17 +6,19 @@ import java.util.Arrays;
 import java.util.function.LongSupplier;
 import java.util.function.Supplier;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.utils.TimeUUID;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.InternalConsistency;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * Writes the tasks a node gave up on to {@code async_triggers.dead_letters} (docs/design.md, "Retries and dead
- * letters"), at QUORUM so that {@code ctl trigger dlq} sees them from any node. Shared by the flows of a node.
+ * letters"), at LOCAL_QUORUM: this node reads them back at the same level when asked to retry
+ * one, {@code ctl trigger dlq} sees them from any node once they arrive there, and the other data center being down
+ * does not keep them from being written. Shared by the flows of a node.
  */
 public final class DeadLetters
 {
@@ -58,7 +60,7 @@ public final class DeadLetters
             if (statement == null)
                 insert = statement = gateway.prepare(Cql.deadLetterInsert());
             long now = wallClockMillis.getAsLong();
-            gateway.execute(statement, ConsistencyLevel.QUORUM,
+            gateway.execute(statement, InternalConsistency.DEAD_LETTERS,
                             Arrays.asList(text(task.flow()), timeUuids.get(), text(node.get()),
                                           text(task.operation().eventName()), bigint(task.timestamp()),
                                           task.serializedKey(), task.serialize(), text(error), integer(attempts),

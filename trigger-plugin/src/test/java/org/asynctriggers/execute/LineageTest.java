@@ -187,12 +187,15 @@ class LineageTest
         }
 
         @Test
-        void shouldReadAndWriteTheLineageAtQuorumWhenTheFlowSaysOne()
+        void shouldWriteTheLineageInEveryDataCenterAndReadItInThisOneWhenTheFlowSaysOne()
         {
             assertSuccess(runAll(executor, tweet(1000)));
+            assertSuccess(runAll(executor, delete(2000))); // the old image's entry is deleted too
             for (int i = 0; i < gateway.executed.size(); i++)
                 if (gateway.executed.get(i).contains("\"async_triggers\".\"lineage\""))
-                    assertEquals(ConsistencyLevel.QUORUM, gateway.consistencies.get(i), gateway.executed.get(i));
+                    assertEquals(gateway.executed.get(i).startsWith("SELECT") ? ConsistencyLevel.LOCAL_QUORUM : ConsistencyLevel.EACH_QUORUM,
+                                 gateway.consistencies.get(i), gateway.executed.get(i));
+            assertTrue(gateway.executed.stream().anyMatch(q -> q.startsWith("DELETE") && q.contains("\"lineage\"")));
             assertTrue(gateway.executed.stream().anyMatch(q -> q.startsWith("SELECT") && q.contains("\"lineage\"")));
         }
 

@@ -76,6 +76,7 @@ class FlowSpecContractTest
         specs.add(with(s -> s.put("read_consistency", "ANY")));
         specs.add(with(s -> s.put("read_consistency", "SERIAL")));
         specs.add(with(s -> s.put("write_consistency", "MOST")));
+        specs.add(with(s -> s.put("write_consistency", "NODE_LOCAL")));
         specs.add(with(s -> s.set("queue", MAPPER.createObjectNode().put("capacity", 0))));
         specs.add(with(s -> s.set("queue", MAPPER.createObjectNode().put("workers", "two"))));
         specs.add(with(s -> s.put("page_size", -1)));

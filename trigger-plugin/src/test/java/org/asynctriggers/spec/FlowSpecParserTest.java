@@ -142,6 +142,26 @@ class FlowSpecParserTest
     }
 
     @Test
+    void shouldRejectNodeLocalConsistency()
+    {
+        assertRejected("flow 'twitter_timeline': 'write_consistency' cannot be NODE_LOCAL (derived rows go to their replicas; "
+                       + "for the nearest data center only, LOCAL_ONE or LOCAL_QUORUM), found: \"NODE_LOCAL\"",
+                       s -> s.put("write_consistency", "NODE_LOCAL"));
+    }
+
+    @Test
+    void shouldAcceptTheDataCenterLevels()
+    {
+        ObjectNode spec = base(Fixtures.TIMELINE);
+        spec.put("read_consistency", "local_one").put("write_consistency", "LOCAL_QUORUM");
+        FlowSpec parsed = FlowSpecParser.parse(spec.toString(), null, 1);
+        assertEquals(ConsistencyLevel.LOCAL_ONE, parsed.readConsistency);
+        assertEquals(ConsistencyLevel.LOCAL_QUORUM, parsed.writeConsistency);
+        spec.put("read_consistency", "EACH_QUORUM").put("write_consistency", "EACH_QUORUM");
+        assertEquals(ConsistencyLevel.EACH_QUORUM, FlowSpecParser.parse(spec.toString(), null, 1).writeConsistency);
+    }
+
+    @Test
     void shouldRejectSerialWriteConsistency()
     {
         assertRejected("flow 'twitter_timeline': 'write_consistency' cannot be a serial consistency, found: \"SERIAL\"",

@@ -102,6 +102,8 @@ public final class FakeGateway implements CqlGateway
     public int largestPage;
     /** fail the next n executions, to test retries */
     public int failNext;
+    /** the levels the replicas that are up can meet; a statement at another fails as Unavailable (after it is recorded) */
+    public volatile java.util.function.Predicate<ConsistencyLevel> reachable = level -> true;
     /** runs before every statement, outside the gateway's lock: a test may block there, or throw to fail it */
     public volatile java.util.function.Consumer<String> beforeEach = cql -> {};
 
@@ -193,6 +195,7 @@ public final class FakeGateway implements CqlGateway
         }
         executed.add(statement.cql);
         consistencies.add(consistency);
+        refuseUnreachable(consistency);
         String cql = statement.cql;
         Matcher m;
         if ((m = INSERT.matcher(cql)).matches())
@@ -243,6 +246,12 @@ public final class FakeGateway implements CqlGateway
         throw new IllegalArgumentException("fake cannot execute [" + cql + "]");
     }
 
+    private void refuseUnreachable(ConsistencyLevel consistency)
+    {
+        if (!reachable.test(consistency))
+            throw org.apache.cassandra.exceptions.UnavailableException.create(consistency, 1, 0);
+    }
+
     private Iterator<Map<String, ByteBuffer>> select(Matcher m, List<ByteBuffer> values)
     {
         Table t = table(m.group(2), m.group(3));
@@ -277,6 +286,7 @@ public final class FakeGateway implements CqlGateway
     {
         executed.add(statement.cql);
         consistencies.add(consistency);
+        refuseUnreachable(consistency);
         Matcher m = SELECT.matcher(statement.cql);
         if (!m.matches())
             throw new IllegalArgumentException("not a select: " + statement.cql);

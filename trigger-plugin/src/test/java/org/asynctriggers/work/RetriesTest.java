@@ -170,7 +170,7 @@ public class RetriesTest
         Task stored = Task.deserialize(letter.get("task"));
         assertEquals(poison.toString() + " attempts=2", stored.toString());
         assertEquals(poison.values(), stored.values());
-        assertEquals(ConsistencyLevel.QUORUM,
+        assertEquals(ConsistencyLevel.LOCAL_QUORUM,
                      gateway.consistencies.get(gateway.executed.indexOf(Cql.deadLetterInsert())));
     }
 
