@@ -9,6 +9,7 @@ import java.util.Map;
 
 import org.apache.cassandra.db.ClusteringPrefix;
 import org.apache.cassandra.db.DeletionTime;
+import org.apache.cassandra.db.LivenessInfo;
 import org.apache.cassandra.db.RangeTombstone;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.partitions.Partition;
@@ -28,7 +29,8 @@ import org.asynctriggers.task.SourceChange;
  * liveness) is an insert, cells only an update, a row, range or partition deletion a delete. A range or partition
  * deletion is keyed by what it names: the partition key and the clustering prefix common to both bounds. Only simple
  * (non-collection) cells are captured; a column whose value is not captured is read back by the executor when a
- * target needs it.
+ * target needs it. A change keeps the local expiration time of each expiring cell it captured and of the row's own
+ * liveness when that is this update's (docs/design.md, "TTL"): the executor gives derived rows what remains of it.
  * <p>
  * A replica sees an update as its capture index does ({@link Collector}): event by event, and for a row already in
  * its memtable only what the update changed there. {@link #extract} feeds a whole update to a collector the way a
@@ -178,7 +180,10 @@ public final class TaskExtractor
             }
         }
 
-        long liveness = !ownLiveness || row.primaryKeyLivenessInfo().isEmpty() ? Long.MIN_VALUE : row.primaryKeyLivenessInfo().timestamp();
+        LivenessInfo rowLiveness = row.primaryKeyLivenessInfo();
+        long liveness = !ownLiveness || rowLiveness.isEmpty() ? Long.MIN_VALUE : rowLiveness.timestamp();
+        long rowExpiresAt = liveness != Long.MIN_VALUE && rowLiveness.isExpiring() ? rowLiveness.localExpirationTime() : 0;
+        Map<String, Long> expirations = new LinkedHashMap<>();
         long deletion = !ownDeletion || row.deletion().isLive() ? Long.MIN_VALUE : row.deletion().time().markedForDeleteAt();
         long cells = Long.MIN_VALUE;
         for (ColumnData data : row)
@@ -189,10 +194,12 @@ public final class TaskExtractor
             {
                 Cell<?> cell = (Cell<?>) data;
                 values.put(column.name.toString(), cell.isTombstone() ? null : cell.buffer());
+                if (cell.isExpiring())
+                    expirations.put(column.name.toString(), cell.localDeletionTime());
             }
         }
         long timestamp = Math.max(liveness, Math.max(deletion, cells));
-        return new SourceChange(classify(liveness, deletion, cells), key, timestamp, values);
+        return new SourceChange(classify(liveness, deletion, cells), key, timestamp, values, expirations, rowExpiresAt);
     }
 
     /** A deletion wins unless something in the same update is written after it (DELETE then INSERT in a batch). */

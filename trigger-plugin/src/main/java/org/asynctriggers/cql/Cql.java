@@ -35,8 +35,31 @@ public final class Cql
     /** {@code INSERT INTO "ks"."t" ("a", "b") VALUES (?, ?) USING TIMESTAMP ?} */
     public static String insert(String keyspace, String table, List<String> columns)
     {
+        return insert(keyspace, table, columns, "USING TIMESTAMP ?");
+    }
+
+    private static String insert(String keyspace, String table, List<String> columns, String using)
+    {
         String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
-        return "INSERT INTO " + table(keyspace, table) + " (" + names(columns) + ") VALUES (" + markers + ") USING TIMESTAMP ?";
+        return "INSERT INTO " + table(keyspace, table) + " (" + names(columns) + ") VALUES (" + markers + ") " + using;
+    }
+
+    /** {@code INSERT INTO "ks"."t" ("a", "b") VALUES (?, ?) USING TTL ? AND TIMESTAMP ?}: a derived row of a source with TTL */
+    public static String insertWithTtl(String keyspace, String table, List<String> columns)
+    {
+        return insert(keyspace, table, columns, "USING TTL ? AND TIMESTAMP ?");
+    }
+
+    /** {@code TTL("x")}: its column in a result is named {@code ttl(x)} (Cassandra's WritetimeOrTTLSelector). */
+    public static String ttlOf(String column)
+    {
+        return "TTL(" + quote(column) + ")";
+    }
+
+    /** The name of {@link #ttlOf}'s column in a result. */
+    public static String ttlColumn(String column)
+    {
+        return "ttl(" + column + ")";
     }
 
     /** {@code DELETE FROM "ks"."t" USING TIMESTAMP ? WHERE "a" = ? AND "b" = ?}; a key prefix deletes a range */
@@ -51,9 +74,22 @@ public final class Cql
         return "SELECT " + names(columns) + " FROM " + table(keyspace, table) + " WHERE " + where(whereColumns);
     }
 
+    /** {@code SELECT "x", "y", TTL("x") FROM "ks"."t" WHERE "a" = ?}: values, and the TTLs left of {@code ttlColumns} */
+    public static String selectWithTtls(String keyspace, String table, List<String> columns, List<String> ttlColumns,
+                                        List<String> whereColumns)
+    {
+        String ttls = ttlColumns.stream().map(c -> ", " + ttlOf(c)).collect(Collectors.joining());
+        return "SELECT " + names(columns) + ttls + " FROM " + table(keyspace, table) + " WHERE " + where(whereColumns);
+    }
+
     public static String lineageInsert()
     {
         return insert(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts"));
+    }
+
+    public static String lineageInsertWithTtl()
+    {
+        return insertWithTtl(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts"));
     }
 
     public static String lineageSelect()

@@ -2,12 +2,16 @@ package org.asynctriggers.execute;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
+import java.util.function.LongSupplier;
+
+import org.apache.cassandra.db.marshal.AbstractType;
 
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
@@ -29,7 +33,8 @@ import static org.asynctriggers.execute.Statements.bigint;
  * through {@link Lineage}. Every derived write and delete carries the source write's timestamp, so
  * re-execution and reordering converge under last-write-wins. Statements are prepared once ({@link Statements}), in
  * the constructor for the fixed ones (a flow whose tables do not prepare is not applied), lazily for the few shapes
- * that depend on what a task knows (a column subset, a key prefix).
+ * that depend on what a task knows (a column subset, a key prefix). A source write with a TTL gives the derived rows
+ * what remains of it ({@link Expiry}; docs/design.md, "TTL").
  */
 public final class FlowExecutor
 {
@@ -43,7 +48,10 @@ public final class FlowExecutor
     private final Lineage lineage;
     /** non-key source columns a task may have to read back, in spec order */
     private final List<String> readColumns;
+    /** those of them that can carry a TTL (not a collection or UDT whose cells are many, not a counter) */
+    private final List<String> ttlColumns;
     private final boolean traced;
+    private final LongSupplier nowMillis;
 
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
     {
@@ -53,7 +61,15 @@ public final class FlowExecutor
     /** @param rowWriters writes the rows of a fan-out page in parallel; null: one after the other on the worker's thread */
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters)
     {
+        this(spec, gateway, handler, types, rowWriters, System::currentTimeMillis);
+    }
+
+    /** @param nowMillis the clock that remaining TTLs are counted on */
+    public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters,
+                        LongSupplier nowMillis)
+    {
         this.spec = spec;
+        this.nowMillis = nowMillis;
         this.handler = handler;
         this.types = types;
         this.statements = new Statements(gateway);
@@ -61,9 +77,9 @@ public final class FlowExecutor
         this.lineage = new Lineage(spec, statements, fanout, new Lineage.Rows()
         {
             @Override
-            public boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+            public boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl)
             {
-                return FlowExecutor.this.write(task, target, values, fanoutRow);
+                return FlowExecutor.this.write(task, target, values, fanoutRow, ttl);
             }
 
             @Override
@@ -73,6 +89,13 @@ public final class FlowExecutor
             }
         });
         this.readColumns = neededNonKeyColumns(spec);
+        this.ttlColumns = new ArrayList<>();
+        for (String column : readColumns)
+        {
+            AbstractType<?> type = types == null ? null : types.typeOf(column);
+            if (type == null || (!type.isMultiCell() && !type.isCounter()))
+                ttlColumns.add(column);
+        }
 
         if (!readColumns.isEmpty())
             statements.prepare(sourceReadCql());
@@ -80,6 +103,7 @@ public final class FlowExecutor
         for (FlowSpec.Target target : spec.targets)
         {
             statements.prepare(Cql.insert(target.keyspace, target.table, new ArrayList<>(target.columns.keySet())));
+            statements.prepare(Cql.insertWithTtl(target.keyspace, target.table, new ArrayList<>(target.columns.keySet())));
             statements.prepare(Cql.delete(target.keyspace, target.table, target.primaryKey()));
             if (target.fanout != null)
                 fanout.prepare(target.fanout);
@@ -110,7 +134,7 @@ public final class FlowExecutor
 
     private String sourceReadCql()
     {
-        return Cql.select(spec.source.keyspace, spec.source.table, readColumns, spec.source.primaryKey());
+        return Cql.selectWithTtls(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
     }
 
     /**
@@ -134,9 +158,10 @@ public final class FlowExecutor
     private ExecutionResult run(Task task, long[] rows) throws Exception
     {
         Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
+        Map<String, Long> expirations = new HashMap<>(task.expirations());
         boolean fullKey = task.key().size() == spec.source.primaryKeySize();
         if (task.operation() != Operation.DELETE && fullKey)
-            fillMissing(task, values);
+            fillMissing(task, values, expirations);
 
         if (handler != null)
         {
@@ -150,15 +175,18 @@ public final class FlowExecutor
             FlowSpec.Target target = spec.targets.get(i);
             ByteBuffer from = i == first ? task.resumePaging() : null;
             ByteBuffer next = null;
+            Expiry expiry = task.operation() == Operation.DELETE ? Expiry.NONE : Expiry.of(task, target, expirations, nowMillis.getAsLong());
+            if (expiry.expired && from == null)
+                logger.debug("Flow '{}': the source of {} expired before it ran; {} rows deleted, not written", spec.name, task, target);
             if (target.mode == FlowSpec.Mode.LINEAGE)
             {
                 if (task.operation() != Operation.DELETE && fullKey)
-                    next = lineage.write(task, target, values, from, rows);
+                    next = lineage.write(task, target, values, from, rows, expiry);
             }
             else
             {
                 // a target without a fan-out is one row: eachRowOfPage applies it once and returns no next page
-                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> apply(task, target, values, row));
+                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> apply(task, target, values, row, expiry));
             }
             if (next != null)
                 return ExecutionResult.more(i, next, rows[0]);
@@ -180,8 +208,11 @@ public final class FlowExecutor
         return ExecutionResult.success(rows[0]);
     }
 
-    /** Step 1: read the source row for the columns a target needs that the update did not carry. */
-    private void fillMissing(Task task, Map<String, ByteBuffer> values)
+    /**
+     * Step 1: read the source row for the columns a target needs that the update did not carry, with the TTL left of
+     * each (its local expiration time goes into {@code expirations}).
+     */
+    private void fillMissing(Task task, Map<String, ByteBuffer> values, Map<String, Long> expirations)
     {
         boolean missing = false;
         for (String column : readColumns)
@@ -191,21 +222,37 @@ public final class FlowExecutor
         List<Map<String, ByteBuffer>> rows = statements.execute(sourceReadCql(), spec.readConsistency, task.key());
         if (rows.isEmpty())
             return; // deleted since: the delete's own task cleans up
-        for (Map.Entry<String, ByteBuffer> e : rows.get(0).entrySet())
-            values.putIfAbsent(e.getKey(), e.getValue());
+        long nowSeconds = Math.floorDiv(nowMillis.getAsLong(), 1000);
+        Map<String, ByteBuffer> row = rows.get(0);
+        for (String column : readColumns)
+        {
+            if (values.get(column) != null)
+                continue; // (a null in the task is replaced by what the row holds now, as putIfAbsent does)
+            values.put(column, row.get(column));
+            ByteBuffer ttl = row.get(Cql.ttlColumn(column));
+            if (ttl != null && ttl.remaining() == 4) // TTL() is null for a cell without one (and for a null cell)
+                expirations.putIfAbsent(column, nowSeconds + ttl.getInt(ttl.position()));
+        }
     }
 
-    /** What the task does to one row of a direct target: deletes it, or writes it. */
-    private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    /**
+     * What the task does to one row of a direct target: deletes it, or writes it. A write whose source expired before
+     * it ran deletes the row at the task's timestamp instead: what the expired write would have left of it (its cells
+     * shadow every older cell of the row), so neither the expired values nor an older image come back.
+     */
+    private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, Expiry expiry)
     {
-        if (task.operation() == Operation.DELETE)
+        if (task.operation() == Operation.DELETE || expiry.expired)
             delete(task, target, values, fanoutRow, task.timestamp());
         else
-            write(task, target, values, fanoutRow);
+            write(task, target, values, fanoutRow, expiry.ttl);
     }
 
-    /** Writes the columns whose value is known (a partial update never blanks the others) at the task's timestamp. */
-    private boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    /**
+     * Writes the columns whose value is known (a partial update never blanks the others) at the task's timestamp,
+     * with {@code ttl} seconds to live (0: none).
+     */
+    private boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl)
     {
         if (!target.keyKnownIn(values, fanoutRow))
         {
@@ -221,8 +268,11 @@ public final class FlowExecutor
             columns.add(e.getKey());
             bound.add(e.getValue().valueIn(values, fanoutRow));
         }
+        if (ttl > 0)
+            bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
         bound.add(bigint(task.timestamp()));
-        statements.execute(Cql.insert(target.keyspace, target.table, columns), spec.writeConsistency, bound);
+        String cql = ttl > 0 ? Cql.insertWithTtl(target.keyspace, target.table, columns) : Cql.insert(target.keyspace, target.table, columns);
+        statements.execute(cql, spec.writeConsistency, bound);
         return true;
     }
 

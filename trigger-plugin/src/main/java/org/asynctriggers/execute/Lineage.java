@@ -39,12 +39,19 @@ final class Lineage
      */
     private final ConsistencyLevel lineageWrite;
     private final ConsistencyLevel lineageRead;
+    /**
+     * How much longer than its rows the entry of an image with a TTL lives: while it lives, a task of an older image
+     * run late (a takeover, a retry) still finds it newer and deletes its own rows; the same window in which a direct
+     * target's expired cells shadow such a late write (Cassandra keeps them gc_grace_seconds, 10 days by default).
+     * After it, the entry is gone by itself: TTL'd sources leave no lineage behind.
+     */
+    static final int EXPIRED_IMAGE_GRACE_SECONDS = 10 * 24 * 3600;
 
     /** How a lineage target's rows are written and deleted: as a direct target's ({@link FlowExecutor}). */
     interface Rows
     {
-        /** Writes the row's known columns at the task's timestamp; false (logged) when its key is unknown. */
-        boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow);
+        /** Writes the row's known columns at the task's timestamp, {@code ttl} s to live (0: none); false (logged) when its key is unknown. */
+        boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl);
 
         /** Deletes what the values name of the target at {@code timestamp}. */
         void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp);
@@ -65,6 +72,7 @@ final class Lineage
     void prepare()
     {
         statements.prepare(Cql.lineageInsert());
+        statements.prepare(Cql.lineageInsertWithTtl());
         statements.prepare(Cql.lineageSelect());
         statements.prepare(Cql.lineageDelete());
     }
@@ -95,32 +103,49 @@ final class Lineage
      * Step 1 of a lineage target: record the image (its lineage columns' values) at the task's timestamp, then write
      * the rows derived from it. No image (a lineage column is null) is recorded as the target's sentinel, so that
      * older rows are cleaned up and an older task executed later cannot resurrect its rows.
+     * <p>
+     * With a TTL (docs/design.md, "TTL"), the rows get what remains of it and the entry that much plus
+     * {@link #EXPIRED_IMAGE_GRACE_SECONDS}. A source that expired before the task ran derives nothing: its sentinel is
+     * recorded (older images' rows go) and the rows its image names are deleted at its timestamp (an earlier attempt
+     * may have written them).
      *
      * @return where the fan-out goes on, null when this target is done
      */
-    ByteBuffer write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows)
+    ByteBuffer write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows, Expiry expiry)
     {
         List<ByteBuffer> image = image(target, values);
         if (image == null || (target.fanout == null && !target.keyKnownIn(values, null)))
         {
-            record(task, target, List.of());
+            record(task, target, List.of(), 0);
             return null;
         }
+        if (expiry.expired)
+        {
+            if (from == null)
+                record(task, target, List.of(), 0);
+            return fanout.eachRowOfPage(task, target, values, from, rows,
+                                        row -> targetRows.delete(task, target, values, row, task.timestamp()));
+        }
         if (from == null) // a resumed fan-out recorded its image with its first page
-            record(task, target, image);
-        return fanout.eachRowOfPage(task, target, values, from, rows, row -> targetRows.write(task, target, values, row));
+            record(task, target, image, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS));
+        return fanout.eachRowOfPage(task, target, values, from, rows, row -> targetRows.write(task, target, values, row, expiry.ttl));
     }
 
     /** Records the target's sentinel for a deleted source row. */
     void recordDelete(Task task, FlowSpec.Target target)
     {
-        record(task, target, List.of());
+        record(task, target, List.of(), 0);
     }
 
-    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image)
+    /** @param ttl seconds the entry lives; 0: for ever */
+    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, int ttl)
     {
         ByteBuffer ts = bigint(task.timestamp());
-        statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+        if (ttl > 0)
+            statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts,
+                               ByteBuffer.allocate(4).putInt(0, ttl), ts);
+        else
+            statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
     }
 
     private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)

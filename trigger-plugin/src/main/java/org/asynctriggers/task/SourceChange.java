@@ -15,13 +15,28 @@ public final class SourceChange
     public final long timestamp;
     /** key columns and simple columns present in the update; a null value is a null cell */
     public final Map<String, ByteBuffer> values;
+    /**
+     * The update's expiring simple cells: column to local expiration time (seconds since the epoch, the cell's
+     * {@code localDeletionTime()}, fixed by the coordinator of the source write, so the same on every replica).
+     */
+    public final Map<String, Long> expirations;
+    /** The local expiration time of the row's own liveness (an {@code INSERT ... USING TTL}); 0: none. */
+    public final long rowExpiresAt;
 
     public SourceChange(Operation operation, List<ByteBuffer> key, long timestamp, Map<String, ByteBuffer> values)
+    {
+        this(operation, key, timestamp, values, Map.of(), 0);
+    }
+
+    public SourceChange(Operation operation, List<ByteBuffer> key, long timestamp, Map<String, ByteBuffer> values,
+                        Map<String, Long> expirations, long rowExpiresAt)
     {
         this.operation = operation;
         this.key = List.copyOf(key);
         this.timestamp = timestamp;
         this.values = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(values));
+        this.expirations = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(expirations));
+        this.rowExpiresAt = rowExpiresAt;
     }
 
     /**
@@ -32,13 +47,16 @@ public final class SourceChange
     {
         java.util.Map<String, ByteBuffer> merged = new java.util.LinkedHashMap<>(values);
         other.values.forEach(merged::putIfAbsent);
+        java.util.Map<String, Long> expiring = new java.util.LinkedHashMap<>(expirations);
+        other.expirations.forEach(expiring::putIfAbsent);
         Operation op = operation == Operation.UPDATE ? other.operation : operation;
-        return new SourceChange(op, key, timestamp, merged);
+        return new SourceChange(op, key, timestamp, merged, expiring, rowExpiresAt != 0 ? rowExpiresAt : other.rowExpiresAt);
     }
 
     @Override
     public String toString()
     {
-        return operation + " key=" + key.size() + " components ts=" + timestamp + " columns=" + values.keySet();
+        return operation + " key=" + key.size() + " components ts=" + timestamp + " columns=" + values.keySet()
+               + (expirations.isEmpty() && rowExpiresAt == 0 ? "" : " expiring=" + expirations.keySet() + (rowExpiresAt == 0 ? "" : "+row"));
     }
 }

@@ -40,9 +40,26 @@ public final class Task implements Serializable
     /** chunked fan-out: the target to go on with and the paging state within it (null: from its start) */
     private final int resumeTarget;
     private final byte[] resumePaging;
+    /**
+     * TTL (docs/design.md, "TTL"): the local expiration time, in seconds since the epoch, of each expiring cell of the
+     * source write, by column. Null in tasks stored before TTLs were captured (read as none: they had none).
+     */
+    private final LinkedHashMap<String, Long> expirations;
+    /** The local expiration time of the source row's liveness set by this write (INSERT USING TTL); 0: none. */
+    private final long rowExpiresAt;
 
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, long createdNanos)
+    {
+        this(flow, flowVersion, key, operation, timestamp, values, Map.of(), 0, createdNanos);
+    }
+
+    /**
+     * @param expirations the local expiration time (s) of the write's expiring cells, by column
+     * @param rowExpiresAt the local expiration time (s) of the row liveness the write set; 0: none
+     */
+    public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
+                Map<String, ByteBuffer> values, Map<String, Long> expirations, long rowExpiresAt, long createdNanos)
     {
         this.flow = flow;
         this.flowVersion = flowVersion;
@@ -61,6 +78,8 @@ public final class Task implements Serializable
         this.recovered = false;
         this.resumeTarget = 0;
         this.resumePaging = null;
+        this.expirations = new LinkedHashMap<>(expirations);
+        this.rowExpiresAt = rowExpiresAt;
     }
 
     /** Shares the immutable key and values: only the bookkeeping differs. */
@@ -79,6 +98,8 @@ public final class Task implements Serializable
         this.recovered = recovered;
         this.resumeTarget = resumeTarget;
         this.resumePaging = resumePaging;
+        this.expirations = task.expirations;
+        this.rowExpiresAt = task.rowExpiresAt;
     }
 
     /** The same task after one more failed execution, to be queued again. */
@@ -107,13 +128,15 @@ public final class Task implements Serializable
 
     public static Task of(FlowSpec flow, SourceChange change, long createdNanos)
     {
-        return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values, createdNanos);
+        return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values,
+                        change.expirations, change.rowExpiresAt, createdNanos);
     }
 
     /** A task captured by a replica as it applied the write, for a flow it knows by name only. */
     public static Task captured(String flow, SourceChange change, long createdNanos)
     {
-        return new Task(flow, 0, change.key, change.operation, change.timestamp, change.values, createdNanos);
+        return new Task(flow, 0, change.key, change.operation, change.timestamp, change.values,
+                        change.expirations, change.rowExpiresAt, createdNanos);
     }
 
     /**
@@ -231,6 +254,18 @@ public final class Task implements Serializable
         return Collections.unmodifiableMap(out);
     }
 
+    /** The local expiration time (s) of each expiring cell of the source write, by column; empty: none expires. */
+    public Map<String, Long> expirations()
+    {
+        return expirations == null ? Map.of() : Collections.unmodifiableMap(expirations);
+    }
+
+    /** The local expiration time (s) of the row liveness the source write set (INSERT USING TTL); 0: none. */
+    public long rowExpiresAt()
+    {
+        return rowExpiresAt;
+    }
+
     /** Only a task and what it holds may come out of a blob read back from a table. */
     private static final java.io.ObjectInputFilter ONLY_TASKS = java.io.ObjectInputFilter.Config.createFilter(
         Task.class.getName() + ";" + Operation.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
@@ -270,7 +305,8 @@ public final class Task implements Serializable
 
     /**
      * Reads a task whether its blob names this class or its former name, so backup entries, spill files and dead
-     * letters written before an upgrade are still read (same fields, same serialVersionUID).
+     * letters written before an upgrade are still read (same serialVersionUID; fields added since, such as the
+     * expirations, are absent from such a blob and read as null or 0, i.e. no TTL: compatible class evolution).
      */
     private static final class TaskInputStream extends java.io.ObjectInputStream
     {
@@ -305,6 +341,7 @@ public final class Task implements Serializable
     public String toString()
     {
         return operation.eventName() + " key=" + keyHex() + " ts=" + timestamp + " flow=" + flow + " v" + flowVersion
-               + (attempts == 0 ? "" : " attempts=" + attempts);
+               + (attempts == 0 ? "" : " attempts=" + attempts)
+               + (expirations().isEmpty() && rowExpiresAt == 0 ? "" : " expiring=" + expirations().keySet() + (rowExpiresAt == 0 ? "" : "+row"));
     }
 }

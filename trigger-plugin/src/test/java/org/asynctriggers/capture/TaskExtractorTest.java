@@ -169,4 +169,53 @@ class TaskExtractorTest
         assertEquals(Operation.UPDATE, TaskExtractor.classify(Long.MIN_VALUE, 10, 20));
         assertEquals(Operation.DELETE, TaskExtractor.classify(Long.MIN_VALUE, 10, Long.MIN_VALUE));
     }
+
+    @Test
+    void shouldKeepTheLocalExpirationTimeOfAnInsertWithTtl()
+    {
+        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(events, 1).timestamp(10).ttl(20).nowInSec(1_700_000_000L);
+        builder.row(2).add("v", "a");
+        PartitionUpdate update = builder.build();
+        SourceChange change = TaskExtractor.extract(update).get(0);
+        assertEquals(Operation.INSERT, change.operation);
+        assertEquals(1_700_000_020L, change.rowExpiresAt, "the row's liveness: now + ttl, as the coordinator fixed it");
+        assertEquals(java.util.Map.of("v", 1_700_000_020L), change.expirations);
+    }
+
+    @Test
+    void shouldKeepEachCellsOwnExpirationInAnUpdate()
+    {
+        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(events, 1).timestamp(10).nowInSec(1_700_000_000L);
+        builder.row(2).noPrimaryKeyLivenessInfo().ttl(5).add("v", "a");
+        builder.row(2).noPrimaryKeyLivenessInfo().ttl(0).add("w", "b");
+        SourceChange change = TaskExtractor.extract(builder.build()).get(0);
+        assertEquals(Operation.UPDATE, change.operation);
+        assertEquals(0, change.rowExpiresAt, "an update adds a TTL to its cells, not to the row");
+        assertEquals(java.util.Map.of("v", 1_700_000_005L), change.expirations, "w has no TTL");
+        assertEquals(t("b"), change.values.get("w"));
+    }
+
+    @Test
+    void shouldCaptureNoExpirationWithoutTtl()
+    {
+        SourceChange change = TaskExtractor.extract(update(events, 10, b -> b.row(2).add("v", "a"), 1)).get(0);
+        assertEquals(0, change.rowExpiresAt);
+        assertTrue(change.expirations.isEmpty());
+        SourceChange nulled = TaskExtractor.extract(update(events, 10, b -> b.ttl(30).row(2).noPrimaryKeyLivenessInfo().add("v", null), 1)).get(0);
+        assertTrue(nulled.expirations.isEmpty(), "a null cell is a tombstone, never an expiring cell");
+    }
+
+    @Test
+    void shouldKeepTheExpirationsOfAWriteSeenTwice()
+    {
+        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(events, 1).timestamp(10).ttl(20).nowInSec(1_700_000_000L);
+        builder.row(2).add("v", "a");
+        PartitionUpdate update = builder.build();
+        SourceChange first = TaskExtractor.extract(update).get(0);
+        // a contended memtable partition: the index heard the same write once as cells only, then with its marker
+        SourceChange merged = new SourceChange(Operation.UPDATE, first.key, 10, java.util.Map.of("w", t("b"))).mergedWith(first);
+        assertEquals(Operation.INSERT, merged.operation);
+        assertEquals(1_700_000_020L, merged.rowExpiresAt);
+        assertEquals(java.util.Map.of("v", 1_700_000_020L), merged.expirations);
+    }
 }

@@ -152,7 +152,8 @@ class FlowExecutorTest
             gateway.insert("twitter", "tweets", row("tweet_id", 7L, "author_id", 42L, "body", "old"), 900);
             Task update = Fixtures.task(spec, Operation.UPDATE, 1000, List.of(bigint(7)), row("tweet_id", 7L, "body", "new"));
             assertSuccess(runAll(executor, update));
-            assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\" FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"));
+            assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\", TTL(\"author_id\"), TTL(\"body\") FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"),
+                       gateway.executed.toString());
             List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
             assertEquals(1, rows.size());
             assertEquals("new", string(rows.get(0).get("body")), "the update's own value wins over the read");

@@ -59,6 +59,41 @@ class TaskTest
                      "another class name is still refused");
     }
 
+    @Test
+    void shouldReadATaskStoredBeforeTtlsWereCapturedAsHavingNone() throws Exception
+    {
+        // written by the plugin as it was before TTL propagation (a Task without its two TTL fields), to show that
+        // backup entries, spill files and dead letters of that version still read after an upgrade
+        byte[] stored;
+        try (java.io.InputStream in = TaskTest.class.getResourceAsStream("task-before-ttl.ser"))
+        {
+            stored = in.readAllBytes();
+        }
+        Task old = Task.deserialize(ByteBuffer.wrap(stored));
+        assertEquals("update key=0x0000000000000001:6b ts=42 flow=f v3 attempts=1", old.toString());
+        assertEquals(task.values(), old.values());
+        assertEquals(task.id(), old.id());
+        assertEquals(java.util.Map.of(), old.expirations());
+        assertEquals(0, old.rowExpiresAt());
+        Task again = Task.deserialize(old.failedOnce().serialize());
+        assertEquals(java.util.Map.of(), again.expirations(), "and stays without TTL once written again by this version");
+        assertEquals(2, again.attempts());
+    }
+
+    @Test
+    void shouldCarryItsExpirationsThroughSerializationAndRetries()
+    {
+        Task expiring = new Task("f", 3, List.of(bigint(1)), Operation.INSERT, 42, row("v", "x", "w", "y"),
+                                 java.util.Map.of("v", 1_700_000_020L), 1_700_000_030L, 7);
+        Task copy = Task.deserialize(expiring.failedOnce().resumeAt(1, ByteBuffer.wrap(new byte[]{ 1 })).serialize());
+        assertEquals(java.util.Map.of("v", 1_700_000_020L), copy.expirations());
+        assertEquals(1_700_000_030L, copy.rowExpiresAt());
+        assertEquals(expiring.id(), copy.id(), "the id does not depend on the TTL: every replica computes it alike");
+        assertTrue(copy.toString().endsWith(" expiring=[v]+row"), copy.toString());
+        assertEquals(java.util.Map.of(), task.expirations());
+        assertEquals(0, task.rowExpiresAt());
+    }
+
     /** The blob with the class name of its descriptor (a length-prefixed modified UTF-8 string) replaced. */
     private static byte[] renamed(byte[] blob, String from, String to)
     {

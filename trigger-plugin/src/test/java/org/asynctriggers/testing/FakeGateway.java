@@ -21,10 +21,13 @@ import org.asynctriggers.cql.CqlGateway;
 /**
  * In-memory {@link CqlGateway} with Cassandra's last-write-wins rules (cell timestamps, row and range tombstones
  * shadowing writes with a lower or equal timestamp). Understands exactly the statement shapes {@link Cql} builds.
+ * TTLs expire on its own clock, {@link #nowSeconds}: an expired cell or row marker stays, shadowing older ones, as in
+ * Cassandra, but is not visible.
  */
 public final class FakeGateway implements CqlGateway
 {
-    private static final Pattern INSERT = Pattern.compile("INSERT INTO \"(\\w+)\"\\.\"(\\w+)\" \\((.*)\\) VALUES \\((.*)\\) USING (TIMESTAMP \\?|TTL \\d+)");
+    private static final Pattern INSERT = Pattern.compile("INSERT INTO \"(\\w+)\"\\.\"(\\w+)\" \\((.*)\\) VALUES \\((.*)\\) USING (TIMESTAMP \\?|TTL \\d+|TTL \\? AND TIMESTAMP \\?)");
+    private static final Pattern TTL_OF = Pattern.compile("TTL\\((\\w+)\\)");
     private static final Pattern DELETE = Pattern.compile("DELETE FROM \"(\\w+)\"\\.\"(\\w+)\" USING TIMESTAMP \\? WHERE (.*)");
     private static final Pattern SELECT = Pattern.compile("SELECT (.*) FROM \"(\\w+)\"\\.\"(\\w+)\"(?: WHERE (.*))?");
 
@@ -32,11 +35,14 @@ public final class FakeGateway implements CqlGateway
     {
         public final ByteBuffer value;
         public final long ts;
+        /** local expiration time (s); Long.MAX_VALUE: none */
+        public final long expiresAt;
 
-        Cell(ByteBuffer value, long ts)
+        Cell(ByteBuffer value, long ts, long expiresAt)
         {
             this.value = value;
             this.ts = ts;
+            this.expiresAt = expiresAt;
         }
     }
 
@@ -47,10 +53,14 @@ public final class FakeGateway implements CqlGateway
         public final TreeMap<String, List<ByteBuffer>> keys = new TreeMap<>();
         public final Map<String, Map<String, Cell>> cells = new HashMap<>();
         public final Map<String, Long> markers = new HashMap<>();
+        /** local expiration time (s) of each row marker; absent: none */
+        public final Map<String, Long> markerExpiresAt = new HashMap<>();
+        private final FakeGateway gateway;
         public final List<Map.Entry<List<ByteBuffer>, Long>> tombstones = new ArrayList<>();
 
-        Table(List<String> partitionKey, List<String> clustering)
+        Table(FakeGateway gateway, List<String> partitionKey, List<String> clustering)
         {
+            this.gateway = gateway;
             this.partitionKey = partitionKey;
             this.clustering = clustering;
         }
@@ -77,10 +87,11 @@ public final class FakeGateway implements CqlGateway
             List<ByteBuffer> key = keys.get(id);
             long deleted = deletedAt(key);
             Map<String, ByteBuffer> row = new LinkedHashMap<>();
-            boolean live = markers.getOrDefault(id, Long.MIN_VALUE) > deleted;
+            long now = gateway.nowSeconds;
+            boolean live = markers.getOrDefault(id, Long.MIN_VALUE) > deleted && markerExpiresAt.getOrDefault(id, Long.MAX_VALUE) > now;
             for (Map.Entry<String, Cell> c : cells.getOrDefault(id, Map.of()).entrySet())
             {
-                if (c.getValue().ts > deleted && c.getValue().value != null)
+                if (c.getValue().ts > deleted && c.getValue().value != null && c.getValue().expiresAt > now)
                 {
                     row.put(c.getKey(), c.getValue().value);
                     live = true;
@@ -96,6 +107,8 @@ public final class FakeGateway implements CqlGateway
     }
 
     public final Map<String, Table> tables = new HashMap<>();
+    /** the fake's clock for TTLs, in seconds since the epoch */
+    public volatile long nowSeconds = 1_700_000_000L;
     public final List<String> executed = new ArrayList<>();
     public final List<ConsistencyLevel> consistencies = new ArrayList<>();
     public int pagesFetched;
@@ -109,7 +122,7 @@ public final class FakeGateway implements CqlGateway
 
     public FakeGateway table(String keyspace, String table, List<String> partitionKey, List<String> clustering)
     {
-        tables.put(keyspace + '.' + table, new Table(partitionKey, clustering));
+        tables.put(keyspace + '.' + table, new Table(this, partitionKey, clustering));
         return this;
     }
 
@@ -179,6 +192,17 @@ public final class FakeGateway implements CqlGateway
         consistencies.remove(consistencies.size() - 1);
     }
 
+    /** Direct writes with a TTL (seconds, on {@link #nowSeconds}) for test setup. */
+    public void insert(String keyspace, String table, Map<String, ByteBuffer> row, long ts, int ttl)
+    {
+        List<ByteBuffer> values = new ArrayList<>(row.values());
+        values.add(ByteBuffer.allocate(4).putInt(0, ttl));
+        values.add(Fixtures.bigint(ts));
+        executeNow(prepare(Cql.insertWithTtl(keyspace, table, new ArrayList<>(row.keySet()))), ConsistencyLevel.ONE, values);
+        executed.remove(executed.size() - 1);
+        consistencies.remove(consistencies.size() - 1);
+    }
+
     @Override
     public List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
     {
@@ -202,7 +226,12 @@ public final class FakeGateway implements CqlGateway
         {
             Table t = table(m.group(1), m.group(2));
             List<String> columns = names(m.group(3));
-            long ts = m.group(5).startsWith("TIMESTAMP") ? values.get(columns.size()).getLong(0) : Long.MAX_VALUE / 2;
+            String using = m.group(5);
+            boolean boundTtl = using.startsWith("TTL ?");
+            long ts = using.startsWith("TIMESTAMP") ? values.get(columns.size()).getLong(0)
+                    : boundTtl ? values.get(columns.size() + 1).getLong(0) : Long.MAX_VALUE / 2;
+            int ttl = boundTtl ? values.get(columns.size()).getInt(0) : using.startsWith("TTL") ? Integer.parseInt(using.substring(4)) : 0;
+            long expiresAt = ttl == 0 ? Long.MAX_VALUE : nowSeconds + ttl;
             Map<String, ByteBuffer> byName = new HashMap<>();
             for (int i = 0; i < columns.size(); i++)
                 byName.put(columns.get(i), values.get(i));
@@ -216,7 +245,14 @@ public final class FakeGateway implements CqlGateway
             }
             String id = id(key);
             t.keys.put(id, key);
-            t.markers.merge(id, ts, Math::max);
+            if (ts >= t.markers.getOrDefault(id, Long.MIN_VALUE))
+            {
+                t.markers.put(id, ts);
+                if (expiresAt == Long.MAX_VALUE)
+                    t.markerExpiresAt.remove(id);
+                else
+                    t.markerExpiresAt.put(id, expiresAt);
+            }
             Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
             for (String column : columns)
             {
@@ -224,7 +260,7 @@ public final class FakeGateway implements CqlGateway
                     continue;
                 Cell current = row.get(column);
                 if (current == null || current.ts < ts)
-                    row.put(column, new Cell(byName.get(column), ts));
+                    row.put(column, new Cell(byName.get(column), ts, expiresAt));
             }
             return List.of();
         }
@@ -269,10 +305,39 @@ public final class FakeGateway implements CqlGateway
                 continue;
             Map<String, ByteBuffer> selected = new LinkedHashMap<>();
             for (String c : columns)
-                selected.put(c, row.get(c));
+            {
+                Matcher ttlOf = TTL_OF.matcher(c);
+                if (ttlOf.matches())
+                    selected.put(Cql.ttlColumn(ttlOf.group(1)), ttlLeft(t, e.getKey(), ttlOf.group(1)));
+                else
+                    selected.put(c, row.get(c));
+            }
             out.add(selected);
         }
         return out.iterator();
+    }
+
+    /** What TTL() returns: the seconds left of a live expiring cell, else null. */
+    private ByteBuffer ttlLeft(Table t, String id, String column)
+    {
+        Cell cell = t.cells.getOrDefault(id, Map.of()).get(column);
+        if (cell == null || cell.value == null || cell.expiresAt == Long.MAX_VALUE || cell.ts <= t.deletedAt(t.keys.get(id)))
+            return null;
+        return ByteBuffer.allocate(4).putInt(0, (int) (cell.expiresAt - nowSeconds));
+    }
+
+    /** The seconds left of a visible cell's TTL, as TTL() reads it; null without one. */
+    public Integer ttl(String keyspace, String table, List<ByteBuffer> key, String column)
+    {
+        ByteBuffer left = ttlLeft(table(keyspace, table), id(key), column);
+        return left == null ? null : left.getInt(0);
+    }
+
+    /** The seconds left of a row marker's TTL; null without one. */
+    public Integer markerTtl(String keyspace, String table, List<ByteBuffer> key)
+    {
+        Long at = table(keyspace, table).markerExpiresAt.get(id(key));
+        return at == null ? null : (int) (at - nowSeconds);
     }
 
     @Override
