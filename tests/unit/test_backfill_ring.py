@@ -106,3 +106,22 @@ def test_should_refuse_to_deploy_and_backfill_a_handler_flow_naming_it():
     with pytest.raises(BackfillError, match="flow 'audit' runs the Java handler com.example.Audit"):
         refuse_handlers([plain, Flow(name="audit", source="a.b", handler="com.example.Audit")])
     refuse_handlers([plain])
+
+
+def test_should_refuse_to_backfill_a_deployed_handler_flow_naming_it():
+    from async_triggers.spark_jobs import backfill
+    spec = {"name": "audit", "handler": "com.example.Audit", "targets": [],
+            "source": {"keyspace": "a", "table": "b", "partition_key": ["id"], "clustering": [], "columns": {}}}
+    with pytest.raises(BackfillError, match="flow 'audit' runs the Java handler com.example.Audit.*cannot be backfilled"):
+        backfill.check_applicable(spec)
+
+
+def test_should_date_a_row_by_the_non_key_columns_the_flow_reads():
+    from async_triggers.spark_jobs import backfill
+    spec = {"name": "f", "source": {"keyspace": "a", "table": "b", "partition_key": ["id"], "clustering": [],
+                                    "columns": {"id": "int", "name": "text", "email": "text", "age": "int"}},
+            "targets": [{"keyspace": "a", "table": "c", "partition_key": ["name"], "clustering": ["id"],
+                         "columns": {"name": "source.name", "id": "source.id"}, "fanout": None}]}
+    assert backfill.timestamp_columns(spec) == ["name"]
+    spec["targets"][0]["columns"] = {"id": "source.id"}        # only the key: any non-key cell dates the row
+    assert backfill.timestamp_columns(spec) == ["name", "email", "age"]
