@@ -75,7 +75,7 @@ def _job(settings, *args: str) -> list[str]:
 
 def _verify(settings, flow: str) -> dict:
     result = run_ctl(settings, "verify", flow, "--master", "local[2]", "--json", timeout=600)
-    assert result.returncode == 0, result.stdout + result.stderr
+    assert result.returncode in (0, 1), result.stdout + result.stderr     # 1: rows are missing
     [table] = json.loads(result.stdout.strip().splitlines()[-1])
     return table
 
