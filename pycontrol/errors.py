@@ -27,3 +27,12 @@ class ClusterError(AsyncTriggersError):
 
 class VerifyError(AsyncTriggersError):
     """A verification job could not run (not: it found missing rows)."""
+
+
+class BackfillError(AsyncTriggersError):
+    """A backfill could not apply a flow to the existing rows of its source (names the flow)."""
+
+
+class DeriveError(VerifyError, BackfillError):
+    """A flow's derived rows cannot be computed from its specification (a Java handler, a malformed reference).
+    Both jobs that compute them (spark_jobs.derive) fail with it: a verification and a backfill alike."""

@@ -57,7 +57,15 @@ DEAD_LETTERS = Table("dead_letters", (
 DEAD_LETTER_RETRIES = Table("dead_letter_retries", (("node", "text"), ("flow", "text"), ("id", "timeuuid")),
                             partition_key=("node",), clustering=("flow", "id"))
 
-TABLES = (FLOWS, FLOW_STATUS, LINEAGE, DEAD_LETTERS, DEAD_LETTER_RETRIES)
+# ``ctl trigger backfill``: one row per token range a backfill run completed (the run is its start time), so a rerun
+# after a crash skips the ranges done; ``ranges`` is the run's number of ranges, ``rows`` the derived rows written.
+BACKFILL_PROGRESS = Table("backfill_progress", (
+    ("flow", "text"), ("run", "timestamp"), ("range_start", "bigint"), ("range_end", "bigint"), ("ranges", "int"),
+    ("source_rows", "bigint"), ("rows", "bigint"), ("done_at", "timestamp"),
+), partition_key=("flow",), clustering=("run", "range_start"),
+    options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
+
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS)
 
 
 def flow_status_missing(existing: Collection[str]) -> list[tuple[str, str]]:

@@ -1,4 +1,5 @@
-"""`ctl trigger ...`: render, deploy, list, status, wait for and drop flows; their dead letters in `ctl trigger dlq` (dlq.py)."""
+"""`ctl trigger ...`: render, deploy, list, status, wait for and drop flows; their dead letters in `ctl trigger dlq` (dlq.py),
+their backfill in `ctl trigger backfill` (backfill.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -10,7 +11,7 @@ import typer
 
 from .. import deploy as deploy_mod, render, replication as replication_mod, status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
-from . import dlq as cli_dlq
+from . import backfill as cli_backfill, dlq as cli_dlq
 from .exit_codes import errors_to_exit
 from ..cql import connect
 from ..flows import load_flow_file
@@ -66,12 +67,17 @@ def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Pyth
                skip_plugin_check: bool = typer.Option(False, "--skip-plugin-check",
                                                       help="Deploy even if a node does not answer that it runs the "
                                                            "plugin (its replicas would not record tasks)."),
-               as_json: bool = typer.Option(False, "--json")):
+               as_json: bool = typer.Option(False, "--json"),
+               backfill: bool = typer.Option(False, "--backfill", help="Then backfill each deployed flow "
+                                                                       "(ctl trigger backfill) with Spark."),
+               master: str = typer.Option("local[*]", help="Spark master of the backfill.")):
     """Check that every node runs the plugin, validate the flows against the live schema, then create what the
-    plugin needs, the capture and the triggers."""
+    plugin needs, the capture and the triggers; with --backfill, then apply them to the rows already there."""
     with errors_to_exit():
         flows = load_flow_file(file)
         factors = replication_mod.parse(replication) if replication else None
+        if backfill:
+            cli_backfill.refuse_handlers(flows)   # before the cluster changes
         with connect(ctx.obj) as session:
             result = deploy_mod.deploy(session, flows, progress=_progress, replication=factors,
                                        check_plugin=not skip_plugin_check)
@@ -79,6 +85,12 @@ def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Pyth
             typer.echo(json.dumps({"deployed": result.flows, "version": result.version}))
         else:
             typer.echo(f"deployed {', '.join(result.flows)} (version {result.version})")
+    if backfill:
+        for name in result.flows:
+            cli_backfill.run(ctx, name, master)
+
+
+app.command("backfill")(cli_backfill.backfill)
 
 
 @app.command("list")

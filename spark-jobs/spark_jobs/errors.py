@@ -1,7 +1,7 @@
 """Errors of the Spark jobs. They derive from the control plane's tree so ``ctl`` reports them like its own."""
-from async_triggers.errors import AsyncTriggersError, VerifyError
+from async_triggers.errors import AsyncTriggersError, BackfillError, DeriveError, VerifyError
 
-__all__ = ["LoadError", "LoadGenError", "SparkSetupError", "VerifyError"]
+__all__ = ["BackfillError", "DeriveError", "LoadError", "LoadGenError", "SparkSetupError", "VerifyError"]
 
 
 class SparkSetupError(AsyncTriggersError):

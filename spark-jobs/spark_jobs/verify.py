@@ -30,13 +30,13 @@ import dataclasses
 import json
 import sys
 import time
-from collections import OrderedDict
 from typing import Iterable, Mapping, Sequence
 
+from .derive import (compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
+                     qualified, source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
 
 SAMPLE_SIZE = 10
-_SOURCE, _ROW = "source", "row"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,138 +68,6 @@ class Result:
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
-
-
-# --- the spec --------------------------------------------------------------------------------------------------
-
-def parse_ref(expr: str) -> tuple[str, str]:
-    """``"source.author_id"`` -> ``("source", "author_id")``; the spec's only expression forms."""
-    scope, sep, column = str(expr).partition(".")
-    if not sep or scope not in (_SOURCE, _ROW) or not column:
-        raise VerifyError(f"expression must be source.<column> or row.<column>, found: {expr!r}")
-    return scope, column
-
-
-def qualified(table_spec: Mapping) -> str:
-    return f"{table_spec['keyspace']}.{table_spec['table']}"
-
-
-def primary_key(target: Mapping) -> list[str]:
-    return list(target["partition_key"]) + list(target.get("clustering") or [])
-
-
-def targets_by_table(spec: Mapping) -> "OrderedDict[str, list[Mapping]]":
-    """The spec's targets grouped by the table they write, in the order of first appearance."""
-    if spec.get("handler"):
-        raise VerifyError(f"flow '{spec.get('name')}' runs the Java handler {spec['handler']}: its target rows "
-                          "cannot be derived from the specification")
-    targets = spec.get("targets") or []
-    if not targets:
-        raise VerifyError(f"flow '{spec.get('name')}' has no targets to verify")
-    grouped: OrderedDict[str, list[Mapping]] = OrderedDict()
-    for t in targets:
-        grouped.setdefault(qualified(t), []).append(t)
-    for name, group in grouped.items():
-        keys = {tuple(primary_key(t)) for t in group}
-        if len(keys) > 1:
-            raise VerifyError(f"flow '{spec.get('name')}': targets writing {name} disagree on its primary key")
-    return grouped
-
-
-def compared_columns(targets: Sequence[Mapping]) -> list[str]:
-    """Primary key first, then the value columns every target of the table maps (in the first one's order)."""
-    key = primary_key(targets[0])
-    common = [c for c in targets[0]["columns"] if all(c in t["columns"] for t in targets)]
-    missing_key = [c for c in key if c not in common]
-    if missing_key:
-        raise VerifyError(f"the targets writing {qualified(targets[0])} do not all set its key column(s) "
-                          f"{', '.join(missing_key)}")
-    return key + [c for c in common if c not in key]
-
-
-def source_columns(spec: Mapping) -> list[str]:
-    """The source columns the flow reads (mapped values and fan-out matches), in a stable order."""
-    cols: list[str] = []
-    for t in spec.get("targets") or []:
-        exprs = list(t["columns"].values()) + list(((t.get("fanout") or {}).get("match") or {}).values())
-        for expr in exprs:
-            scope, col = parse_ref(expr)
-            if scope == _SOURCE and col not in cols:
-                cols.append(col)
-    return cols
-
-
-def fanout_columns(spec: Mapping) -> "OrderedDict[str, list[str]]":
-    """Per fan-out table, the columns the flow reads from it (match columns and ``row.*`` references)."""
-    out: OrderedDict[str, list[str]] = OrderedDict()
-    for t in spec.get("targets") or []:
-        fan = t.get("fanout")
-        if not fan:
-            continue
-        cols = out.setdefault(qualified(fan), [])
-        used = list(fan["match"]) + [parse_ref(e)[1] for e in t["columns"].values() if parse_ref(e)[0] == _ROW]
-        for c in used:
-            if c not in cols:
-                cols.append(c)
-    return out
-
-
-# --- pure transforms -------------------------------------------------------------------------------------------
-
-def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], columns: Sequence[str] | None = None):
-    """The rows one target should hold: the source rows (joined with the fan-out table on ``match`` if the
-    target has a fan-out) mapped through the target's ``columns``, restricted to rows with a non-null primary
-    key. ``columns`` selects and orders the output columns (default: all mapped columns)."""
-    from pyspark.sql import functions as F
-
-    # prefix both sides so that source.user_id and row.user_id never collide in the join
-    src = source_df.select(*[F.col(c).alias(f"{_SOURCE}__{c}") for c in source_df.columns])
-    fan = target.get("fanout")
-    if fan:
-        name = qualified(fan)
-        if name not in fanout_dfs:
-            raise VerifyError(f"no DataFrame given for the fan-out table {name}")
-        fdf = fanout_dfs[name]
-        fdf = fdf.select(*[F.col(c).alias(f"{_ROW}__{c}") for c in fdf.columns])
-        cond = None
-        for fan_col, expr in fan["match"].items():
-            scope, src_col = parse_ref(expr)
-            if scope != _SOURCE:
-                raise VerifyError(f"a fan-out matches on source.<column>, found: {expr!r}")
-            c = F.col(f"{_ROW}__{fan_col}") == F.col(f"{_SOURCE}__{src_col}")
-            cond = c if cond is None else cond & c
-        joined = src.join(fdf, on=cond, how="inner")
-    else:
-        joined = src
-    wanted = list(columns) if columns is not None else list(target["columns"])
-    projected = []
-    for col in wanted:
-        scope, ref_col = parse_ref(target["columns"][col])
-        if scope == _ROW and not fan:
-            raise VerifyError(f"{qualified(target)}.{col} = {target['columns'][col]} needs a fan-out")
-        projected.append(F.col(f"{scope}__{ref_col}").alias(col))
-    out = joined.select(*projected)
-    for k in primary_key(target):
-        out = out.where(F.col(k).isNotNull())
-    return out
-
-
-def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object]) -> "OrderedDict[str, object]":
-    """Per target table (``"keyspace.table"``), the distinct rows the flow should have written: the union of
-    :func:`target_rows` over the targets writing that table, on :func:`compared_columns`.
-
-    ``source_df`` holds the source table (at least :func:`source_columns`); ``fanout_dfs`` maps each fan-out
-    table's qualified name to its DataFrame (at least :func:`fanout_columns`).
-    """
-    out: OrderedDict[str, object] = OrderedDict()
-    for name, group in targets_by_table(spec).items():
-        cols = compared_columns(group)
-        df = None
-        for t in group:
-            part = target_rows(t, source_df, fanout_dfs, cols)
-            df = part if df is None else df.unionByName(part)
-        out[name] = df.distinct()
-    return out
 
 
 def compare(expected_df, actual_df, key_columns: Sequence[str], table: str = "",

@@ -1,0 +1,43 @@
+"""`ctl trigger backfill FLOW`: the Spark job that applies a deployed flow to the rows its source already held."""
+from __future__ import annotations
+
+from typing import Sequence
+
+import typer
+
+from ..errors import BackfillError
+from ..flows import Flow
+from .exit_codes import errors_to_exit
+
+
+def refuse_handlers(flows: Sequence[Flow]) -> None:
+    """`deploy --backfill` refuses, before the cluster changes, a flow that Spark cannot apply."""
+    for f in flows:
+        if f.handler:
+            raise BackfillError(f"flow '{f.name}' runs the Java handler {f.handler}: Spark cannot apply a handler, "
+                                "so this flow cannot be backfilled (deploy it without --backfill)")
+
+
+def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, restart: bool = False) -> None:
+    """Runs the job like `ctl verify` runs its own; a failure ends the command with the job's exit code."""
+    from async_triggers.spark_jobs import backfill as backfill_job
+    with errors_to_exit():
+        argv = ["--flow", flow, "--master", master, "--contact-points", ",".join(ctx.obj.contact_points),
+                "--port", str(ctx.obj.port), "--home", str(ctx.obj.home)]
+        if ranges is not None:
+            argv += ["--ranges", str(ranges)]
+        if restart:
+            argv.append("--restart")
+        code = backfill_job.main(argv)
+    if code:
+        raise typer.Exit(code)
+
+
+def backfill(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed flow."),
+             master: str = typer.Option("local[*]", help="Spark master."),
+             ranges: int = typer.Option(None, help="Token ranges of a new run (default 16); each completed one is "
+                                                   "recorded, and a rerun skips them."),
+             restart: bool = typer.Option(False, "--restart", help="Start over instead of resuming the last run.")):
+    """Write what the flow derives from the rows its source held before it was deployed, at each source row's
+    timestamp and TTL (a newer live write wins); resumes an interrupted run."""
+    run(ctx, flow, master, ranges, restart)

@@ -1,0 +1,334 @@
+"""Backfill a deployed flow: write, for every row its source table already held, the rows the flow would have
+written had it been deployed when that row was written.
+
+    python -m async_triggers.spark_jobs.backfill --flow users_by_name --contact-points 127.0.0.1 --ranges 16
+
+Exit code: 0 when every token range is done, 1 when the backfill could not run (the message names the flow).
+
+How it converges with the live propagation that runs meanwhile (docs/design.md, "Backfill"):
+
+- Every derived row is written at the source row's own timestamp: the newest WRITETIME of the source cells the flow
+  reads (a task's timestamp is its write's), and with the least remaining TTL among them (none: no TTL), so a
+  derived row never outlives a value it was derived from. A live write or delete of the row is newer and wins
+  whichever of the two lands first; a backfill write never overwrites newer data. A row with none of those cells set
+  (key columns only) has no readable timestamp: it is written at the run's start time.
+- Lineage targets: like the plugin's task, the backfill first records each row's image in
+  ``async_triggers.lineage`` at that timestamp, then writes the rows; after the last range it converges
+  (``backfill_lineage``): every image older than its source row's newest has its rows and entry deleted. So a live
+  update of an old row removes the backfilled row of its former value, and an image the backfill read before a
+  live update propagated does not survive it.
+- The ring is split into ``--ranges`` token ranges; each is recorded in ``async_triggers.backfill_progress`` once
+  written, and a rerun skips them (``checkpoints``); ``--restart`` starts over.
+
+Flows with a Java handler cannot be applied by Spark and are refused.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import os
+import sys
+import time
+from typing import Callable, Mapping, Sequence
+
+from . import checkpoints, derive, ring
+from .errors import BackfillError, SparkSetupError, VerifyError
+
+DEFAULT_RANGES = 16
+# the columns the connector binds to USING TIMESTAMP / USING TTL; bind markers start with a letter, hence no "__"
+WRITETIME, TTL = "backfill_writetime", "backfill_ttl"
+TOKEN, SOURCE_KEY = "backfill_token", "backfill_source_key"
+# writetime()/ttl() in Spark SQL come with the connector's extensions (its docs/14_data_frames.md, TTL and WRITETIME)
+SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraSparkExtensions"}
+EXIT_STOPPED = 3
+
+Progress = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+@dataclasses.dataclass(frozen=True)
+class Report:
+    flow: str
+    run: str
+    ranges: int
+    skipped: int                 # ranges recorded by an earlier invocation of the run
+    source_rows: int             # read by this invocation (all ranges)
+    written: int                 # derived rows written by this invocation
+    lineage_removed: int         # older images whose rows and entry the convergence deleted
+    seconds: float
+
+    def text(self) -> str:
+        return (f"backfill {self.flow}: {self.ranges} token ranges ({self.skipped} done before, "
+                f"{self.ranges - self.skipped} now), {self.source_rows} source rows, {self.written} derived rows "
+                f"written, {self.lineage_removed} older lineage images removed, in {self.seconds:.1f} s "
+                f"(run {self.run})")
+
+
+class Stopped(Exception):
+    """The test hook ``--stop-after-ranges`` ended the run as a crash would, after that many ranges."""
+
+
+def check_applicable(spec: Mapping) -> None:
+    name = spec.get("name")
+    if spec.get("handler"):
+        raise BackfillError(f"flow '{name}' runs the Java handler {spec['handler']}: Spark cannot apply a handler, "
+                            "so this flow cannot be backfilled")
+    derive.targets_by_table(spec)    # the same checks verify makes (targets present, consistent keys)
+
+
+# --- pure transforms -------------------------------------------------------------------------------------------
+
+def source_key_columns(spec: Mapping) -> list[str]:
+    src = spec["source"]
+    return list(src["partition_key"]) + list(src.get("clustering") or [])
+
+
+def timestamp_columns(spec: Mapping) -> list[str]:
+    """The non-key source columns whose cells date a row: the ones the flow reads, else every non-key column the
+    spec knows (WRITETIME is undefined on key columns)."""
+    key = source_key_columns(spec)
+    read = [c for c in derive.source_columns(spec) if c not in key]
+    return read or [c for c in spec["source"]["columns"] if c not in key]
+
+
+def with_write_options(df, fallback_micros: int):
+    """``df`` (key and read columns plus ``wt_<i>``/``ttl_<i>`` per timestamp column) with the row's
+    ``backfill_writetime`` (newest cell, else ``fallback_micros``) and ``backfill_ttl`` (least remaining TTL, 0 for
+    none: TTL 0 means no expiry)."""
+    from pyspark.sql import functions as F
+
+    wts = [F.col(c) for c in df.columns if c.startswith("wt_")]
+    ttls = [F.col(c) for c in df.columns if c.startswith("ttl_")]
+    newest = (wts[0] if len(wts) == 1 else F.greatest(*wts)) if wts else F.lit(None)
+    least = (ttls[0] if len(ttls) == 1 else F.least(*ttls)) if ttls else F.lit(None)
+    return (df.withColumn(WRITETIME, F.coalesce(newest.cast("long"), F.lit(fallback_micros)))
+              .withColumn(TTL, F.coalesce(least.cast("int"), F.lit(0)))
+              .drop(*[c for c in df.columns if c.startswith(("wt_", "ttl_"))]))
+
+
+def _token_udf(types: Sequence[str]):
+    from pyspark.sql import functions as F
+    return F.udf(lambda *values: ring.token(values, types), "long")
+
+
+def _source_key_udf(types: Sequence[str]):
+    from pyspark.sql import functions as F
+    return F.udf(lambda *values: ring.source_key(values, types), "binary")
+
+
+def _lineage_key_udf(index: int, types: Sequence[str]):
+    from pyspark.sql import functions as F
+    return F.udf(lambda *values: ring.lineage_key(index, values, types), "binary")
+
+
+def with_ring_columns(df, spec: Mapping):
+    """Adds each row's partition token and, for flows with lineage targets, its lineage ``source_key``."""
+    from pyspark.sql import functions as F
+
+    src, types = spec["source"], spec["source"]["columns"]
+    pk = list(src["partition_key"])
+    df = df.withColumn(TOKEN, _token_udf([types[c] for c in pk])(*[F.col(c) for c in pk]))
+    if any(t.get("mode") == "lineage" for t in spec["targets"]):
+        key = source_key_columns(spec)
+        df = df.withColumn(SOURCE_KEY, _source_key_udf([types[c] for c in key])(*[F.col(c) for c in key]))
+    return df
+
+
+def in_range(df, token_range: Sequence[int]):
+    from pyspark.sql import functions as F
+    return df.where((F.col(TOKEN) > F.lit(token_range[0])) & (F.col(TOKEN) <= F.lit(token_range[1])))
+
+
+def lineage_rows(spec: Mapping, index: int, part):
+    """The lineage entries the plugin records for target ``index`` of each source row of ``part``: its image at the
+    row's timestamp. A row without an image (a null lineage column, or a direct target's key unknown) derives
+    nothing, and has nothing older to clean up: no entry."""
+    from pyspark.sql import functions as F
+
+    target, types = spec["targets"][index], spec["source"]["columns"]
+    cols = list(target.get("lineage_columns") or [])
+    needed = list(cols)
+    if not target.get("fanout"):
+        needed += [derive.parse_ref(target["columns"][k])[1] for k in derive.primary_key(target)]
+    known = F.lit(True)
+    for c in dict.fromkeys(needed):
+        known = known & F.col(c).isNotNull()
+    key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
+    return part.where(known).select(F.lit(spec["name"]).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
+                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME))
+
+
+# --- against Cassandra -----------------------------------------------------------------------------------------
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def read_source(spark, spec: Mapping, fallback_micros: int):
+    """The source table: its key columns, the columns the flow reads, their write options and ring columns."""
+    from .session import read_table
+
+    key = source_key_columns(spec)
+    columns = list(dict.fromkeys(key + derive.source_columns(spec)))
+    dated = timestamp_columns(spec)
+    exprs = [_quoted(c) for c in columns]
+    exprs += [f"writetime({_quoted(c)}) AS wt_{i}" for i, c in enumerate(dated)]
+    exprs += [f"ttl({_quoted(c)}) AS ttl_{i}" for i, c in enumerate(dated)]
+    src = spec["source"]
+    df = read_table(spark, src["keyspace"], src["table"]).selectExpr(*exprs)
+    return with_ring_columns(with_write_options(df, fallback_micros), spec)
+
+
+def write_rows(df, keyspace: str, table: str, ttl: bool = True) -> None:
+    """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
+    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it)."""
+    from .session import CASSANDRA_FORMAT
+
+    options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
+    if ttl:
+        options["ttl"] = TTL
+    df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
+
+
+def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object]) -> int:
+    """Writes what the flow derives from the source rows of ``part``: the lineage images first, then the rows, as
+    the plugin's task does. Returns the number of derived rows written."""
+    from async_triggers import keyspace
+
+    for index, target in enumerate(spec["targets"]):
+        if target.get("mode") == "lineage":
+            write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name, ttl=False)
+    written = 0
+    for target in spec["targets"]:
+        clash = {WRITETIME, TTL} & set(target["columns"])
+        if clash:
+            raise BackfillError(f"flow '{spec['name']}': {derive.qualified(target)} has a column named "
+                                f"{', '.join(sorted(clash))}, which the backfill uses for its write options")
+        rows = derive.target_rows(target, part, fanout_dfs, list(target["columns"]), carry=(WRITETIME, TTL)).persist()
+        try:
+            written += rows.count()
+            write_rows(rows, target["keyspace"], target["table"])
+        finally:
+            rows.unpersist()
+    return written
+
+
+def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_RANGES, restart: bool = False,
+                          progress: Progress = _stderr, stop_after: int | None = None,
+                          hold_while: str | None = None) -> Report:
+    """Backfills ``spec`` through the Spark session (rows) and the driver session (checkpoints, convergence).
+    ``stop_after`` and ``hold_while`` are test hooks: stop as a crash would after that many ranges; wait after
+    reading the source while that file exists."""
+    from pyspark import StorageLevel
+
+    from . import backfill_lineage
+    from .session import read_table
+
+    started = time.monotonic()
+    flow = spec["name"]
+    check_applicable(spec)
+    run = checkpoints.open_run(session, flow, ranges, restart)
+    if run.resumed and len(run.ranges) != ranges:
+        progress(f"backfill {flow}: resuming the run started {run.started} with its {len(run.ranges)} ranges")
+    pending = run.pending
+    progress(f"backfill {flow}: run {run.started}, {len(run.ranges) - len(pending)}/{len(run.ranges)} token ranges "
+             f"done before, {len(pending)} to do")
+    source = read_source(spark, spec, run.started_micros).persist(StorageLevel.MEMORY_AND_DISK)
+    fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols).persist(StorageLevel.MEMORY_AND_DISK)
+                  for name, cols in derive.fanout_columns(spec).items()}
+    total_source = written = 0
+    try:
+        if pending:
+            progress(f"backfill {flow}: {source.count()} source rows read")
+        _hold(hold_while)
+        for i, token_range in enumerate(pending, 1):
+            part = in_range(source, token_range)
+            n_source = part.count()
+            n_rows = write_range(spec, part, fanout_dfs) if n_source else 0
+            checkpoints.record(session, run, token_range, n_source, n_rows)
+            total_source, written = total_source + n_source, written + n_rows
+            progress(f"backfill {flow}: ranges {len(run.ranges) - len(pending) + i}/{len(run.ranges)} done "
+                     f"(token range ({token_range[0]}, {token_range[1]}]: {n_source} source rows, {n_rows} rows "
+                     f"written); {written} rows written by this run")
+            if stop_after is not None and i >= stop_after and i < len(pending):
+                raise Stopped(f"stopped after {i} token ranges (--stop-after-ranges)")
+        removed = backfill_lineage.converge(spark, session, spec, progress) \
+            if any(t.get("mode") == "lineage" for t in spec["targets"]) else 0
+    finally:
+        source.unpersist()
+        for df in fanout_dfs.values():
+            df.unpersist()
+    return Report(flow, str(run.started), len(run.ranges), len(run.ranges) - len(pending), total_source, written,
+                  removed, time.monotonic() - started)
+
+
+def _hold(path: str | None, timeout: float = 300) -> None:
+    deadline = time.monotonic() + timeout
+    while path and os.path.exists(path):
+        if time.monotonic() > deadline:
+            raise BackfillError(f"{path} still exists after {timeout:.0f} s (--hold-while)")
+        time.sleep(0.2)
+
+
+def run_backfill(flow: str, contact_points: Sequence[str] = ("127.0.0.1",), port: int = 9042,
+                 master: str = "local[*]", home=None, ranges: int = DEFAULT_RANGES, restart: bool = False,
+                 progress: Progress = _stderr, stop_after: int | None = None,
+                 hold_while: str | None = None) -> Report:
+    """Starts a Spark session with the connector and its extensions, reads ``flow``'s deployed specification and
+    backfills it. Raises BackfillError (naming the flow) when it cannot."""
+    from async_triggers import config
+    from async_triggers.cql import connect
+
+    from .session import build_session, describe_error
+    from .verify import load_spec
+
+    spark = build_session(master=master, contact_points=tuple(contact_points), port=port,
+                          app_name=f"backfill-{flow}", home=home, conf=SESSION_CONF)
+    try:
+        spec = load_spec(spark, flow)
+        with connect(config.load(contact_points=tuple(contact_points), port=port)) as session:
+            return backfill_with_session(spark, session, spec, ranges, restart, progress, stop_after, hold_while)
+    except (BackfillError, VerifyError, Stopped):
+        raise
+    except Exception as e:   # Spark and the driver surface Cassandra's errors as their own types
+        raise BackfillError(f"backfill of flow '{flow}' failed: {describe_error(e)}") from e
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.backfill",
+                                description=__doc__.split("\n\n")[0])
+    p.add_argument("--flow", required=True, help="a deployed flow (its spec is read from async_triggers.flows)")
+    p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=9042)
+    p.add_argument("--master", default="local[*]")
+    p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
+    p.add_argument("--ranges", type=int, default=DEFAULT_RANGES,
+                   help=f"token ranges of a new run (default {DEFAULT_RANGES}); a resumed run keeps its own")
+    p.add_argument("--restart", action="store_true", help="start a new run instead of resuming the latest one")
+    p.add_argument("--stop-after-ranges", type=int, default=None, help=argparse.SUPPRESS)
+    p.add_argument("--hold-while", default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    contact_points = tuple(h.strip() for h in args.contact_points.split(",") if h.strip())
+    try:
+        report = run_backfill(args.flow, contact_points, args.port, args.master, args.home, args.ranges,
+                              args.restart, stop_after=args.stop_after_ranges, hold_while=args.hold_while)
+    except Stopped as e:
+        print(f"backfill {args.flow}: {e}", file=sys.stderr)
+        return EXIT_STOPPED
+    except (BackfillError, VerifyError, SparkSetupError) as e:
+        text = str(e)
+        print(f"error: {text}" if f"'{args.flow}'" in text else f"error: flow '{args.flow}': {text}", file=sys.stderr)
+        return 1
+    print(report.text())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""async_triggers.spark_jobs.backfill and backfill_lineage: the per-row write options, the lineage entries a backfill
+records, and the stale entries its convergence removes, on literal DataFrames (expected values written by hand)."""
+from __future__ import annotations
+
+from spark_helpers import assert_same_rows  # noqa: E402
+from async_triggers.spark_jobs import backfill, backfill_lineage, ring  # noqa: E402
+
+USERS = {
+    "name": "users_by_name",
+    "source": {"keyspace": "app", "table": "users", "partition_key": ["user_id"], "clustering": [],
+               "columns": {"user_id": "int", "name": "text", "email": "text"}},
+    "handler": None,
+    "targets": [{"keyspace": "app", "table": "users_by_name", "partition_key": ["name"], "clustering": ["user_id"],
+                 "columns": {"name": "source.name", "user_id": "source.user_id", "email": "source.email"},
+                 "fanout": None, "mode": "lineage", "lineage_columns": ["name"]}],
+}
+
+
+def test_should_take_the_newest_writetime_and_the_least_ttl_of_a_row(spark):
+    df = spark.createDataFrame([(1, 10, 30, None, 500), (2, 40, None, None, None), (3, None, None, None, None)],
+                               "user_id int, wt_0 long, wt_1 long, ttl_0 int, ttl_1 int")
+    out = backfill.with_write_options(df, fallback_micros=99)
+    assert out.columns == ["user_id", backfill.WRITETIME, backfill.TTL]
+    assert_same_rows(out, [(1, 30, 500), (2, 40, 0), (3, 99, 0)])
+
+
+def test_should_record_the_image_of_each_row_that_has_one(spark):
+    part = spark.createDataFrame([(1, "ann", "a@x", 10), (2, None, "b@x", 20)],
+                                 f"user_id int, name string, email string, {backfill.WRITETIME} long")
+    part = backfill.with_ring_columns(part, USERS)
+    rows = backfill.lineage_rows(USERS, 0, part).collect()
+    assert [(r["flow"], bytes(r["source_key"]), bytes(r["target_key"]), r["ts"], r[backfill.WRITETIME])
+            for r in rows] == [("users_by_name", b"\x00\x00\x00\x04\x00\x00\x00\x01",
+                                b"\x00\x00\x00\x04\x00\x00\x00\x00" + b"\x00\x00\x00\x03ann", 10, 10)]
+
+
+def test_should_find_every_image_older_than_its_source_rows_newest_entry(spark):
+    key1, key2 = ring.source_key([1], ["int"]), ring.source_key([2], ["int"])
+    old, new = ring.lineage_key(0, ["ann"], ["text"]), ring.lineage_key(0, ["bea"], ["text"])
+    sentinel = ring.lineage_key(0, [], [])
+    lineage = spark.createDataFrame([
+        ("users_by_name", key1, old, 10), ("users_by_name", key1, new, 20),        # renamed: old image is stale
+        ("users_by_name", key2, old, 10), ("users_by_name", key2, sentinel, 30),   # deleted: at the delete's ts
+        ("users_by_name", ring.source_key([3], ["int"]), old, 5),                  # alone: nothing stale
+        ("other_flow", key1, old, 1)], "flow string, source_key binary, target_key binary, ts long")
+    stale = backfill_lineage.stale_entries(lineage, "users_by_name")
+    assert sorted((bytes(r["source_key"]), bytes(r["target_key"]), r["ts"], r["target"], r["delete_at"])
+                  for r in stale.collect()) == [(key1, old, 10, 0, 19), (key2, old, 10, 0, 30)]
