@@ -29,12 +29,17 @@ public final class FlowFactory
         this.held = held;
     }
 
-    /** @throws RuntimeException when the flow cannot start (its handler cannot be loaded, say) */
-    Flow start(FlowSpec spec)
+    /**
+     * @param paused start it paused: its workers never take a task before it is resumed
+     * @throws RuntimeException when the flow cannot start (its handler cannot be loaded, say)
+     */
+    Flow start(FlowSpec spec, boolean paused)
     {
         Flow flow = new Flow(spec, executors.executorOf(spec)::execute, spillDirs.apply(spec.name), workers);
         flow.backupTable = backupTables.apply(spec);
         flow.entries(new EntryCompletion(flow.backupTable, held));
+        if (paused)
+            flow.pause();
         flow.start();
         return flow;
     }
