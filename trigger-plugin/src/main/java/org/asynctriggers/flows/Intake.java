@@ -75,7 +75,7 @@ public final class Intake implements CaptureSink
             if (flow == null)
                 park(task);
             else
-                offer(flow, task);
+                offer(flow, task, false);
         }
     }
 
@@ -88,7 +88,7 @@ public final class Intake implements CaptureSink
         Flow flow = flows.get(task.flow());
         if (flow == null || held.recentlyDone(task))
             return false;
-        if (!offer(flow, task))
+        if (!offer(flow, task, true))
             return false;
         flow.metrics.taskRecovered(task.resumePaging() != null);
         return true;
@@ -102,13 +102,15 @@ public final class Intake implements CaptureSink
 
     /**
      * Queues (or spills) the task unless it is held here already or its flow is paused.
+     * @param recovered read back from its backup entry: never discarded (the entry keeps it for a later scan)
      * @return whether it was taken
      */
-    private boolean offer(Flow flow, Task task)
+    private boolean offer(Flow flow, Task task, boolean recovered)
     {
         if (waitsInBackup(flow) || !held.hold(task, flow))
             return false;
-        FullQueuePolicy.Outcome outcome = flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
+        FullQueuePolicy.Outcome outcome = recovered ? flow.policy.offerRecovered(flow.spec.name, flow.queue, task, flow.metrics)
+                                                    : flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
         if (outcome == FullQueuePolicy.Outcome.CLOSED)
         {
             // the flow was replaced between the lookup and the offer: hand the task to the new version
@@ -121,7 +123,8 @@ public final class Intake implements CaptureSink
             if (current != null && current != flow)
             {
                 held.moveTo(task, current);
-                outcome = current.policy.offer(current.spec.name, current.queue, task, current.metrics);
+                outcome = recovered ? current.policy.offerRecovered(current.spec.name, current.queue, task, current.metrics)
+                                    : current.policy.offer(current.spec.name, current.queue, task, current.metrics);
             }
         }
         switch (outcome)
@@ -196,7 +199,7 @@ public final class Intake implements CaptureSink
         while ((task = waiting.poll()) != null)
         {
             parkedCount.decrementAndGet();
-            offer(flow, task);
+            offer(flow, task, false);
         }
     }
 
