@@ -2,6 +2,7 @@
 both replicas of each row) and nothing is propagated, through a kill -9 and restart of a node and a redeploy; `ctl
 trigger wait` fails at once naming the paused flow; on resume every derived row appears and the backup map empties.
 A paused flow is dropped like any other."""
+import datetime as dt
 import json
 import time
 
@@ -90,8 +91,10 @@ def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on
     # a node killed and restarted while the flow is paused starts it paused and runs nothing
     cluster_mod.kill_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
     cluster_mod.start_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
-    wait_for(lambda: set(states(session).values()) == {"paused"} and len(states(session)) == 3, 30,
-             "the restarted node reports the flow paused")
+    restarted = dt.datetime.utcnow()
+    wait_for(lambda: [s.state for s in status.read(session, [FLOW])
+                      if s.updated and s.updated.replace(tzinfo=None) > restarted] == ["paused"] * 3, 30,
+             "every node, the restarted one too, reports the flow paused after the restart")
 
     # a redeploy (a new version) keeps the flow paused
     redeploy = run_ctl(cluster_settings, "trigger", "deploy", str(paused_flow))
