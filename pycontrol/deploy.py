@@ -64,12 +64,17 @@ def _execute(session, statement: render.Statement) -> None:
         session.execute(SimpleStatement(statement.cql, consistency_level=ConsistencyLevel.LOCAL_QUORUM))
 
 
-def flow_status_columns(session) -> set[str]:
-    """The columns of async_triggers.flow_status now (empty when there is no such table yet)."""
+def table_columns(session, table: keyspace.Table) -> set[str]:
+    """The columns of a table of our keyspace now (empty when there is no such table yet)."""
     rows = session.execute(SimpleStatement(
         "SELECT column_name FROM system_schema.columns WHERE keyspace_name = %s AND table_name = %s",
-        consistency_level=ConsistencyLevel.LOCAL_ONE), (keyspace.KEYSPACE, keyspace.FLOW_STATUS.name))
+        consistency_level=ConsistencyLevel.LOCAL_ONE), (keyspace.KEYSPACE, table.name))
     return {r.column_name for r in rows}
+
+
+def flow_status_columns(session) -> set[str]:
+    """The columns of async_triggers.flow_status now (empty when there is no such table yet)."""
+    return table_columns(session, keyspace.FLOW_STATUS)
 
 
 def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
@@ -117,10 +122,12 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     # the other flows on the same tables stay captured: the new capture index names them too
     others = [s for n, s in read_deployed(session).items()
               if n not in names and (s["source"]["keyspace"], s["source"]["table"]) in tables]
-    # a flow_status made by an older deploy gets the columns today's plugin writes (ALTER TABLE ... ADD)
+    # a flows or flow_status table made by an older deploy gets the columns today's plugin reads and writes
+    # (ALTER TABLE ... ADD); the INSERT of a flow leaves its paused column as it is: a paused flow stays paused
     statements = render.deploy_statements(specs, replication, version,
                                           flow_status_columns=flow_status_columns(session), others=others,
-                                          existing_capture_indexes=capture_indexes_of(session, tables))
+                                          existing_capture_indexes=capture_indexes_of(session, tables),
+                                          flows_columns=table_columns(session, keyspace.FLOWS))
     for i, st in enumerate(statements, 1):
         progress(f"[{i}/{len(statements)}] {st.cql.splitlines()[0]}")
         try:

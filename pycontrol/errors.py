@@ -36,3 +36,16 @@ class BackfillError(AsyncTriggersError):
 class DeriveError(VerifyError, BackfillError):
     """A flow's derived rows cannot be computed from its specification (a Java handler, a malformed reference).
     Both jobs that compute them (spark_jobs.derive) fail with it: a verification and a backfill alike."""
+
+
+class FlowPausedError(AsyncTriggersError):
+    """A flow is paused, so what was asked (waiting for it to drain) would never happen."""
+
+    def __init__(self, flows):
+        self.flows = list(flows)
+        names = ", ".join(f"'{f}'" for f in self.flows)
+        resume = " ".join(self.flows)
+        super().__init__(f"flow {names} is paused: its tasks wait in the backup maps and none runs until "
+                         f"`ctl trigger resume {resume}`" if len(self.flows) == 1 else
+                         f"flows {names} are paused: their tasks wait in the backup maps and none runs until "
+                         f"`ctl trigger resume` of each")

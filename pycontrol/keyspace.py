@@ -30,8 +30,9 @@ class Table:
         return self.partition_key + self.clustering
 
 
+# ``paused``: set by ``ctl trigger pause``/``resume`` only (a deploy's INSERT leaves it as it is); null is running.
 FLOWS = Table("flows", (("name", "text"), ("source_keyspace", "text"), ("source_table", "text"), ("spec", "text"),
-                        ("version", "bigint")), partition_key=("name",))
+                        ("version", "bigint"), ("paused", "boolean")), partition_key=("name",))
 
 # Each node's plugin writes a row per flow every few seconds (with a TTL); ``ctl trigger status`` reads them.
 FLOW_STATUS = Table("flow_status", (
@@ -41,6 +42,7 @@ FLOW_STATUS = Table("flow_status", (
     ("spilled", "bigint"), ("discarded", "bigint"),
     ("recovered", "bigint"), ("resumed", "bigint"), ("fanout_rows", "bigint"),
     ("backlog", "bigint"), ("last_capture", "timestamp"), ("last_scan", "timestamp"),
+    ("paused", "boolean"),
     ("updated", "timestamp"),
 ), partition_key=("flow",), clustering=("node",))
 
@@ -68,12 +70,16 @@ BACKFILL_PROGRESS = Table("backfill_progress", (
 TABLES = (FLOWS, FLOW_STATUS, LINEAGE, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS)
 
 
-def flow_status_missing(existing: Collection[str]) -> list[tuple[str, str]]:
-    """The flow_status columns an existing table lacks (one made by an older deploy), key columns left out (a key
+def missing_columns(table: Table, existing: Collection[str]) -> list[tuple[str, str]]:
+    """The columns of ``table`` an existing table lacks (one made by an older deploy), key columns left out (a key
     column cannot be added). ``existing``: its columns now; empty when there is no such table."""
     if not existing:
         return []
-    return [(c, t) for c, t in FLOW_STATUS.columns if c not in existing and c not in FLOW_STATUS.primary_key()]
+    return [(c, t) for c, t in table.columns if c not in existing and c not in table.primary_key()]
+
+
+def flow_status_missing(existing: Collection[str]) -> list[tuple[str, str]]:
+    return missing_columns(FLOW_STATUS, existing)
 
 
 def contract() -> dict:

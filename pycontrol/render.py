@@ -70,22 +70,28 @@ def _render(template: str, bound: bool, **context) -> tuple[str, list]:
     return text, values
 
 
-def flow_status_alters(existing: Collection[str]) -> list[str]:
-    """The statements that add to an existing flow_status table the columns it lacks (a table made by an older
+def column_alters(table: keyspace.Table, existing: Collection[str]) -> list[str]:
+    """The statements that add to an existing table of our keyspace the columns it lacks (a table made by an older
     deploy). ``existing``: its columns now; empty when there is no such table (CREATE TABLE makes it whole)."""
-    return [f"ALTER TABLE {ident(keyspace.KEYSPACE)}.{ident(keyspace.FLOW_STATUS.name)} ADD IF NOT EXISTS {ident(column)} {cql_type}"
-            for column, cql_type in keyspace.flow_status_missing(existing)]
+    return [f"ALTER TABLE {ident(keyspace.KEYSPACE)}.{ident(table.name)} ADD IF NOT EXISTS {ident(column)} {cql_type}"
+            for column, cql_type in keyspace.missing_columns(table, existing)]
 
 
-def _keyspace_tables() -> list[dict]:
-    """The tables of our keyspace (keyspace.TABLES) as the template writes their CREATE TABLE."""
+def flow_status_alters(existing: Collection[str]) -> list[str]:
+    return column_alters(keyspace.FLOW_STATUS, existing)
+
+
+def _keyspace_tables(existing_columns: Mapping[str, Collection[str]]) -> list[dict]:
+    """The tables of our keyspace (keyspace.TABLES) as the template writes their CREATE TABLE, each with the ALTERs
+    that bring a table made by an older deploy up to date (``existing_columns``: table name to its columns now)."""
     out = []
     for t in keyspace.TABLES:
         partition = ", ".join(ident(c) for c in t.partition_key)
         key = ", ".join([f"({partition})" if len(t.partition_key) > 1 else partition]
                         + [ident(c) for c in t.clustering])
         out.append({"name": t.name, "columns": ",\n  ".join(f"{ident(c)} {cql_type}" for c, cql_type in t.columns),
-                    "primary_key": key, "options": f" {t.options}" if t.options else ""})
+                    "primary_key": key, "options": f" {t.options}" if t.options else "",
+                    "alters": column_alters(t, existing_columns.get(t.name, ()))})
     return out
 
 
@@ -134,39 +140,42 @@ def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
 
 def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                     flow_status_columns: Collection[str], others: Sequence[dict],
-                    existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None) -> dict:
+                    existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None,
+                    flows_columns: Collection[str] = ()) -> dict:
     flows = [{"spec": s, "json": spec_json(s),
               "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
              for s in specs]
-    return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(),
+    existing = {keyspace.FLOW_STATUS.name: flow_status_columns, keyspace.FLOWS.name: flows_columns}
+    return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(existing),
                 replication=replication_mod.cql_map(replication),
                 version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
                 capture_class=capture_index.CLASS,
-                capture_indexes=capture_indexes(specs, others, existing_capture_indexes),
-                flow_status_alters=flow_status_alters(flow_status_columns))
+                capture_indexes=capture_indexes(specs, others, existing_capture_indexes))
 
 
 def deploy_script(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                   flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
-                  existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> str:
-    """The deploy CQL as a script a person can read or feed to cqlsh. ``flow_status_columns``: the columns of
-    an existing async_triggers.flow_status (the script then adds those it lacks); ``others``: flows deployed
-    already (their tables' capture indexes name them too); ``existing_capture_indexes``: the capture indexes the
-    new ones replace."""
+                  existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None,
+                  flows_columns: Collection[str] = ()) -> str:
+    """The deploy CQL as a script a person can read or feed to cqlsh. ``flow_status_columns``, ``flows_columns``:
+    the columns of an existing async_triggers.flow_status, async_triggers.flows (the script then adds those they
+    lack); ``others``: flows deployed already (their tables' capture indexes name them too);
+    ``existing_capture_indexes``: the capture indexes the new ones replace."""
     text, _ = _render("cql/deploy.cql.jinja", bound=False,
                       **_deploy_context(specs, replication, version, flow_status_columns, others,
-                                        existing_capture_indexes))
+                                        existing_capture_indexes, flows_columns))
     return text
 
 
 def deploy_statements(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                       flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
-                      existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[Statement]:
+                      existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None,
+                      flows_columns: Collection[str] = ()) -> list[Statement]:
     """The deploy CQL as statements with bound values, in order (the arguments: see deploy_script)."""
     text, values = _render("cql/deploy.cql.jinja", bound=True,
                            **_deploy_context(specs, replication, version, flow_status_columns, others,
-                                             existing_capture_indexes))
+                                             existing_capture_indexes, flows_columns))
     return split_statements(text, values)
 
 

@@ -1,5 +1,5 @@
 """The status of each flow on each node (FlowNodeStatus: one row of async_triggers.flow_status, as that node's plugin
-reports it), and waiting until the flows are drained everywhere."""
+reports it), which flows are paused (async_triggers.flows), and waiting until the flows are drained everywhere."""
 from __future__ import annotations
 
 import dataclasses
@@ -11,11 +11,14 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
 from . import keyspace, render
-from .errors import ClusterError
+from .errors import ClusterError, FlowPausedError
 
 # the counters and the times of a flow_status row (keyspace.FLOW_STATUS), "updated" apart
 COLUMNS = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type in ("bigint", "int"))
 TIMES = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type == "timestamp" and c != "updated")
+FLAGS = tuple(c for c, cql_type in keyspace.FLOW_STATUS.columns if cql_type == "boolean")
+# what a status adds to its row: the flow's state, from the node's report and the flows table
+DERIVED = ("state",)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +42,9 @@ class FlowNodeStatus:
     backlog: int = 0        # live backup entries of the flow on this node, as its last scan found them
     last_capture: dt.datetime | None = None  # when this node last captured a task (any flow)
     last_scan: dt.datetime | None = None     # when its last scan of the backup maps started
+    paused: bool = False    # the node reports the flow paused (its workers take no task, its tasks wait in the maps)
+    # running | paused | pausing (asked to pause, this node has not reported it yet) | resuming (the other way)
+    state: str = "running"
 
     def as_dict(self) -> dict:
         d = dataclasses.asdict(self)
@@ -54,28 +60,54 @@ class FlowNodeStatus:
         return self.pending == 0 and self.active == 0 and self.backlog == 0 and scanned_after_captures
 
 
-def from_row(row: Mapping) -> FlowNodeStatus:
+def state_of(reported_paused: bool, wanted_paused: bool) -> str:
+    """A flow's state on a node: what the node reports, against what the flows table asks."""
+    if wanted_paused:
+        return "paused" if reported_paused else "pausing"
+    return "resuming" if reported_paused else "running"
+
+
+def from_row(row: Mapping, wanted_paused: bool = False) -> FlowNodeStatus:
     """A status from a flow_status row (a mapping of column to value): a counter that is null (a node with an
-    older plugin) or absent (a table from an older deploy) reads as 0."""
+    older plugin) or absent (a table from an older deploy) reads as 0, a flag as false. ``wanted_paused``: the
+    flows table asks for the flow to be paused."""
+    reported = bool(row.get("paused"))
     return FlowNodeStatus(flow=row["flow"], node=row["node"], updated=row.get("updated"),
-                      **{c: row.get(c) or 0 for c in COLUMNS}, **{t: row.get(t) for t in TIMES})
+                          **{c: row.get(c) or 0 for c in COLUMNS}, **{t: row.get(t) for t in TIMES},
+                          paused=reported, state=state_of(reported, wanted_paused))
 
 
 def _naive(t: dt.datetime) -> dt.datetime:
     return t.replace(tzinfo=None)
 
 
-def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
+def _table(session, table: keyspace.Table):
     ours = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
-    table = ours.tables.get(keyspace.FLOW_STATUS.name) if ours is not None else None
+    return ours.tables.get(table.name) if ours is not None else None
+
+
+def paused_flows(session) -> set[str]:
+    """The flows the flows table asks to be paused (``ctl trigger pause``); none before the first pause."""
+    table = _table(session, keyspace.FLOWS)
+    if table is None or "paused" not in table.columns:
+        return set()
+    rows = session.execute(SimpleStatement(
+        f'SELECT "name", "paused" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM))
+    return {r.name for r in rows if r.paused}
+
+
+def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
+    table = _table(session, keyspace.FLOW_STATUS)
     if table is None:
         return []
-    present = [c for c in COLUMNS + TIMES if c in table.columns]   # until a deploy adds the newer ones
+    present = [c for c in COLUMNS + TIMES + FLAGS if c in table.columns]   # until a deploy adds the newer ones
     rows = session.execute(SimpleStatement(
         f'SELECT "flow", "node", {", ".join(render.ident(c) for c in present)}, "updated" '
         f'FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOW_STATUS.name)}',
         consistency_level=ConsistencyLevel.LOCAL_ONE))
-    out = [from_row(r._asdict()) for r in rows]
+    wanted = paused_flows(session)
+    out = [from_row(d, d["flow"] in wanted) for d in (r._asdict() for r in rows)]
     if flows:
         out = [s for s in out if s.flow in flows]
     return sorted(out, key=lambda s: (s.flow, s.node))
@@ -95,6 +127,7 @@ def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: flo
     deadline = time.monotonic() + timeout
     last = []
     while time.monotonic() < deadline:
+        _fail_if_paused(session, flows)
         last = read(session, flows)
         fresh = [s for s in last if s.updated and _naive(s.updated) > _naive(since)]
         # every node that is up reports every flow: one that does not (yet) may hold its tasks
@@ -106,5 +139,13 @@ def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: flo
         progress(f"waiting for the flows to drain: {pending} pending/active, {backlog} live backup entries on "
                  f"{len(fresh)}/{len(last)} fresh reports" + (f", no fresh report of {missing}" if missing else ""))
         time.sleep(poll)
+    _fail_if_paused(session, flows)
     raise ClusterError(f"queues of {', '.join(flows)} did not drain within {timeout:.0f} s: "
                        + "; ".join(f"{s.node} pending={s.pending} active={s.active} backlog={s.backlog}" for s in last))
+
+
+def _fail_if_paused(session, flows: Sequence[str]) -> None:
+    """Waiting for a paused flow to drain would wait until someone resumes it: say so at once instead."""
+    paused = sorted(set(flows) & paused_flows(session))
+    if paused:
+        raise FlowPausedError(paused)

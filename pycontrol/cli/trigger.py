@@ -1,5 +1,5 @@
-"""`ctl trigger ...`: render, deploy, list, status, wait for and drop flows; their dead letters in `ctl trigger dlq` (dlq.py),
-their backfill in `ctl trigger backfill` (backfill.py)."""
+"""`ctl trigger ...`: render, deploy, list, status, pause, resume, wait for and drop flows; their dead letters in
+`ctl trigger dlq` (dlq.py), their backfill in `ctl trigger backfill` (backfill.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -9,7 +9,8 @@ from pathlib import Path
 
 import typer
 
-from .. import deploy as deploy_mod, render, replication as replication_mod, status as status_mod, validate
+from .. import deploy as deploy_mod, keyspace, pause as pause_mod, render, replication as replication_mod, \
+    status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
 from . import backfill as cli_backfill, dlq as cli_dlq
 from .exit_codes import errors_to_exit
@@ -39,13 +40,16 @@ def render_cmd(ctx: typer.Context,
         flows = load_flow_file(file)
         factors = replication_mod.parse(replication)
         status_columns: set[str] = set()
+        flows_columns: set[str] = set()
         if live:
             with connect(ctx.obj) as session:
                 specs = deploy_mod.plan(session, flows)
                 status_columns = deploy_mod.flow_status_columns(session)
+                flows_columns = deploy_mod.table_columns(session, keyspace.FLOWS)
         else:
             specs = validate.compile_all(flows, parse_cql_file(schema_file_of(file)))
-        script = render.deploy_script(specs, factors, version=0, flow_status_columns=status_columns)
+        script = render.deploy_script(specs, factors, version=0, flow_status_columns=status_columns,
+                                      flows_columns=flows_columns)
         if out:
             out.mkdir(parents=True, exist_ok=True)
             for s in specs:
@@ -99,9 +103,10 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
     with errors_to_exit():
         with connect(ctx.obj) as session:
             deployed = deploy_mod.read_deployed(session)
+            paused = status_mod.paused_flows(session)
     rows = [{"name": n, "source": f"{s['source']['keyspace']}.{s['source']['table']}",
              "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}),
-             "handler": s.get("handler"), "events": s["events"], "version": s["_version"]}
+             "handler": s.get("handler"), "events": s["events"], "version": s["_version"], "paused": n in paused}
             for n, s in sorted(deployed.items())]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -110,18 +115,19 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
         typer.echo("no flows deployed")
     for r in rows:
         to = ", ".join(r["targets"]) or f"handler {r['handler']}"
-        typer.echo(f"{r['name']:<24} {r['source']} -> {to}  events={','.join(r['events'])}")
+        typer.echo(f"{r['name']:<24} {r['source']} -> {to}  events={','.join(r['events'])}"
+                   + ("  PAUSED" if r["paused"] else ""))
 
 
 def _print_status(statuses) -> None:
     header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
              f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9} " \
-             f"{'recovered':>9} {'resumed':>7} {'backlog':>7} {'fanout_rows':>11}"
+             f"{'recovered':>9} {'resumed':>7} {'backlog':>7} {'fanout_rows':>11} state"
     typer.echo(header)
     for s in statuses:
         typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
                    f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9} "
-                   f"{s.recovered:>9} {s.resumed:>7} {s.backlog:>7} {s.fanout_rows:>11}")
+                   f"{s.recovered:>9} {s.resumed:>7} {s.backlog:>7} {s.fanout_rows:>11} {s.state}")
 
 
 @app.command("status")
@@ -129,7 +135,8 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
                watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
                as_json: bool = typer.Option(False, "--json")):
     """Pending, active, completed, failed, retried, spilled, discarded, recovered and resumed tasks, live backup
-    entries (backlog), fan-out rows written and the oldest pending age, per flow and node."""
+    entries (backlog), fan-out rows written, the oldest pending age and the state (running, paused, pausing,
+    resuming), per flow and node."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             while True:
@@ -148,12 +155,47 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
 @app.command("wait")
 def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
              timeout: float = typer.Option(600, help="Seconds before giving up.")):
-    """Wait until every task of the flows is done: no node has one queued, running or in its backup maps."""
+    """Wait until every task of the flows is done: no node has one queued, running or in its backup maps. Fails at
+    once (exit 1) when a flow is paused: its tasks would wait until it is resumed."""
     with errors_to_exit():
         since = dt.datetime.utcnow()
         with connect(ctx.obj) as session:
             final = status_mod.wait_drained(session, flow, since, timeout, progress=_progress)
         typer.echo(f"drained: {sum(s.completed for s in final)} tasks completed on {len({s.node for s in final})} node(s)")
+
+
+def _set_paused(ctx: typer.Context, name: str, paused: bool, timeout: float, as_json: bool) -> None:
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            result = pause_mod.set_paused(session, name, paused, timeout=timeout, progress=_progress)
+    word = "paused" if paused else "resumed"
+    if as_json:
+        typer.echo(json.dumps({"flow": result.flow, "state": "paused" if paused else "running", "nodes": result.nodes}))
+    elif result.nodes:
+        typer.echo(f"{word} {name} on {len(result.nodes)} node(s): {', '.join(result.nodes)}")
+    else:
+        typer.echo(f"{word} {name} in async_triggers.flows (nodes apply it within 2 s)")
+
+
+_WAIT_HELP = "Seconds to wait for every live node to report the new state (0: do not wait)."
+
+
+@app.command("pause")
+def pause_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A deployed flow."),
+              timeout: float = typer.Option(30, "--timeout", help=_WAIT_HELP),
+              as_json: bool = typer.Option(False, "--json")):
+    """Stop running the flow's tasks on every node; they are still captured and wait in the backup maps (durable:
+    a node that restarts stays paused; a redeploy keeps it paused)."""
+    _set_paused(ctx, name, True, timeout, as_json)
+
+
+@app.command("resume")
+def resume_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A paused flow."),
+               timeout: float = typer.Option(30, "--timeout", help=_WAIT_HELP),
+               as_json: bool = typer.Option(False, "--json")):
+    """Run the flow again: each node queues the tasks that waited in its backup maps (`ctl trigger wait` then waits
+    for them)."""
+    _set_paused(ctx, name, False, timeout, as_json)
 
 
 @app.command("drop")

@@ -191,6 +191,7 @@ def test_should_add_the_missing_flow_status_columns_of_an_older_table():
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "backlog" bigint',
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "last_capture" timestamp',
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "last_scan" timestamp',
+        'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "paused" boolean',
     ]
     assert render.flow_status_alters(BEFORE_BACKUP_MAPS - {"spilled", "discarded"})[:2] == [
         'ALTER TABLE "async_triggers"."flow_status" ADD IF NOT EXISTS "spilled" bigint',
@@ -207,8 +208,22 @@ def test_should_run_the_alters_after_creating_flow_status_and_before_the_flows()
     specs = validate.compile_all([latest_flow()], SCHEMA)
     statements = [s.cql for s in render.deploy_statements(specs, 2, version=1, flow_status_columns=BEFORE_BACKUP_MAPS)]
     create = next(i for i, s in enumerate(statements) if s.startswith('CREATE TABLE IF NOT EXISTS "async_triggers"."flow_status"'))
-    assert statements[create + 1:create + 7] == render.flow_status_alters(BEFORE_BACKUP_MAPS)
+    assert statements[create + 1:create + 8] == render.flow_status_alters(BEFORE_BACKUP_MAPS)
     assert not any(s.cql.startswith("ALTER") for s in render.deploy_statements(specs, 2, version=1))
+
+
+BEFORE_PAUSE = {"name", "source_keyspace", "source_table", "spec", "version"}
+
+
+def test_should_add_the_paused_column_to_a_flows_table_of_an_older_deploy_before_inserting_the_flows():
+    specs = validate.compile_all([latest_flow()], SCHEMA)
+    statements = [s.cql for s in render.deploy_statements(specs, 2, version=1, flows_columns=BEFORE_PAUSE)]
+    create = next(i for i, s in enumerate(statements) if s.startswith('CREATE TABLE IF NOT EXISTS "async_triggers"."flows"'))
+    assert statements[create + 1] == 'ALTER TABLE "async_triggers"."flows" ADD IF NOT EXISTS "paused" boolean'
+    insert = next(i for i, s in enumerate(statements) if s.startswith('INSERT INTO "async_triggers"."flows"'))
+    assert insert > create + 1
+    # the flow's INSERT names no paused column: a redeploy of a paused flow leaves it paused
+    assert '"paused"' not in statements[insert]
 
 
 def test_should_create_flow_status_with_every_column_the_alters_know(tmp_path):

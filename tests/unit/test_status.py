@@ -13,7 +13,8 @@ SCANNED = dt.datetime(2025, 1, 2, 3, 4, 3)
 ROW = dict(flow="tl", node="127.0.0.1", pending=3, active=1, completed=120, failed=2, retried=5,
            oldest_pending_ms=40, workers=2, capacity=10000, spilled=7, discarded=0, recovered=11, resumed=4,
            fanout_rows=3000, backlog=6, last_capture=CAPTURED, last_scan=SCANNED, updated=UPDATED)
-AS_JSON = dict(ROW, updated="2025-01-02T03:04:05", last_capture="2025-01-02T03:04:01", last_scan="2025-01-02T03:04:03")
+AS_JSON = dict(ROW, updated="2025-01-02T03:04:05", last_capture="2025-01-02T03:04:01", last_scan="2025-01-02T03:04:03",
+               paused=False, state="running")
 
 
 def test_should_read_the_backup_counters():
@@ -47,21 +48,58 @@ def test_should_be_settled_only_with_nothing_queued_and_no_live_entry_in_a_scan_
     assert not _settled(last_scan=None), "never scanned"
 
 
-class FakeSession:
-    """A flow_status table with the given columns holding one row (only the selected columns come back)."""
+def test_should_tell_the_state_from_the_nodes_report_and_the_flows_table():
+    assert status.state_of(reported_paused=False, wanted_paused=False) == "running"
+    assert status.state_of(reported_paused=True, wanted_paused=True) == "paused"
+    assert status.state_of(reported_paused=False, wanted_paused=True) == "pausing"
+    assert status.state_of(reported_paused=True, wanted_paused=False) == "resuming"
+    assert status.from_row(dict(ROW, paused=None)).state == "running", "a node whose plugin predates pausing"
 
-    def __init__(self, columns):
+
+class FakeSession:
+    """A flow_status table with the given columns holding one row (only the selected columns come back), and a
+    flows table (with a paused column when ``paused`` is given: the flows paused)."""
+
+    def __init__(self, columns, row=ROW, paused=None):
         table = SimpleNamespace(columns={c: None for c in columns})
-        keyspace = SimpleNamespace(tables={"flow_status": table})
+        tables = {"flow_status": table}
+        if paused is not None:
+            tables["flows"] = SimpleNamespace(columns={c: None for c in ("name", "spec", "version", "paused")})
+        self.paused = paused or set()
+        self.row = row
+        keyspace = SimpleNamespace(tables=tables)
         self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": keyspace}))
         self.queries = []
 
     def execute(self, query):
         self.queries.append(query.query_string)
+        if '"flows"' in query.query_string:
+            return [SimpleNamespace(name=n, paused=True) for n in self.paused]
         selected = query.query_string.split("SELECT ", 1)[1].split(" FROM", 1)[0]
         names = [n.strip().strip('"') for n in selected.split(",")]
-        values = {k: v for k, v in ROW.items() if k in names}
+        values = {k: v for k, v in self.row.items() if k in names}
         return [SimpleNamespace(_asdict=lambda: values)]
+
+
+def test_should_show_a_paused_flow_and_one_pausing(monkeypatch):
+    import contextlib
+    from async_triggers.cli import trigger as cli_trigger
+
+    sessions = [FakeSession(["flow", "node", *status.COLUMNS, *status.TIMES, *status.FLAGS, "updated"],
+                            row=dict(ROW, paused=reported), paused={"tl"}) for reported in (True, False)]
+
+    @contextlib.contextmanager
+    def connect(_settings):
+        yield sessions.pop(0)
+
+    monkeypatch.setattr(cli_trigger, "connect", connect)
+    runner = CliRunner()
+    paused = runner.invoke(cli_trigger.app, ["status", "--json"], obj=config.load())
+    assert paused.exit_code == 0, paused.output
+    assert [(s["flow"], s["paused"], s["state"]) for s in json.loads(paused.output)] == [("tl", True, "paused")]
+    pausing = runner.invoke(cli_trigger.app, ["status"], obj=config.load())
+    assert pausing.output.splitlines()[0].endswith("fanout_rows state")
+    assert pausing.output.splitlines()[1].endswith(" 3000 pausing")
 
 
 def test_should_select_only_the_columns_an_older_table_has():
@@ -87,9 +125,9 @@ def test_should_show_the_backup_counters(monkeypatch):
     assert table.exit_code == 0, table.output
     assert table.output.splitlines() == [
         "flow                     node              pending active  completed failed retried oldest_ms workers  "
-        "spilled discarded recovered resumed backlog fanout_rows",
+        "spilled discarded recovered resumed backlog fanout_rows state",
         "tl                       127.0.0.1               3      1        120      2       5        40       2  "
-        "      7         0        11       4       6        3000",
+        "      7         0        11       4       6        3000 running",
     ]
     as_json = runner.invoke(cli_trigger.app, ["status", "--json"], obj=config.load())
     assert json.loads(as_json.output) == [AS_JSON]

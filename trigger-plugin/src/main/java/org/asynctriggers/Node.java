@@ -84,12 +84,12 @@ public final class Node
                                b.drainMillis, held, started -> {
             intake().unpark(started);
             control().applied(started);
-        });
+        }, b.wallClockMillis);
         FlowConfigSource config = new FlowConfigSource(b.gateway, flows);
         ScanSchedule scans = b.scanner == null ? null : new ScanSchedule(
-            new Takeover(new ScanView(flows, ownership, backlog, task -> intake().requeue(task)), b.scanner, b.threadFactory,
+            new Takeover(new ScanView(flows, ownership, backlog, task -> intake().requeue(task), b.wallClockMillis), b.scanner, b.threadFactory,
                          b.wallClockMillis, b.gossip),
-            backlog, ownership, flows::idle, b.wallClockMillis, ControlLoop.POLL_MILLIS);
+            backlog, ownership, flows::idle, flows::isPaused, b.wallClockMillis, ControlLoop.POLL_MILLIS);
         StatusReporter statusReporter = new StatusReporter(b.gateway, flows::metrics, b.nodeName, b.wallClockMillis, backlog::statusOf);
         DeadLetterRetries deadLetterRetries = new DeadLetterRetries(b.gateway, b.nodeName, name -> {
             org.asynctriggers.flows.Flow flow = flows.get(name);

@@ -326,8 +326,9 @@ class NodeTest
         assertEquals(FlowSpecParser.DEFAULT_CAPACITY, rows.get(0).get("capacity").getInt(0));
         assertEquals(0L, rows.get(0).get("spilled").getLong(0));
         assertEquals(0L, rows.get(0).get("discarded").getLong(0));
-        assertTrue(gateway.executed.contains(Cql.statusInsert()));
-        assertTrue(Cql.statusInsert().endsWith("USING TTL 30"));
+        assertTrue(gateway.executed.contains(Cql.statusInsert(true)));
+        assertTrue(Cql.statusInsert(true).endsWith("USING TTL 30"));
+        assertEquals(0, rows.get(0).get("paused").get(0), "running, not paused");
     }
 
     @Test

@@ -39,10 +39,10 @@ public final class Backlog
         scannedMillis = startedMillis;
     }
 
-    /** Some flow had live entries at the last complete scan. */
-    public boolean anyLeft()
+    /** Some flow, {@code except} those, had live entries at the last complete scan. */
+    public boolean anyLeft(java.util.function.Predicate<String> except)
     {
-        return entries.values().stream().anyMatch(n -> n > 0);
+        return entries.entrySet().stream().anyMatch(e -> e.getValue() > 0 && !except.test(e.getKey()));
     }
 
     /** Live entries of the flow on this node at the last complete scan. */

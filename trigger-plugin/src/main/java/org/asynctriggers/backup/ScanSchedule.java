@@ -7,7 +7,8 @@ import java.util.function.LongSupplier;
  * When the control thread has the backup maps scanned ({@link Takeover}): the safety net every minute; otherwise only
  * once captures have gone quiet (a scan reads the whole backup map, completed entries' tombstones included, so none
  * runs under steady load): once after the last capture, then again while entries are left and this node has nothing
- * queued or running (orphans, completions on their way).
+ * queued or running (orphans, completions on their way). The entries of a paused flow wait on purpose: they call for
+ * no rescan (its resume has the maps scanned).
  */
 public final class ScanSchedule
 {
@@ -21,14 +22,17 @@ public final class ScanSchedule
     private final Ownership ownership;
     /** nothing queued, spilled, waiting for a retry or running here, in any flow */
     private final BooleanSupplier idle;
+    /** whether the flow of this name is paused here */
+    private final java.util.function.Predicate<String> paused;
     private final LongSupplier wallClockMillis;
     private final long cyclesPerSafetyNet;
     private long cycles;
 
     /** @param cycleMillis how often {@link #cycle} is called */
     public ScanSchedule(Takeover takeover, Backlog backlog, Ownership ownership, BooleanSupplier idle,
-                        LongSupplier wallClockMillis, long cycleMillis)
+                        java.util.function.Predicate<String> paused, LongSupplier wallClockMillis, long cycleMillis)
     {
+        this.paused = paused;
         this.takeover = takeover;
         this.backlog = backlog;
         this.ownership = ownership;
@@ -58,7 +62,7 @@ public final class ScanSchedule
     public void cycle()
     {
         long now = wallClockMillis.getAsLong();
-        if (backlog.anyLeft())
+        if (backlog.anyLeft(paused))
             ownership.refreshPeers(); // only what orphan adoption needs, and only while this node holds entries
         if (++cycles % cyclesPerSafetyNet == 0)
         {
@@ -71,7 +75,7 @@ public final class ScanSchedule
         long lastScan = takeover.lastScanStartedMillis();
         if (lastCapture >= lastScan)
             takeover.scan("after captures");
-        else if (backlog.anyLeft() && idle.getAsBoolean() && now - lastScan >= BACKLOG_RESCAN_MILLIS)
+        else if (backlog.anyLeft(paused) && idle.getAsBoolean() && now - lastScan >= BACKLOG_RESCAN_MILLIS)
             takeover.scan("entries left");
     }
 }

@@ -51,7 +51,17 @@ public final class Takeover implements IEndpointStateChangeSubscriber
         /** Whether no other node will run this entry: its executor is idle and scanned since it was captured here. */
         boolean orphaned(String keyspace, org.apache.cassandra.dht.Token token, String flow, long capturedMillis);
 
-        /** @return true when queued (false: already queued here, recently done, or its flow is gone) */
+        /**
+         * Entries of this flow count their age for the safety net from this wall-clock millis at the earliest (its last
+         * resume here: a paused flow's entries are old on purpose, and each has its executor); Long.MIN_VALUE: from
+         * their capture.
+         */
+        default long ageCountsFrom(String flow)
+        {
+            return Long.MIN_VALUE;
+        }
+
+        /** @return true when queued (false: already queued here, recently done, or its flow is gone or paused) */
         boolean requeue(Task task, String why);
 
         /** The live entries per flow found by a scan that started at {@code startedMillis}. */
@@ -182,7 +192,8 @@ public final class Takeover implements IEndpointStateChangeSubscriber
                         return; // a flow dropped from this table, or not applied here yet
                     backlog.merge(flow, 1L, Long::sum);
                     Long threshold = safetyNet.get(flow);
-                    boolean stale = threshold != null && started - entry.capturedMillis > 2 * threshold;
+                    boolean stale = threshold != null
+                                    && started - Math.max(entry.capturedMillis, node.ageCountsFrom(flow)) > 2 * threshold;
                     String keyspace = table.source.keyspace;
                     if (!(stale || node.executes(keyspace, entry.key.getToken())
                           || node.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))

@@ -102,17 +102,25 @@ public final class Cql
         return delete(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key"));
     }
 
-    public static String flowsSelect()
+    /** @param paused with the {@code paused} column (a flows table made by an older deploy has none) */
+    public static String flowsSelect(boolean paused)
     {
-        return "SELECT " + names(List.of("name", "spec", "version")) + " FROM " + table(KEYSPACE, "flows");
+        List<String> columns = paused ? List.of("name", "spec", "version", "paused") : List.of("name", "spec", "version");
+        return "SELECT " + names(columns) + " FROM " + table(KEYSPACE, "flows");
     }
 
-    public static String statusInsert()
+    /**
+     * @param paused with the {@code paused} column (a flow_status table made by an older deploy has none); its bind
+     *               marker is the last before {@code updated}
+     */
+    public static String statusInsert(boolean paused)
     {
-        List<String> columns = List.of("flow", "node", "pending", "active", "completed", "failed", "retried",
+        List<String> columns = new java.util.ArrayList<>(List.of("flow", "node", "pending", "active", "completed", "failed", "retried",
                                        "oldest_pending_ms", "workers", "capacity", "spilled", "discarded",
-                                       "recovered", "resumed", "fanout_rows", "backlog", "last_capture", "last_scan",
-                                       "updated");
+                                       "recovered", "resumed", "fanout_rows", "backlog", "last_capture", "last_scan"));
+        if (paused)
+            columns.add("paused");
+        columns.add("updated");
         String markers = columns.stream().map(c -> "?").collect(Collectors.joining(", "));
         return "INSERT INTO " + table(KEYSPACE, "flow_status") + " (" + names(columns) + ") VALUES (" + markers + ") USING TTL 30";
     }

@@ -46,6 +46,10 @@ public final class Flow
     private volatile TaskEntries entries = TaskEntries.NONE;
     /** set by {@link Flows} once the MBean is registered */
     volatile boolean registered;
+    /** paused ({@code ctl trigger pause}): nothing of it is queued here and its workers take no task */
+    private volatile boolean paused;
+    /** wall-clock millis of its last resume here; Long.MIN_VALUE: never paused */
+    private volatile long resumedAtMillis = Long.MIN_VALUE;
 
     /**
      * @param executor what runs its tasks (its {@link org.asynctriggers.execute.FlowExecutor}'s {@code execute})
@@ -104,6 +108,37 @@ public final class Flow
     TaskEntries entries()
     {
         return entries;
+    }
+
+    /**
+     * Its workers take no more tasks (one running finishes) and {@link Intake} queues none of its new ones: their backup
+     * entries keep them. What is queued or spilled here already stays, and runs after {@link #resume}.
+     */
+    void pause()
+    {
+        paused = true;
+        pool.pause();
+        metrics.paused(true);
+    }
+
+    /** Its workers go on; the caller has its backup map scanned, which queues the entries that waited. */
+    void resume(long nowMillis)
+    {
+        resumedAtMillis = nowMillis;
+        paused = false;
+        pool.resume();
+        metrics.paused(false);
+    }
+
+    public boolean isPaused()
+    {
+        return paused;
+    }
+
+    /** Wall-clock millis of its last resume on this node; Long.MIN_VALUE when it was never paused here. */
+    public long resumedAtMillis()
+    {
+        return resumedAtMillis;
     }
 
     void start()

@@ -32,14 +32,17 @@ public final class FlowFactory
 
     /**
      * @param replaced the metrics of the version this one replaces (its lag histogram goes on), or null
+     * @param paused start it paused: its workers never take a task before it is resumed
      * @throws RuntimeException when the flow cannot start (its handler cannot be loaded, say)
      */
-    Flow start(FlowSpec spec, FlowMetrics replaced)
+    Flow start(FlowSpec spec, FlowMetrics replaced, boolean paused)
     {
         Flow flow = new Flow(spec, executors.executorOf(spec)::execute, spillDirs.apply(spec.name), workers,
                              replaced == null ? FlowMetrics.newLagHistogram() : replaced.propagationLag());
         flow.backupTable = backupTables.apply(spec);
         flow.entries(new EntryCompletion(flow.backupTable, held));
+        if (paused)
+            flow.pause();
         flow.start();
         return flow;
     }

@@ -7,7 +7,10 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 import javax.management.MBeanServer;
 
@@ -24,6 +27,9 @@ import org.slf4j.LoggerFactory;
  * table says ({@link org.asynctriggers.spec.FlowConfigSource}), each with its MBean and its metrics in Cassandra's
  * registry. A replaced version drains before it stops; its queued tasks still run with the version they were made for.
  * A new version's counts and lag histogram go on from the version it replaces.
+ * <p>
+ * A flow is paused by name ({@code async_triggers.flows.paused}, {@code ctl trigger pause}), whatever its version: a
+ * version applied while its name is paused starts paused, so a redeploy of a paused flow stays paused.
  */
 public final class Flows implements FlowRegistry
 {
@@ -34,16 +40,20 @@ public final class Flows implements FlowRegistry
     private final CassandraMetrics cassandraMetrics;
     private final long drainMillis;
     private final HeldTasks held;
-    /** told of every version started, once it is in place */
+    /** told of every version started, once it is in place, and of every flow resumed: its tasks may wait in the backup maps */
     private final Consumer<Flow> applied;
+    private final LongSupplier wallClockMillis;
+    /** the names of the paused flows, as the flows table says */
+    private final Set<String> paused = ConcurrentHashMap.newKeySet();
     /** copy-on-write snapshots: the write path reads them without locking */
     private volatile Map<String, Flow> byName = Collections.emptyMap();
     private volatile Map<String, List<Flow>> byTable = Collections.emptyMap();
     private volatile boolean shutdown;
 
     public Flows(FlowFactory factory, MBeanServer mbeans, CassandraMetrics cassandraMetrics, long drainMillis,
-                 HeldTasks held, Consumer<Flow> applied)
+                 HeldTasks held, Consumer<Flow> applied, LongSupplier wallClockMillis)
     {
+        this.wallClockMillis = wallClockMillis;
         this.factory = factory;
         this.mbeans = mbeans;
         this.cassandraMetrics = cassandraMetrics;
@@ -96,14 +106,15 @@ public final class Flows implements FlowRegistry
         if (flows == null)
             return;
         for (Flow flow : flows)
-            flow.policy.admit(flow.spec.name, flow.queue, flow.metrics);
+            if (!flow.isPaused()) // a paused flow's tasks wait in the backup maps: its queue never holds a write back
+                flow.policy.admit(flow.spec.name, flow.queue, flow.metrics);
     }
 
-    /** Nothing queued, spilled, waiting for a retry or running here, in any flow. */
+    /** Nothing queued, spilled, waiting for a retry or running here, in any flow that is not paused. */
     public boolean idle()
     {
         for (Flow flow : byName.values())
-            if (flow.metrics.getPendingTasks() + flow.metrics.getActiveTasks() > 0)
+            if (!flow.isPaused() && flow.metrics.getPendingTasks() + flow.metrics.getActiveTasks() > 0)
                 return false;
         return true;
     }
@@ -130,7 +141,7 @@ public final class Flows implements FlowRegistry
             if (shutdown)
                 return;
             Flow current = byName.get(spec.name);
-            started = factory.start(spec, current == null ? null : current.metrics);
+            started = factory.start(spec, current == null ? null : current.metrics, paused.contains(spec.name));
         }
         Flow previous = swap(spec.name, started);
         if (previous != null)
@@ -144,8 +155,39 @@ public final class Flows implements FlowRegistry
     }
 
     @Override
+    public void paused(String name, boolean pause)
+    {
+        boolean changed = pause ? paused.add(name) : paused.remove(name);
+        Flow flow = byName.get(name);
+        if (!changed || flow == null)
+            return;
+        if (pause)
+        {
+            flow.pause();
+            if (flow.backupTable == null)
+                logger.warn("Flow '{}' paused, but it keeps no backup entries: its new tasks wait in its queue (and spill) "
+                            + "on this node, and are lost if the node stops", name);
+            logger.info("Flow '{}' paused: its tasks wait in the backup maps until it is resumed", name);
+        }
+        else
+        {
+            flow.resume(wallClockMillis.getAsLong());
+            logger.info("Flow '{}' resumed", name);
+            applied.accept(flow);
+        }
+    }
+
+    /** Whether the flow of this name is paused (false for one not applied here). */
+    public boolean isPaused(String name)
+    {
+        Flow flow = byName.get(name);
+        return flow != null && flow.isPaused();
+    }
+
+    @Override
     public void remove(String name)
     {
+        paused.remove(name);
         Flow previous = swap(name, null);
         if (previous != null)
             retire(previous);

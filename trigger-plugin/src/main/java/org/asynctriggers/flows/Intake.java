@@ -21,7 +21,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Where captured and recovered tasks enter their flow on this node. Tasks of rows this node executes are queued (or
  * spilled) unless held here already; those of a flow not applied here yet are parked until it is; the others only sit
- * in the backup maps until a scan finds that this node executes them now.
+ * in the backup maps until a scan finds that this node executes them now. A paused flow's tasks are not queued
+ * either: their backup entries keep them, and the scan that follows its resume queues them.
  */
 public final class Intake implements CaptureSink
 {
@@ -74,42 +75,56 @@ public final class Intake implements CaptureSink
             if (flow == null)
                 park(task);
             else
-                offer(flow, task);
+                offer(flow, task, false);
         }
     }
 
     /**
      * A task read back from a backup entry by a scan.
-     * @return true when queued (false: already queued here, recently done, or its flow is gone)
+     * @return true when queued (false: already queued here, recently done, its flow is gone or paused)
      */
     public boolean requeue(Task task)
     {
         Flow flow = flows.get(task.flow());
         if (flow == null || held.recentlyDone(task))
             return false;
-        if (!offer(flow, task))
+        if (!offer(flow, task, true))
             return false;
         flow.metrics.taskRecovered(task.resumePaging() != null);
         return true;
     }
 
+    /** Its entry keeps the task while the flow is paused; a flow without entries queues it all the same. */
+    private static boolean waitsInBackup(Flow flow)
+    {
+        return flow.isPaused() && flow.backupTable != null;
+    }
+
     /**
-     * Queues (or spills) the task unless it is held here already.
+     * Queues (or spills) the task unless it is held here already or its flow is paused.
+     * @param recovered read back from its backup entry: never discarded (the entry keeps it for a later scan)
      * @return whether it was taken
      */
-    private boolean offer(Flow flow, Task task)
+    private boolean offer(Flow flow, Task task, boolean recovered)
     {
-        if (!held.hold(task, flow))
+        if (waitsInBackup(flow) || !held.hold(task, flow))
             return false;
-        FullQueuePolicy.Outcome outcome = flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
+        FullQueuePolicy.Outcome outcome = recovered ? flow.policy.offerRecovered(flow.spec.name, flow.queue, task, flow.metrics)
+                                                    : flow.policy.offer(flow.spec.name, flow.queue, task, flow.metrics);
         if (outcome == FullQueuePolicy.Outcome.CLOSED)
         {
             // the flow was replaced between the lookup and the offer: hand the task to the new version
             Flow current = flows.get(flow.spec.name);
+            if (current != null && current != flow && waitsInBackup(current))
+            {
+                held.release(task);
+                return false;
+            }
             if (current != null && current != flow)
             {
                 held.moveTo(task, current);
-                outcome = current.policy.offer(current.spec.name, current.queue, task, current.metrics);
+                outcome = recovered ? current.policy.offerRecovered(current.spec.name, current.queue, task, current.metrics)
+                                    : current.policy.offer(current.spec.name, current.queue, task, current.metrics);
             }
         }
         switch (outcome)
@@ -184,7 +199,7 @@ public final class Intake implements CaptureSink
         while ((task = waiting.poll()) != null)
         {
             parkedCount.decrementAndGet();
-            offer(flow, task);
+            offer(flow, task, false);
         }
     }
 

@@ -2,6 +2,7 @@ package org.asynctriggers.flows;
 
 import java.util.Collection;
 import java.util.Map;
+import java.util.function.LongSupplier;
 import java.util.function.Predicate;
 
 import org.apache.cassandra.dht.Token;
@@ -14,14 +15,23 @@ import org.asynctriggers.task.Task;
 /** What a scan of the backup maps sees of this node: its flows, which rows it runs, where recovered tasks go. */
 public final class ScanView implements Takeover.NodeView
 {
+    /**
+     * After a flow is resumed here, its entries are not adopted from other executors for this long: each executor
+     * resumes within a poll of the others, and until its next status report after its own resume scan it still
+     * looks idle (it was paused), though it is about to run them.
+     */
+    static final long NO_ADOPTION_AFTER_RESUME_MILLIS = 15_000;
+
     private final Flows flows;
+    private final LongSupplier wallClockMillis;
     private final Ownership ownership;
     private final Backlog backlog;
     private final Predicate<Task> requeue;
 
     /** @param requeue queues a recovered task ({@link Intake#requeue}) */
-    public ScanView(Flows flows, Ownership ownership, Backlog backlog, Predicate<Task> requeue)
+    public ScanView(Flows flows, Ownership ownership, Backlog backlog, Predicate<Task> requeue, LongSupplier wallClockMillis)
     {
+        this.wallClockMillis = wallClockMillis;
         this.flows = flows;
         this.ownership = ownership;
         this.backlog = backlog;
@@ -43,7 +53,18 @@ public final class ScanView implements Takeover.NodeView
     @Override
     public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
     {
+        Flow running = flows.get(flow);
+        if (running != null && (running.isPaused()
+                                || wallClockMillis.getAsLong() - running.resumedAtMillis() < NO_ADOPTION_AFTER_RESUME_MILLIS))
+            return false;
         return ownership.orphaned(keyspace, token, flow, capturedMillis);
+    }
+
+    @Override
+    public long ageCountsFrom(String flow)
+    {
+        Flow running = flows.get(flow);
+        return running == null ? Long.MIN_VALUE : running.resumedAtMillis();
     }
 
     @Override

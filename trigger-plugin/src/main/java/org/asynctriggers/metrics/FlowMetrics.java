@@ -46,6 +46,7 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
     private final LongAdder awaitingRetry = new LongAdder();
     /** the replaced version of this flow while it drains; its counts show here, so a redeploy resets nothing */
     private volatile FlowMetrics previous;
+    private volatile boolean paused;
 
     public FlowMetrics(QueueGauge queue, int poolSize, LongSupplier nanoClock)
     {
@@ -109,6 +110,18 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
     public void discarded()
     {
         discarded.increment();
+    }
+
+    /** The flow was paused or resumed on this node. */
+    public void paused(boolean paused)
+    {
+        this.paused = paused;
+    }
+
+    @Override
+    public boolean isPaused()
+    {
+        return paused;
     }
 
     /** Counts of the version this one replaces (still draining) show in this one's from now on. */

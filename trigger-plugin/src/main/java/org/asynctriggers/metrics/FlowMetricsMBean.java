@@ -48,4 +48,7 @@ public interface FlowMetricsMBean
 
     /** backup entries this node wrote as a replica of source writes */
     long getBackupEntries();
+
+    /** the flow is paused on this node ({@code ctl trigger pause}): its workers take no task, its new tasks wait in the backup maps */
+    boolean isPaused();
 }

@@ -13,7 +13,8 @@ import org.slf4j.LoggerFactory;
  * What happens to a task whose flow queue is full (docs/design.md, "Full queues"), chosen per flow by its
  * {@code overflow.policy} and counted in the flow's metrics. Tasks are offered by a replica as it applies a write, so
  * {@link #offer} never waits: {@code spill} (the default), {@code block} and {@code elastic} (after growing the pool)
- * spill to disk, {@code discard} drops. Waiting belongs before the write is sent anywhere: {@link #admit}, called by the
+ * spill to disk, {@code discard} drops (a task read back from its backup entry excepted: it waits there for a later
+ * scan). Waiting belongs before the write is sent anywhere: {@link #admit}, called by the
  * trigger on the coordinator, holds a write of a {@code block} flow while that node's queue is full.
  */
 public abstract class FullQueuePolicy
@@ -36,6 +37,16 @@ public abstract class FullQueuePolicy
 
     /** Never blocks, never throws. */
     public abstract Outcome offer(String flow, FlowQueue queue, Task task, FlowCounters metrics);
+
+    /**
+     * A task read back from its backup entry by a scan (a takeover, the resume of a paused flow): as {@link #offer},
+     * except that it is never discarded, since its entry is the task's durable record: {@link Outcome#LEFT} instead,
+     * for a later scan. Never blocks, never throws.
+     */
+    public Outcome offerRecovered(String flow, FlowQueue queue, Task task, FlowCounters metrics)
+    {
+        return offer(flow, queue, task, metrics);
+    }
 
     /**
      * Before a write is sent to its replicas: returns at once unless the policy holds writes back.
@@ -190,6 +201,14 @@ public abstract class FullQueuePolicy
                 logger.warn("Flow '{}': queue full (capacity {}), task discarded ('overflow.policy' is discard); "
                             + "{} discarded so far", flow, queue.capacity(), metrics.getDiscardedTasks());
             return Outcome.DISCARDED;
+        }
+
+        @Override
+        public Outcome offerRecovered(String flow, FlowQueue queue, Task task, FlowCounters metrics)
+        {
+            if (queue.isClosed())
+                return Outcome.CLOSED;
+            return queue.offer(task) ? Outcome.ACCEPTED : queue.isClosed() ? Outcome.CLOSED : Outcome.LEFT;
         }
     }
 }

@@ -17,7 +17,8 @@ import org.slf4j.LoggerFactory;
 /**
  * Reads {@code async_triggers.flows} (distributed read at ONE) and applies added, changed (new version) and removed
  * flows to the registry. A spec that fails validation or does not prepare is not applied; the error is logged once
- * per version and the other flows keep working.
+ * per version and the other flows keep working. Each row's {@code paused} column pauses or resumes its flow (by name,
+ * whatever the version); a table made by an older deploy has no such column, and every flow of it runs.
  */
 public final class FlowConfigSource
 {
@@ -26,6 +27,8 @@ public final class FlowConfigSource
     private final CqlGateway gateway;
     private final FlowRegistry registry;
     private CqlGateway.Prepared select;
+    /** the select prepared has the paused column; false while the table has none (tried again every poll) */
+    private boolean selectsPaused;
     /** flow name to the version that failed, so a broken spec is reported once, not every 2 s */
     private final Map<String, Long> failed = new HashMap<>();
     private String lastReadProblem;
@@ -42,8 +45,8 @@ public final class FlowConfigSource
         List<Map<String, ByteBuffer>> rows;
         try
         {
-            if (select == null)
-                select = gateway.prepare(Cql.flowsSelect());
+            if (select == null || !selectsPaused)
+                prepareSelect();
             rows = gateway.execute(select, InternalConsistency.FLOWS_READ, List.of());
             lastReadProblem = null;
         }
@@ -66,6 +69,7 @@ public final class FlowConfigSource
             if (name == null)
                 continue;
             seen.add(name);
+            registry.paused(name, flag(row.get("paused")));
             ByteBuffer versionBytes = row.get("version");
             long version = versionBytes == null || versionBytes.remaining() != 8 ? 0 : versionBytes.getLong(versionBytes.position());
             if (Objects.equals(applied.get(name), version))
@@ -95,6 +99,28 @@ public final class FlowConfigSource
         }
         failed.keySet().retainAll(seen);
         return true;
+    }
+
+    /** With the paused column if the table has it; a table without it (an older deploy) reads as nothing paused. */
+    private void prepareSelect()
+    {
+        try
+        {
+            select = gateway.prepare(Cql.flowsSelect(true));
+            selectsPaused = true;
+        }
+        catch (RuntimeException e)
+        {
+            if (select == null)
+                select = gateway.prepare(Cql.flowsSelect(false));
+            selectsPaused = false;
+        }
+    }
+
+    /** A boolean cell; null (never paused) is false. */
+    private static boolean flag(ByteBuffer bytes)
+    {
+        return bytes != null && bytes.remaining() == 1 && bytes.get(bytes.position()) != 0;
     }
 
     private static String text(ByteBuffer bytes)

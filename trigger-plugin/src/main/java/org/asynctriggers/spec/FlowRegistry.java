@@ -12,4 +12,7 @@ public interface FlowRegistry
     void apply(FlowSpec spec);
 
     void remove(String name);
+
+    /** Pauses or resumes the flow of this name (any version, applied or not yet); called on every poll, before apply. */
+    void paused(String name, boolean paused);
 }

@@ -18,6 +18,10 @@ import org.slf4j.LoggerFactory;
  * <p>
  * Elastic (maximum above the size): {@link #grow()} adds one worker up to the maximum; a worker that found no task
  * for the idle timeout exits while the pool is above its size. A new worker takes the lowest free number.
+ * <p>
+ * Paused ({@link #pause()}, the flow paused by {@code ctl trigger pause}): the workers take no task from the queue
+ * (a task running finishes) until {@link #resume()}; a paused pool stops at once, leaving its queue to the tasks'
+ * backup entries.
  */
 public final class WorkerPool
 {
@@ -36,6 +40,7 @@ public final class WorkerPool
     private final Consumer<Task> processor;
     private final List<Thread> threads = new ArrayList<>();
     private volatile boolean stopping;
+    private volatile boolean paused;
     private boolean started;
 
     public WorkerPool(String flow, int size, ThreadFactory threadFactory, FlowQueue queue, Consumer<Task> processor)
@@ -123,6 +128,48 @@ public final class WorkerPool
         return maxSize;
     }
 
+    /** Workers take no more tasks (a running one finishes); before {@link #start()} too. */
+    public void pause()
+    {
+        paused = true;
+    }
+
+    public void resume()
+    {
+        synchronized (this)
+        {
+            paused = false;
+            notifyAll();
+        }
+    }
+
+    public boolean isPaused()
+    {
+        return paused;
+    }
+
+    /** Waits while paused. @return false when the worker must exit (stopping while paused, or interrupted) */
+    private boolean awaitRunning()
+    {
+        synchronized (this)
+        {
+            while (paused)
+            {
+                if (stopping)
+                    return false;
+                try
+                {
+                    wait(POLL_MILLIS);
+                }
+                catch (InterruptedException e)
+                {
+                    return false;
+                }
+            }
+        }
+        return true;
+    }
+
     /** An idle worker leaves if the pool is above its size; false when it must stay. */
     private synchronized boolean retire(Thread thread, int n)
     {
@@ -137,6 +184,8 @@ public final class WorkerPool
         long idleSince = System.nanoTime();
         while (true)
         {
+            if (paused && !awaitRunning())
+                return;
             Task task;
             try
             {
@@ -182,6 +231,7 @@ public final class WorkerPool
         {
             queue.close();
             stopping = true;
+            notifyAll();
             toJoin = new ArrayList<>(threads);
             threads.clear();
             numbers.clear();

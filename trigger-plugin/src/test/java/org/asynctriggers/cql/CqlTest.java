@@ -5,6 +5,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 
 class CqlTest
 {
@@ -31,8 +32,9 @@ class CqlTest
     {
         assertEquals("INSERT INTO \"async_triggers\".\"flow_status\" (\"flow\", \"node\", \"pending\", \"active\", \"completed\", \"failed\", "
                      + "\"retried\", \"oldest_pending_ms\", \"workers\", \"capacity\", \"spilled\", \"discarded\", "
-                     + "\"recovered\", \"resumed\", \"fanout_rows\", \"backlog\", \"last_capture\", \"last_scan\", \"updated\") "
-                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
-                     Cql.statusInsert());
+                     + "\"recovered\", \"resumed\", \"fanout_rows\", \"backlog\", \"last_capture\", \"last_scan\", \"paused\", \"updated\") "
+                     + "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) USING TTL 30",
+                     Cql.statusInsert(true));
+        assertFalse(Cql.statusInsert(false).contains("paused"), "for a flow_status made by an older deploy");
     }
 }

@@ -81,14 +81,23 @@ class KeyspaceContractTest
         return ids;
     }
 
-    /** The plugin's statements on its own keyspace: Cql's, and the peers' status read. */
+    /** The plugin's statements on its own keyspace: Cql's (each variant), and the peers' status read. */
     private static List<String> keyspaceStatements() throws ReflectiveOperationException
     {
         List<String> statements = new ArrayList<>();
         for (Method m : Cql.class.getDeclaredMethods())
-            if (Modifier.isStatic(m.getModifiers()) && Modifier.isPublic(m.getModifiers()) && m.getParameterCount() == 0
-                && m.getReturnType() == String.class)
+        {
+            if (!Modifier.isStatic(m.getModifiers()) || !Modifier.isPublic(m.getModifiers()) || m.getReturnType() != String.class)
+                continue;
+            if (m.getParameterCount() == 0)
                 statements.add((String) m.invoke(null));
+            else if (m.getParameterCount() == 1 && m.getParameterTypes()[0] == boolean.class)
+            {
+                // with and without a column a table made by an older deploy lacks (flows.paused, flow_status.paused)
+                statements.add((String) m.invoke(null, true));
+                statements.add((String) m.invoke(null, false));
+            }
+        }
         RecordingGateway gateway = new RecordingGateway();
         new PeerStatus(gateway, () -> 0L).refresh();
         statements.addAll(gateway.prepared);

@@ -36,6 +36,44 @@ class WorkerPoolTest
     }
 
     @Test
+    void shouldTakeNoTaskWhilePausedThenTakeThemAllOnResume() throws InterruptedException
+    {
+        List<Task> done = new CopyOnWriteArrayList<>();
+        WorkerPool pool = new WorkerPool("f", 2, threads, queue, done::add);
+        pool.pause();
+        pool.start();
+        for (int i = 0; i < 20; i++)
+            queue.offer(task(i));
+        Thread.sleep(400); // four polls of each worker
+        assertEquals(0, done.size());
+        assertEquals(20, queue.size());
+        pool.resume();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (done.size() < 20 && System.nanoTime() < deadline)
+            Thread.sleep(10);
+        assertEquals(20, done.size());
+        assertEquals(0, pool.stop(1_000));
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
+    void shouldStopAPausedPoolAtOnceLeavingItsQueue() throws InterruptedException
+    {
+        List<Task> done = new CopyOnWriteArrayList<>();
+        WorkerPool pool = new WorkerPool("f", 2, threads, queue, done::add);
+        pool.start();
+        pool.pause();
+        Thread.sleep(200); // the workers' polls in progress end
+        for (int i = 0; i < 5; i++)
+            queue.offer(task(i));
+        long started = System.nanoTime();
+        assertEquals(5, pool.stop(30_000), "left to the tasks' backup entries");
+        assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(2), "no drain while paused");
+        assertEquals(0, done.size());
+        threads.assertAllEnded(1_000);
+    }
+
+    @Test
     void shouldDrainQueuedTasksOnStop() throws InterruptedException
     {
         List<Task> done = new CopyOnWriteArrayList<>();

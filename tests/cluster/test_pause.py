@@ -1,0 +1,125 @@
+"""Pausing a flow on a real 3-node cluster (RF 2): while paused its writes are captured (backup entries accumulate on
+both replicas of each row) and nothing is propagated, through a kill -9 and restart of a node and a redeploy; `ctl
+trigger wait` fails at once naming the paused flow; on resume every derived row appears and the backup map empties.
+A paused flow is dropped like any other."""
+import datetime as dt
+import json
+import time
+
+import pytest
+
+from async_triggers import cluster as cluster_mod, status
+from helpers import create_schema, deploy_flow_text, drain, run_ctl
+
+FLOW = "pause_copy"
+ROWS = 200
+SCHEMA = """
+CREATE KEYSPACE IF NOT EXISTS pausetest WITH replication = {'class': 'SimpleStrategy', 'replication_factor': 2};
+CREATE TABLE IF NOT EXISTS pausetest.src (id int PRIMARY KEY, v text);
+CREATE TABLE IF NOT EXISTS pausetest.dst (id int PRIMARY KEY, v text);
+"""
+FLOW_FILE = f"""
+from async_triggers.flows import Flow, Queue, Write, source
+FLOWS = [Flow(name="{FLOW}", source="pausetest.src", steps=[Write("pausetest.dst", id=source.id, v=source.v)],
+              queue=Queue(capacity=50, workers=2))]
+"""
+
+
+def _progress(msg: str) -> None:
+    print(f"[pause] {msg}", flush=True)
+
+
+def count(session, table: str) -> int:
+    """Rows of a small table, read at ALL (each backup entry is on both replicas of its row: merged, it counts once)."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+    return session.execute(SimpleStatement(f"SELECT count(*) FROM {table}", consistency_level=ConsistencyLevel.ALL),
+                           timeout=60).one()[0]
+
+
+def states(session) -> dict[str, str]:
+    return {s.node: s.state for s in status.read(session, [FLOW])}
+
+
+def wait_for(condition, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: not within {timeout} s")
+        time.sleep(0.5)
+
+
+@pytest.fixture(scope="module")
+def paused_flow(cluster_settings, tmp_path_factory):
+    """The flow deployed; its flow file (a test redeploys it)."""
+    folder = tmp_path_factory.mktemp("pause")
+    create_schema(cluster_settings, SCHEMA)
+    deploy_flow_text(cluster_settings, folder, FLOW_FILE)
+    return folder / "flow.py"
+
+
+def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on_resume(
+        paused_flow, cluster_settings, session):
+    session.execute("INSERT INTO pausetest.src (id, v) VALUES (0, 'before')")
+    drain(session, FLOW, timeout=60)
+    assert count(session, "pausetest.dst") == 1
+
+    started = time.monotonic()
+    paused = run_ctl(cluster_settings, "trigger", "pause", FLOW)
+    assert paused.returncode == 0, paused.stderr
+    assert paused.stdout.startswith(f"paused {FLOW} on 3 node(s)"), paused.stdout
+    assert time.monotonic() - started < 20, "every node applies a pause within its poll (2 s)"
+    shown = json.loads(run_ctl(cluster_settings, "trigger", "status", "--json").stdout)
+    assert {s["node"]: s["state"] for s in shown if s["flow"] == FLOW} == dict.fromkeys(states(session), "paused")
+
+    insert = session.prepare("INSERT INTO pausetest.src (id, v) VALUES (?, ?)")
+    for i in range(1, ROWS + 1):
+        session.execute(insert, (i, f"v{i}"))
+
+    waited = time.monotonic()
+    wait = run_ctl(cluster_settings, "trigger", "wait", FLOW, "--timeout", "60")
+    assert wait.returncode == 1 and f"flow '{FLOW}' is paused" in wait.stderr, (wait.returncode, wait.stderr)
+    assert time.monotonic() - waited < 15, "wait fails at once on a paused flow"
+
+    # every entry on both replicas, in the nodes' scans (a scan follows a second without captures)
+    wait_for(lambda: sum(s.backlog for s in status.read(session, [FLOW])) == 2 * ROWS, 20, "backlog of every entry")
+    assert count(session, "pausetest.async_backup_src") == ROWS
+
+    # a node killed and restarted while the flow is paused starts it paused and runs nothing
+    cluster_mod.kill_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
+    cluster_mod.start_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
+    restarted = dt.datetime.utcnow()
+    wait_for(lambda: [s.state for s in status.read(session, [FLOW])
+                      if s.updated and s.updated.replace(tzinfo=None) > restarted] == ["paused"] * 3, 30,
+             "every node, the restarted one too, reports the flow paused after the restart")
+
+    # a redeploy (a new version) keeps the flow paused
+    redeploy = run_ctl(cluster_settings, "trigger", "deploy", str(paused_flow))
+    assert redeploy.returncode == 0, redeploy.stderr
+    time.sleep(3 * 2 + 1)   # three poll periods after the redeploy
+    assert set(states(session).values()) == {"paused"}
+    assert count(session, "pausetest.dst") == 1, "nothing propagated while paused"
+    assert count(session, "pausetest.async_backup_src") == ROWS, "no entry lost while paused"
+
+    resumed = run_ctl(cluster_settings, "trigger", "resume", FLOW)
+    assert resumed.returncode == 0, resumed.stderr
+    drain(session, FLOW, timeout=60)
+    rows = {r.id: r.v for r in session.execute("SELECT id, v FROM pausetest.dst")}
+    missing = [i for i in range(1, ROWS + 1) if rows.get(i) != f"v{i}"]
+    assert missing == [], f"{len(missing)} derived rows missing after resume: {missing[:10]}"
+    assert count(session, "pausetest.async_backup_src") == 0
+    print(f"[pause] {ROWS} rows held while paused, all propagated after resume; "
+          f"{time.monotonic() - started:.0f} s from pause to drained")
+
+
+def test_should_drop_a_paused_flow(paused_flow, cluster_settings, session):
+    assert run_ctl(cluster_settings, "trigger", "pause", FLOW).returncode == 0
+    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW)
+    assert dropped.returncode == 0, dropped.stderr
+    listed = json.loads(run_ctl(cluster_settings, "trigger", "list", "--json").stdout)
+    assert FLOW not in {f["name"] for f in listed}
+    again = run_ctl(cluster_settings, "trigger", "resume", FLOW)
+    assert again.returncode == 1 and f"no deployed flow named '{FLOW}'" in again.stderr, again.stderr
