@@ -349,4 +349,5 @@ def arguments_of(conn: Connection) -> list[str]:
     return ["--hosts", ",".join(conn.hosts), "--port", str(conn.port)]
 
 
-from .connection_clients import cluster_kwargs, make_cluster, spark_conf, ssl_context  # noqa: E402,F401
+from .connection_clients import (chosen_dc, cluster_kwargs, make_cluster, spark_conf,  # noqa: E402,F401
+                                 ssl_context)

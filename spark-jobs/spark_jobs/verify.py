@@ -272,9 +272,16 @@ def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
 
     from .session import read_table
 
-    rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+    from async_triggers.errors import UnknownFlowError
+
+    from .session import describe_error
+    try:
+        rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+    except Exception as e:
+        if f"Couldn't find {keyspace}" in describe_error(e):   # nothing was ever deployed on this cluster
+            raise UnknownFlowError([flow]) from None
+        raise
     if not rows:
-        from async_triggers.errors import UnknownFlowError
         deployed = [r["name"] for r in read_table(spark, keyspace, "flows", ["name"]).collect()]
         raise UnknownFlowError([flow], deployed)
     try:
