@@ -5,7 +5,6 @@ queue, and the local Spark (``local[partitions]``) that runs the load generator 
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from async_triggers import config as pconfig

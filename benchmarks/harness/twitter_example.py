@@ -2,7 +2,6 @@
 tables (the small benchmarks' setup)."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from async_triggers import cluster as cluster_mod, config

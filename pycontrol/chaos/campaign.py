@@ -21,7 +21,7 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from .. import cluster as cluster_mod, deploy, status
 from ..config import Settings
