@@ -1,6 +1,7 @@
 """One frozen settings object, built in one place.
 
-Precedence: defaults < environment (ASYNC_TRIGGERS_*) < command-line flags.
+Precedence: defaults < environment (ASYNC_TRIGGERS_*) < command-line flags; for the connection options,
+defaults < cqlshrc file < environment < flags (async_triggers.connection).
 """
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import dataclasses
 import os
 from pathlib import Path
 
+from . import connection as connection_mod
+from .connection import Connection
 from .errors import ConfigError
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -27,8 +30,19 @@ class Settings:
     cassandra_version: str = CASSANDRA_VERSION
     install_dir: Path | None = None  # an official binary distribution, if the user has one
     cluster_name: str = "atc"
-    contact_points: tuple[str, ...] = ("127.0.0.1",)
-    port: int = 9042
+    connection: Connection = Connection()   # hosts, port, auth, TLS: async_triggers.connection
+
+    @property
+    def contact_points(self) -> tuple[str, ...]:
+        return self.connection.hosts
+
+    @property
+    def port(self) -> int:
+        return self.connection.port
+
+    def with_hosts(self, hosts, port: int | None = None) -> "Settings":
+        """These settings pointed at other hosts (a cluster just started), keeping auth and TLS."""
+        return dataclasses.replace(self, connection=connection_mod.with_hosts(self.connection, hosts, port))
 
     @property
     def ccm_dir(self) -> Path:
@@ -40,9 +54,15 @@ class Settings:
         return REPO_ROOT / "trigger-plugin" / "target" / PLUGIN_JAR
 
 
-def load(**flags) -> Settings:
-    """Build the settings: defaults, then ASYNC_TRIGGERS_* environment, then non-None flags."""
+def load(connection_flags=None, **flags) -> Settings:
+    """Build the settings: defaults, then ASYNC_TRIGGERS_* environment, then non-None flags.
+    ``connection_flags`` are the connection options given as flags (async_triggers.connection.resolve);
+    ``contact_points=`` is still accepted for them."""
     env = os.environ
+    conn_flags = dict(connection_flags or {})
+    contact_points = flags.pop("contact_points", None)
+    if contact_points is not None and conn_flags.get("hosts") is None:
+        conn_flags["hosts"] = ",".join(contact_points) if not isinstance(contact_points, str) else contact_points
     values: dict = {
         "home": Path(env.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")),
         "cassandra_version": env.get("ASYNC_TRIGGERS_CASSANDRA_VERSION", CASSANDRA_VERSION),
@@ -50,8 +70,6 @@ def load(**flags) -> Settings:
     }
     if env.get("ASYNC_TRIGGERS_INSTALL_DIR"):
         values["install_dir"] = Path(env["ASYNC_TRIGGERS_INSTALL_DIR"])
-    if env.get("ASYNC_TRIGGERS_CONTACT_POINTS"):
-        values["contact_points"] = tuple(p.strip() for p in env["ASYNC_TRIGGERS_CONTACT_POINTS"].split(",") if p.strip())
     for key, value in flags.items():
         if value is None:
             continue
@@ -62,4 +80,6 @@ def load(**flags) -> Settings:
         values["home"] = Path(values["home"]).expanduser()
     if values.get("install_dir") is not None:
         values["install_dir"] = Path(values["install_dir"]).expanduser().resolve()
+    if "connection" not in values:
+        values["connection"] = connection_mod.resolve(conn_flags, env)
     return Settings(**values)

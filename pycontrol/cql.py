@@ -1,36 +1,55 @@
-"""Connections to a live cluster through the Python driver."""
+"""Connections to a live cluster through the Python driver (how to connect: async_triggers.connection)."""
 from __future__ import annotations
 
 import contextlib
 import logging
+import sys
 from typing import Iterator
 
-from cassandra.cluster import Cluster, NoHostAvailable, Session
-from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
+from cassandra import AuthenticationFailed
+from cassandra.cluster import NoHostAvailable, Session
 
-from .config import Settings
-from .errors import ClusterError
+from . import connection as connection_mod
+from .errors import ConnectionFailed
 
 # The driver logs every failed connection attempt at WARNING; our own errors say what went wrong.
 logging.getLogger("cassandra").setLevel(logging.ERROR)
 
 
 @contextlib.contextmanager
-def connect(settings: Settings, keyspace: str | None = None, timeout: float = 30.0) -> Iterator[Session]:
-    cluster = Cluster(list(settings.contact_points), port=settings.port, connect_timeout=10,
-                      load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
-                      control_connection_timeout=10)
+def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Iterator[Session]:
+    """A session on the cluster ``settings`` names: a Settings (its ``connection``) or a Connection. Asks for the
+    password on a terminal when a username has none (connection.with_password)."""
+    conn = connection_mod.with_password(getattr(settings, "connection", settings))
+    if conn.verbose:
+        for line in conn.describe():
+            print(f"connection: {line}", file=sys.stderr)
+    cluster = connection_mod.make_cluster(conn)
     try:
         try:
             session = cluster.connect(keyspace)
         except NoHostAvailable as e:
-            where = ", ".join(f"{h}:{settings.port}" for h in settings.contact_points)
-            raise ClusterError(f"cannot reach Cassandra at {where} (start a cluster with 'ctl cluster up'): "
-                               f"{e}") from e
+            raise ConnectionFailed(f"cannot reach Cassandra at {conn.where()} (start a cluster with 'ctl cluster "
+                                   f"up'): {_reasons(e)}") from None
+        except AuthenticationFailed as e:
+            raise ConnectionFailed(f"Cassandra at {conn.where()} refused user '{conn.username}': {e}") from None
+        if conn.verbose:
+            dc = connection_mod.chosen_dc(cluster)
+            how = "given" if conn.local_dc else "chosen by the driver"
+            print(f"connection: local data center {dc} ({how})", file=sys.stderr)
         session.default_timeout = timeout
         yield session
     finally:
         cluster.shutdown()
+
+
+def _reasons(e: NoHostAvailable) -> str:
+    """The driver's per-host errors, one per host (they never hold the password: auth errors carry the server's
+    message only)."""
+    errors = getattr(e, "errors", None) or {}
+    if not errors:
+        return str(e)
+    return "; ".join(f"{host}: {type(err).__name__}: {err}" for host, err in errors.items())
 
 
 def live_nodes(session: Session) -> int:

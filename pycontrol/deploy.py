@@ -11,7 +11,7 @@ from cassandra.query import SimpleStatement
 
 from . import backup_map, capture_index, keyspace, plugin as plugin_mod, render, replication as replication_mod, \
     schema as schema_mod, validate
-from .errors import DeployError
+from .errors import DeployError, UnknownFlowError
 from .flows import Flow
 
 Progress = Callable[[str], None]
@@ -36,6 +36,15 @@ def read_deployed(session) -> dict[str, dict]:
         spec["_version"] = r.version
         out[r.name] = spec
     return out
+
+
+def require_deployed(session, names: Sequence[str]) -> dict[str, dict]:
+    """The deployed flows; UnknownFlowError naming every one of ``names`` that is not among them."""
+    deployed = read_deployed(session)
+    unknown = [n for n in names if n not in deployed]
+    if unknown:
+        raise UnknownFlowError(unknown, deployed)
+    return deployed
 
 
 def live_schema(session) -> schema_mod.Schema:
@@ -141,9 +150,7 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
 
 
 def drop(session, name: str, progress: Progress = _quiet) -> None:
-    deployed = read_deployed(session)
-    if name not in deployed:
-        raise DeployError(f"no deployed flow named '{name}' (deployed: {', '.join(sorted(deployed)) or 'none'})")
+    deployed = require_deployed(session, [name])
     spec = deployed[name]
     src = (spec["source"]["keyspace"], spec["source"]["table"])
     others = [n for n, s in deployed.items() if n != name and (s["source"]["keyspace"], s["source"]["table"]) == src]

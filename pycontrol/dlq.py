@@ -10,7 +10,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
 from . import keyspace, render
-from .errors import DeployError
+from .errors import ConfigError
 
 _KS = render.ident(keyspace.KEYSPACE)
 _LETTERS = f"{_KS}.{render.ident(keyspace.DEAD_LETTERS.name)}"
@@ -63,7 +63,7 @@ def _parse_id(flow: str, text: str) -> uuid.UUID:
     try:
         return uuid.UUID(text)
     except ValueError as e:
-        raise DeployError(f"dead letter id of flow '{flow}' must be a UUID, found: {text!r}") from e
+        raise ConfigError(f"dead letter id of flow '{flow}' must be a UUID, found: {text!r}") from e
 
 
 def show(session, flow: str, letter_id: str) -> DeadLetter:
@@ -71,12 +71,12 @@ def show(session, flow: str, letter_id: str) -> DeadLetter:
     for letter in list_letters(session, flow, limit=100_000):
         if letter.id == wanted:
             return letter
-    raise DeployError(f"flow '{flow}' has no dead letter {letter_id}")
+    raise ConfigError(f"flow '{flow}' has no dead letter {letter_id}")
 
 
 def _select(session, flow: str, ids: Sequence[str], everything: bool) -> list[DeadLetter]:
     if not ids and not everything:
-        raise DeployError("name the dead letters (their ids) or pass --all")
+        raise ConfigError("name the dead letters (their ids) or pass --all")
     letters = list_letters(session, flow, limit=100_000)
     if everything:
         return letters
@@ -84,7 +84,7 @@ def _select(session, flow: str, ids: Sequence[str], everything: bool) -> list[De
     found = [letter for letter in letters if letter.id in wanted]
     missing = wanted - {letter.id for letter in found}
     if missing:
-        raise DeployError(f"flow '{flow}' has no dead letter {', '.join(sorted(map(str, missing)))}")
+        raise ConfigError(f"flow '{flow}' has no dead letter {', '.join(sorted(map(str, missing)))}")
     return found
 
 

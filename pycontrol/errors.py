@@ -1,20 +1,43 @@
-"""The errors the library raises. Only the CLI layer turns them into output and exit codes."""
+"""The errors the library raises. Only the CLI layer turns them into output and exit codes.
+
+Each error carries its class of outcome, ``outcome``: ``"bad_input"`` (the user asked for something that cannot
+be: a bad option value, an unknown flow, an invalid flow file) or ``"failed"`` (a check found a problem, or an
+operation could not be done: a cluster unreachable, a deploy that failed). ``async_triggers.cli.exit_codes`` maps
+outcomes to exit codes, in one table.
+"""
+
+BAD_INPUT = "bad_input"
+FAILED = "failed"
 
 
 class AsyncTriggersError(Exception):
     """Base of every error the control plane raises on purpose."""
+    outcome = FAILED
 
 
 class ConfigError(AsyncTriggersError):
     """A setting, a file or an argument is invalid."""
+    outcome = BAD_INPUT
 
 
 class ValidationError(AsyncTriggersError):
     """A flow does not fit the live schema or the rules; names the flow and the culprit."""
+    outcome = BAD_INPUT
 
     def __init__(self, flow: str, message: str):
         self.flow = flow
         super().__init__(f"flow '{flow}': {message}")
+
+
+class UnknownFlowError(AsyncTriggersError):
+    """A command named a flow that is not deployed."""
+    outcome = BAD_INPUT
+
+    def __init__(self, flows, deployed=()):
+        self.flows = tuple(flows)
+        names = ", ".join(f"'{f}'" for f in self.flows)
+        known = ", ".join(sorted(deployed)) or "none"
+        super().__init__(f"no deployed flow named {names} (deployed: {known})")
 
 
 class DeployError(AsyncTriggersError):
@@ -23,6 +46,10 @@ class DeployError(AsyncTriggersError):
 
 class ClusterError(AsyncTriggersError):
     """Installing, starting or reaching a cluster failed."""
+
+
+class ConnectionFailed(ClusterError):
+    """The cluster could not be reached, or refused our credentials."""
 
 
 class VerifyError(AsyncTriggersError):
@@ -49,3 +76,7 @@ class FlowPausedError(AsyncTriggersError):
                          f"`ctl trigger resume {resume}`" if len(self.flows) == 1 else
                          f"flows {names} are paused: their tasks wait in the backup maps and none runs until "
                          f"`ctl trigger resume` of each")
+
+
+class CheckFailed(AsyncTriggersError):
+    """A check ran and found a problem (missing rows, a node not ready)."""

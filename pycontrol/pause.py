@@ -17,7 +17,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
 from . import deploy, keyspace, render, status
-from .errors import ClusterError, ConfigError, DeployError
+from .errors import ClusterError, ConfigError, DeployError, UnknownFlowError
 
 Progress = Callable[[str], None]
 
@@ -33,7 +33,7 @@ def check_pausable(name: str, deployed: dict[str, dict]) -> dict:
     """The deployed flow's spec, or an error naming the flow: unknown, or keeping no backup entries (its tasks would
     then wait in one node's memory only, lost if it stops, and a discard flow would drop them)."""
     if name not in deployed:
-        raise DeployError(f"no deployed flow named '{name}' (deployed: {', '.join(sorted(deployed)) or 'none'})")
+        raise UnknownFlowError([name], deployed)
     spec = deployed[name]
     if not spec.get("backup", {}).get("enabled", True):
         raise ConfigError(f"flow '{name}' keeps no backup entries (Backup(enabled=False)): while paused its tasks "
@@ -62,7 +62,7 @@ def set_paused(session, name: str, paused: bool, timeout: float = 30.0,
     if paused:
         check_pausable(name, deployed)
     elif name not in deployed:
-        raise DeployError(f"no deployed flow named '{name}' (deployed: {', '.join(sorted(deployed)) or 'none'})")
+        raise UnknownFlowError([name], deployed)
     ensure_columns(session, progress)
     since = dt.datetime.utcnow()
     # IF EXISTS: a flow dropped meanwhile must not come back as a row holding nothing but its state

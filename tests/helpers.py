@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,8 +12,8 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def run_ctl(settings, *args: str, timeout: float = 300) -> subprocess.CompletedProcess:
-    env = dict(os.environ, ASYNC_TRIGGERS_CONTACT_POINTS=",".join(settings.contact_points),
-               ASYNC_TRIGGERS_CLUSTER=settings.cluster_name)
+    from async_triggers.connection import child_env
+    env = dict(child_env(settings.connection), ASYNC_TRIGGERS_CLUSTER=settings.cluster_name)
     return subprocess.run([sys.executable, "-m", "async_triggers", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
 

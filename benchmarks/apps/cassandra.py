@@ -41,6 +41,9 @@ class Target:
     read_consistency: str = "ONE"
     retry_s: float = DEFAULT_RETRY_S
     concurrency: int = DEFAULT_CONCURRENCY
+    # auth, TLS, local DC (async_triggers.connection); None: from the ASYNC_TRIGGERS_* environment and cqlshrc,
+    # which is how a queue worker process gets them (worker_env)
+    connection: object = None
 
     def __post_init__(self):
         from cassandra import ConsistencyLevel
@@ -68,11 +71,7 @@ class _Sessions:
         with self._lock:
             session = self._made.get(target)
             if session is None:
-                from cassandra.cluster import Cluster
-                from cassandra.policies import DCAwareRoundRobinPolicy, TokenAwarePolicy
-                cluster = Cluster(list(target.contact_points), port=target.port, connect_timeout=10,
-                                  load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()),
-                                  protocol_version=5)
+                cluster = _connection_of(target)
                 session = cluster.connect()
                 session.default_timeout = 30
                 self._made[target] = session
@@ -83,6 +82,16 @@ class _Sessions:
             for session in self._made.values():
                 session.cluster.shutdown()
             self._made.clear()
+
+
+def _connection_of(target: Target):
+    """A driver Cluster for ``target``: its hosts and port with the connection's auth and TLS."""
+    from async_triggers import connection as connection_mod
+    conn = target.connection
+    if conn is None:
+        conn = connection_mod.resolve({"port": target.port})
+    conn = connection_mod.with_password(connection_mod.with_hosts(conn, target.contact_points, target.port))
+    return connection_mod.make_cluster(conn, **({} if conn.protocol_version else {"protocol_version": 5}))
 
 
 SESSIONS = _Sessions()
@@ -208,11 +217,19 @@ class FanOutFactory:
         return CassandraFanOut(self.target)
 
 
-def fanout_writer(contact_points: str, write_consistency: str = "ALL", read_consistency: str = "ONE",
+def worker_env(target: Target) -> dict[str, str]:
+    """The environment of a queue worker process: the connection's options, the password among them (never in the
+    worker's argv)."""
+    from async_triggers import connection as connection_mod
+    conn = target.connection if target.connection is not None else connection_mod.resolve({"port": target.port})
+    return connection_mod.child_env(connection_mod.with_password(conn))
+
+
+def fanout_writer(contact_points: str, port: str = "9042", write_consistency: str = "ALL", read_consistency: str = "ONE",
                   concurrency: str = str(DEFAULT_CONCURRENCY), retry_s: str = str(DEFAULT_RETRY_S),
                   keyspace: str = "twitter") -> CassandraFanOut:
     """The external queue worker's writer, from ``--writer-arg`` strings."""
-    target = Target(tuple(h for h in contact_points.split(",") if h), keyspace=keyspace,
+    target = Target(tuple(h for h in contact_points.split(",") if h), port=int(port), keyspace=keyspace,
                     write_consistency=write_consistency, read_consistency=read_consistency,
                     concurrency=int(concurrency), retry_s=float(retry_s))
     return CassandraFanOut(target)
@@ -220,7 +237,7 @@ def fanout_writer(contact_points: str, write_consistency: str = "ALL", read_cons
 
 def worker_args(target: Target) -> list[str]:
     """The ``--writer``/``--writer-arg`` options that make :func:`fanout_writer` write to ``target``."""
-    args = {"contact_points": ",".join(target.contact_points), "write_consistency": target.write_consistency,
+    args = {"contact_points": ",".join(target.contact_points), "port": str(target.port), "write_consistency": target.write_consistency,
             "read_consistency": target.read_consistency, "concurrency": str(target.concurrency),
             "retry_s": str(target.retry_s), "keyspace": target.keyspace}
     return ["--writer", "async_triggers.benchmarks.apps.cassandra:fanout_writer",

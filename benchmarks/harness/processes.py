@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from async_triggers import config as pconfig
-from async_triggers.benchmarks.apps.cassandra import Target, worker_args
+from async_triggers.benchmarks.apps.cassandra import Target, worker_args, worker_env
 from async_triggers.benchmarks.harness import resources
 
 SCRATCH = Path(tempfile.gettempdir()) / "async-triggers-bench"   # the workers' logs and done files
@@ -30,7 +30,7 @@ def start_queue_workers(count: int, url: str, target: Target) -> tuple[list[subp
         procs.append(subprocess.Popen(
             [sys.executable, "-m", "async_triggers.benchmarks.apps.external_queue", "worker", "--url", url,
              *worker_args(target), "--record", str(done)], stdout=log, stderr=subprocess.STDOUT,
-            cwd=str(pconfig.REPO_ROOT)))
+            cwd=str(pconfig.REPO_ROOT), env=worker_env(target)))
     return procs, files
 
 

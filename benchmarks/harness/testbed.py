@@ -5,7 +5,6 @@ queue, and the local Spark (``local[partitions]``) that runs the load generator 
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from async_triggers import config as pconfig
@@ -37,7 +36,7 @@ class Testbed:
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def target(self) -> Target:
-        return Target(self.contact_points, write_consistency=self.cfg.write_consistency,
+        return Target(self.contact_points, connection=self.connection(), write_consistency=self.cfg.write_consistency,
                       read_consistency=self.cfg.read_consistency, retry_s=self.cfg.retry_s,
                       concurrency=self.cfg.fanout_concurrency)
 
@@ -67,7 +66,12 @@ class Testbed:
 
     def session(self):
         from async_triggers import cql
-        return cql.connect(dataclasses.replace(self.settings, contact_points=self.contact_points))
+        return cql.connect(self.connection())
+
+    def connection(self):
+        """The settings' connection (auth, TLS) pointed at this cluster's nodes."""
+        from async_triggers import connection as connection_mod
+        return connection_mod.with_hosts(self.settings.connection, self.contact_points)
 
     def _load_schema_and_graph(self) -> None:
         from async_triggers.spark_jobs import load_twitter
@@ -99,7 +103,7 @@ class Testbed:
     def spark_session(self):
         if self.spark is None:
             from async_triggers.spark_jobs.session import build_session
-            self.spark = build_session(master=f"local[{self.cfg.partitions}]", contact_points=self.contact_points,
+            self.spark = build_session(master=f"local[{self.cfg.partitions}]", connection=self.connection(),
                                        app_name="bench")
         return self.spark
 

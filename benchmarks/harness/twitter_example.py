@@ -2,7 +2,6 @@
 tables (the small benchmarks' setup)."""
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 from async_triggers import cluster as cluster_mod, config
@@ -16,7 +15,7 @@ def cluster_settings(name: str, nodes: int, progress: Callable[[str], None]) -> 
     """The cluster ``name`` with ``nodes`` nodes, up (made if missing); settings that connect to it."""
     settings = config.load(cluster_name=name)
     info = cluster_mod.up(settings, nodes=nodes, name=name, progress=progress)
-    return dataclasses.replace(settings, contact_points=tuple(info.contact_points))
+    return settings.with_hosts(info.contact_points)
 
 
 def empty_twitter(session, tables=("tweets", "timeline", "followers")) -> None:

@@ -55,7 +55,7 @@ def run(settings: config.Settings, nodes: int = 2, users: int = 20_000, tweets: 
     from async_triggers.spark_jobs import load_twitter, verify
 
     info = cluster_mod.up(settings, nodes=nodes, name=settings.cluster_name, progress=progress)
-    settings = dataclasses.replace(settings, contact_points=tuple(info.contact_points))
+    settings = settings.with_hosts(info.contact_points)
     with connect(settings) as session:
         progress("creating the Twitter schema (examples/twitter/schema.cql)")
         run_file(session, SCHEMA)
@@ -87,7 +87,7 @@ def run(settings: config.Settings, nodes: int = 2, users: int = 20_000, tweets: 
         spec = deploy.read_deployed(session)[FLOW]
 
     progress("verifying every propagation with Spark")
-    results = verify.run_verify(spec, settings.contact_points, master)
+    results = verify.run_verify(spec, master=master, connection=settings.connection)
     timeline = [r for r in results if r.table == "twitter.timeline"]
     if not timeline:
         raise VerifyError("the verification returned no result for twitter.timeline")

@@ -21,7 +21,7 @@ import shutil
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable
 
 from .. import cluster as cluster_mod, deploy, status
 from ..config import Settings
@@ -89,15 +89,15 @@ class RunResult:
                 f"{self.seconds:.0f}s | {verdict}")
 
 
-def _session(contact_points: Sequence[str]):
-    """A driver session that reconnects every second (the default backs off for minutes after a restart of all
-    nodes) and retries nothing itself: the clients do."""
-    from cassandra.cluster import Cluster
-    from cassandra.policies import ConstantReconnectionPolicy, DCAwareRoundRobinPolicy, TokenAwarePolicy
+def _session(conn):
+    """A driver session (async_triggers.connection: auth, TLS) that reconnects every second (the default backs off
+    for minutes after a restart of all nodes) and retries nothing itself: the clients do."""
+    from cassandra.policies import ConstantReconnectionPolicy
 
-    c = Cluster(list(contact_points), connect_timeout=10, control_connection_timeout=10,
-                reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None),
-                load_balancing_policy=TokenAwarePolicy(DCAwareRoundRobinPolicy()))
+    from async_triggers import connection as connection_mod
+
+    c = connection_mod.make_cluster(connection_mod.with_password(conn),
+                                    reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
     session = c.connect()
     session.default_timeout = 30
     return session
@@ -114,7 +114,7 @@ def _setup(settings: Settings, config: CampaignConfig, progress: Progress):
             "`ctl cluster up --commitlog-sync batch`, a new cluster name, or --kinds without restart_all")
     info = cluster_mod.up(settings, nodes=config.nodes, name=config.cluster, progress=progress,
                           commitlog_sync=None if existing is not None else "batch")
-    session = _session(info.contact_points)
+    session = _session(settings.with_hosts(info.contact_points).connection)
     run_text(session, workload.schema_cql(config.replication_factor))
     flow_file = config.out / "chaos_flows.py"
     flow_file.write_text(workload.FLOW_FILE)
@@ -162,7 +162,8 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     config.out.mkdir(parents=True, exist_ok=True)
     created = cluster_mod.load_cluster(settings, config.cluster) is None
     info, session = _setup(settings, config, progress)
-    spark = build_session(master="local[2]", contact_points=info.contact_points, app_name="chaos-check")
+    spark = build_session(master="local[2]", connection=settings.with_hosts(info.contact_points).connection,
+                          app_name="chaos-check")
     ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
     campaign_base = int(time.time()) * 1_000_000_000   # a campaign's ids are its own, on a reused cluster too
     reference = config.out / "reference"

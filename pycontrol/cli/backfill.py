@@ -8,6 +8,7 @@ import typer
 from ..errors import BackfillError
 from ..flows import Flow
 from .exit_codes import errors_to_exit
+from .options import connection_options
 
 
 def refuse_handlers(flows: Sequence[Flow]) -> None:
@@ -20,19 +21,22 @@ def refuse_handlers(flows: Sequence[Flow]) -> None:
 
 def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, restart: bool = False) -> None:
     """Runs the job like `ctl verify` runs its own; a failure ends the command with the job's exit code."""
+    from async_triggers import connection as connection_mod
     from async_triggers.spark_jobs import backfill as backfill_job
     with errors_to_exit():
-        argv = ["--flow", flow, "--master", master, "--contact-points", ",".join(ctx.obj.contact_points),
-                "--port", str(ctx.obj.port), "--home", str(ctx.obj.home)]
+        # the job runs in this process; its connection is ours, password included, never an argument
+        conn = connection_mod.with_password(ctx.obj.connection)
+        argv = ["--flow", flow, "--master", master, "--home", str(ctx.obj.home)]
         if ranges is not None:
             argv += ["--ranges", str(ranges)]
         if restart:
             argv.append("--restart")
-        code = backfill_job.main(argv)
+        code = backfill_job.main(argv, connection=conn)
     if code:
         raise typer.Exit(code)
 
 
+@connection_options
 def backfill(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed flow."),
              master: str = typer.Option("local[*]", help="Spark master."),
              ranges: int = typer.Option(None, help="Token ranges of a new run (default 16); each completed one is "

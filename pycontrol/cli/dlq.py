@@ -7,6 +7,7 @@ import typer
 
 from .. import dlq
 from .exit_codes import errors_to_exit
+from .options import connection_options
 from ..cql import connect
 
 app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
@@ -16,6 +17,7 @@ ALL = typer.Option(False, "--all", help="Every dead letter of the flow.")
 
 
 @app.command("list")
+@connection_options
 def list_cmd(ctx: typer.Context, flow: str = typer.Argument(None, help="Only this flow."),
              limit: int = typer.Option(100, help="At most this many."),
              as_json: bool = typer.Option(False, "--json")):
@@ -34,7 +36,9 @@ def list_cmd(ctx: typer.Context, flow: str = typer.Argument(None, help="Only thi
 
 
 @app.command("show")
-def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str = typer.Argument(...)):
+@connection_options
+def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str = typer.Argument(...),
+             as_json: bool = typer.Option(True, "--json", help="Always JSON (accepted for uniformity).")):
     """One dead letter, whole."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
@@ -43,18 +47,25 @@ def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str
 
 
 @app.command("retry")
-def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL):
+@connection_options
+def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL,
+              as_json: bool = typer.Option(False, "--json")):
     """Queue the tasks again on the nodes that gave up on them (a letter goes once its task is queued)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             letters = dlq.retry(session, flow, ids or (), everything)
-    typer.echo(f"asked to retry {len(letters)} dead letter(s) of {flow}")
+    if as_json:
+        typer.echo(json.dumps({"flow": flow, "retried": [d.id for d in letters]}, default=str))
+    else:
+        typer.echo(f"asked to retry {len(letters)} dead letter(s) of {flow}")
 
 
 @app.command("purge")
-def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL):
+@connection_options
+def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL,
+              as_json: bool = typer.Option(False, "--json")):
     """Delete dead letters."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             n = dlq.purge(session, flow, ids or (), everything)
-    typer.echo(f"purged {n} dead letter(s) of {flow}")
+    typer.echo(json.dumps({"flow": flow, "purged": n}) if as_json else f"purged {n} dead letter(s) of {flow}")

@@ -1,25 +1,68 @@
-"""How a command ends on a library error: its message on stderr, exit 2 for a flow that fails validation, 1 for any
-other library error, 130 when interrupted."""
+"""How a command ends, in one place: the exit codes, and the library errors turned into a message on stderr (one
+JSON object with --json) and the exit code of their outcome (async_triggers.errors).
+
+| code | meaning |
+| --- | --- |
+| 0 | done; a check found nothing wrong |
+| 1 | a check found a problem (missing rows), or an operation failed (cluster unreachable, refused credentials, Spark could not run, a deploy failed) |
+| 2 | bad input: an unknown flow, a bad option value, an invalid flow file (also Click's usage errors) |
+| 130 | interrupted |
+"""
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 
 import typer
 
-from ..errors import AsyncTriggersError, ValidationError
+from ..errors import BAD_INPUT, FAILED, AsyncTriggersError
+from .click_compat import UsageError, get_current_context
+
+OK = 0
+PROBLEM = 1
+BAD_INPUT_CODE = 2
+INTERRUPTED = 130
+CODES = {FAILED: PROBLEM, BAD_INPUT: BAD_INPUT_CODE}
+
+
+def exit_code_of(error: BaseException) -> int:
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
+    if isinstance(error, UsageError):
+        return BAD_INPUT_CODE
+    return CODES[getattr(error, "outcome", FAILED)]
+
+
+def json_requested() -> bool:
+    """True when the running command (or the root) was given --json."""
+    ctx = get_current_context(silent=True)
+    while ctx is not None:
+        if ctx.params.get("as_json") or ctx.meta.get("async_triggers.json"):
+            return True
+        ctx = ctx.parent
+    return False
+
+
+def fail(message: str, code: int, as_json: bool | None = None) -> typer.Exit:
+    """Print ``message`` on stderr (as {"error": ..., "exit_code": ...} with --json); the Exit to raise."""
+    if as_json if as_json is not None else json_requested():
+        typer.echo(json.dumps({"error": message, "exit_code": code}), err=True)
+    else:
+        typer.echo(f"error: {message}", err=True)
+    return typer.Exit(code)
 
 
 @contextlib.contextmanager
-def errors_to_exit():
+def errors_to_exit(as_json: bool | None = None):
+    """Turn our errors into their message and exit code; ``as_json`` defaults to the command's --json."""
     try:
         yield
-    except ValidationError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(2)
     except AsyncTriggersError as e:
-        typer.echo(f"error: {e}", err=True)
-        raise typer.Exit(1)
+        raise fail(str(e), exit_code_of(e), as_json)
     except KeyboardInterrupt:
-        typer.echo("interrupted", err=True)
-        sys.exit(130)
+        if as_json if as_json is not None else json_requested():
+            typer.echo(json.dumps({"error": "interrupted", "exit_code": INTERRUPTED}), err=True)
+        else:
+            typer.echo("interrupted", err=True)
+        sys.exit(INTERRUPTED)

@@ -8,7 +8,8 @@ import typer
 
 from .. import bundle as bundle_mod, plugin as plugin_mod
 from ..cql import connect
-from .exit_codes import errors_to_exit
+from .exit_codes import PROBLEM, errors_to_exit
+from .options import connection_options
 
 app = typer.Typer(help="Install the plugin on a cluster and check it.", no_args_is_help=True)
 
@@ -34,6 +35,7 @@ def bundle_cmd(ctx: typer.Context,
 
 
 @app.command("check")
+@connection_options
 def check_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
     """Ask every node whether it runs the plugin, which version and build; exit 1 unless all run the same one."""
     with errors_to_exit():
@@ -51,4 +53,4 @@ def check_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"))
         if not report.problems:
             typer.echo(f"ok: all {len(report.nodes)} nodes run the plugin, one build")
     if report.problems:
-        raise typer.Exit(1)
+        raise typer.Exit(PROBLEM)

@@ -14,6 +14,7 @@ from .. import deploy as deploy_mod, keyspace, pause as pause_mod, render, repli
 from ..cql_schema import parse_cql_file, schema_file_of
 from . import backfill as cli_backfill, dlq as cli_dlq
 from .exit_codes import errors_to_exit
+from .options import connection_options
 from ..cql import connect
 from ..flows import load_flow_file
 
@@ -26,6 +27,7 @@ def _progress(msg: str) -> None:
 
 
 @app.command("render")
+@connection_options
 def render_cmd(ctx: typer.Context,
                file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
                out: Path = typer.Option(None, "--out", help="Write <flow>.json and deploy.cql into this folder."),
@@ -34,7 +36,8 @@ def render_cmd(ctx: typer.Context,
                                                                "<stem>.cql or schema.cql)."),
                replication: str = typer.Option("3", "--replication", "--rf",
                                                help="The async_triggers keyspace's replication (NetworkTopologyStrategy): "
-                                                    "N in every data center, or dc1:3,dc2:3.")):
+                                                    "N in every data center, or dc1:3,dc2:3."),
+               as_json: bool = typer.Option(False, "--json", help="Print the specifications and the CQL as JSON.")):
     """Print (or write) the plugin configuration and the CQL a deploy would run."""
     with errors_to_exit():
         flows = load_flow_file(file)
@@ -50,11 +53,12 @@ def render_cmd(ctx: typer.Context,
             specs = validate.compile_all(flows, parse_cql_file(schema_file_of(file)))
         script = render.deploy_script(specs, factors, version=0, flow_status_columns=status_columns,
                                       flows_columns=flows_columns)
-        if out:
-            out.mkdir(parents=True, exist_ok=True)
-            for s in specs:
-                (out / f"{s['name']}.json").write_text(render.spec_json(s) + "\n")
-            (out / "deploy.cql").write_text(script)
+        if as_json:
+            if out:
+                _write_rendered(out, specs, script)
+            typer.echo(json.dumps({"specs": specs, "cql": script, "out": str(out) if out else None}, indent=2))
+        elif out:
+            _write_rendered(out, specs, script)
             typer.echo(f"wrote {len(specs)} flow specification(s) and deploy.cql to {out}")
         else:
             for s in specs:
@@ -62,7 +66,15 @@ def render_cmd(ctx: typer.Context,
             typer.echo(script)
 
 
+def _write_rendered(out: Path, specs, script: str) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    for s in specs:
+        (out / f"{s['name']}.json").write_text(render.spec_json(s) + "\n")
+    (out / "deploy.cql").write_text(script)
+
+
 @app.command("deploy")
+@connection_options
 def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Python flow file defining FLOWS."),
                replication: str = typer.Option(None, "--replication",
                                                help="The async_triggers keyspace's replication if deploy creates it: "
@@ -98,6 +110,7 @@ app.command("backfill")(cli_backfill.backfill)
 
 
 @app.command("list")
+@connection_options
 def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
     """The deployed flows."""
     with errors_to_exit():
@@ -131,6 +144,7 @@ def _print_status(statuses) -> None:
 
 
 @app.command("status")
+@connection_options
 def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
                watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
                as_json: bool = typer.Option(False, "--json")):
@@ -153,15 +167,23 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
 
 
 @app.command("wait")
+@connection_options
 def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
-             timeout: float = typer.Option(600, help="Seconds before giving up.")):
-    """Wait until every task of the flows is done: no node has one queued, running or in its backup maps. Fails at
-    once (exit 1) when a flow is paused: its tasks would wait until it is resumed."""
+             timeout: float = typer.Option(600, help="Seconds before giving up."),
+             as_json: bool = typer.Option(False, "--json")):
+    """Wait until every task of the flows is done: no node has one queued, running or in its backup maps.
+    A flow that is not deployed fails at once (exit 2), a paused one too (exit 1): its tasks wait until it is resumed."""
     with errors_to_exit():
         since = dt.datetime.utcnow()
         with connect(ctx.obj) as session:
-            final = status_mod.wait_drained(session, flow, since, timeout, progress=_progress)
-        typer.echo(f"drained: {sum(s.completed for s in final)} tasks completed on {len({s.node for s in final})} node(s)")
+            deploy_mod.require_deployed(session, flow)
+            final = status_mod.wait_drained(session, flow, since, timeout,
+                                            progress=(lambda m: None) if as_json else _progress)
+        completed, nodes = sum(s.completed for s in final), len({s.node for s in final})
+        if as_json:
+            typer.echo(json.dumps({"drained": list(flow), "completed": completed, "nodes": nodes}))
+        else:
+            typer.echo(f"drained: {completed} tasks completed on {nodes} node(s)")
 
 
 def _set_paused(ctx: typer.Context, name: str, paused: bool, timeout: float, as_json: bool) -> None:
@@ -181,6 +203,7 @@ _WAIT_HELP = "Seconds to wait for every live node to report the new state (0: do
 
 
 @app.command("pause")
+@connection_options
 def pause_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A deployed flow."),
               timeout: float = typer.Option(30, "--timeout", help=_WAIT_HELP),
               as_json: bool = typer.Option(False, "--json")):
@@ -190,6 +213,7 @@ def pause_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A deploy
 
 
 @app.command("resume")
+@connection_options
 def resume_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A paused flow."),
                timeout: float = typer.Option(30, "--timeout", help=_WAIT_HELP),
                as_json: bool = typer.Option(False, "--json")):
@@ -199,9 +223,10 @@ def resume_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A pause
 
 
 @app.command("drop")
-def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...)):
+@connection_options
+def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")):
     """Remove a flow; drop the table's trigger when no other flow uses it."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             deploy_mod.drop(session, name, progress=_progress)
-        typer.echo(f"dropped {name}")
+        typer.echo(json.dumps({"dropped": name}) if as_json else f"dropped {name}")

@@ -273,23 +273,24 @@ def _hold(path: str | None, timeout: float = 300) -> None:
         time.sleep(0.2)
 
 
-def run_backfill(flow: str, contact_points: Sequence[str] = ("127.0.0.1",), port: int = 9042,
-                 master: str = "local[*]", home=None, ranges: int = DEFAULT_RANGES, restart: bool = False,
-                 progress: Progress = _stderr, stop_after: int | None = None,
+def run_backfill(flow: str, connection=None, master: str = "local[*]", home=None, ranges: int = DEFAULT_RANGES,
+                 restart: bool = False, progress: Progress = _stderr, stop_after: int | None = None,
                  hold_while: str | None = None) -> Report:
     """Starts a Spark session with the connector and its extensions, reads ``flow``'s deployed specification and
-    backfills it. Raises BackfillError (naming the flow) when it cannot."""
-    from async_triggers import config
+    backfills it. ``connection`` (async_triggers.connection.Connection; default: the environment and cqlshrc) says
+    how to reach Cassandra, for Spark and the driver alike. Raises BackfillError (naming the flow) when it cannot."""
+    from async_triggers import connection as connection_mod
     from async_triggers.cql import connect
 
     from .session import build_session, describe_error
     from .verify import load_spec
 
-    spark = build_session(master=master, contact_points=tuple(contact_points), port=port,
-                          app_name=f"backfill-{flow}", home=home, conf=SESSION_CONF)
+    connection = connection_mod.with_password(connection or connection_mod.resolve({}))
+    spark = build_session(master=master, connection=connection, app_name=f"backfill-{flow}", home=home,
+                          conf=SESSION_CONF)
     try:
         spec = load_spec(spark, flow)
-        with connect(config.load(contact_points=tuple(contact_points), port=port)) as session:
+        with connect(connection) as session:
             return backfill_with_session(spark, session, spec, ranges, restart, progress, stop_after, hold_while)
     except (BackfillError, VerifyError, Stopped):
         raise
@@ -301,8 +302,6 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.backfill",
                                 description=__doc__.split("\n\n")[0])
     p.add_argument("--flow", required=True, help="a deployed flow (its spec is read from async_triggers.flows)")
-    p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9042)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
     p.add_argument("--ranges", type=int, default=DEFAULT_RANGES,
@@ -310,14 +309,18 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--restart", action="store_true", help="start a new run instead of resuming the latest one")
     p.add_argument("--stop-after-ranges", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--hold-while", default=None, help=argparse.SUPPRESS)
+    from async_triggers.connection import add_arguments
+    add_arguments(p)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, connection=None) -> int:
+    """The job's command line; ``connection`` (ctl's, password included) replaces its connection options."""
+    from async_triggers.connection import from_arguments
+
     args = _parser().parse_args(argv)
-    contact_points = tuple(h.strip() for h in args.contact_points.split(",") if h.strip())
     try:
-        report = run_backfill(args.flow, contact_points, args.port, args.master, args.home, args.ranges,
+        report = run_backfill(args.flow, connection or from_arguments(args), args.master, args.home, args.ranges,
                               args.restart, stop_after=args.stop_after_ranges, hold_while=args.hold_while)
     except Stopped as e:
         print(f"backfill {args.flow}: {e}", file=sys.stderr)

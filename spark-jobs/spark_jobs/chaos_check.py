@@ -95,8 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--id-to", type=int, required=True)
     p.add_argument("--reference", required=True, help="the reference run's snapshot folder")
     p.add_argument("--write-reference", action="store_true", help="this run is the reference: write its snapshot")
-    p.add_argument("--contact-points", default="127.0.0.1")
     p.add_argument("--master", default="local[2]")
+    from async_triggers.connection import add_arguments
+    add_arguments(p)
     return p
 
 
@@ -105,8 +106,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     tables = [tuple(t.split(":", 1)) for t in args.tables.split(",") if t]
-    spark = build_session(master=args.master, contact_points=tuple(args.contact_points.split(",")),
-                          app_name="chaos-check")
+    from async_triggers.cli.exit_codes import exit_code_of
+    from async_triggers.connection import from_arguments
+    from async_triggers.errors import AsyncTriggersError
+    try:
+        spark = build_session(master=args.master, connection=from_arguments(args), app_name="chaos-check")
+    except AsyncTriggersError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return exit_code_of(e)
     result = check(spark, args.flows.split(","), tables, args.id_column, args.id_from, args.id_to,
                    Path(args.reference), args.write_reference)
     print(json.dumps(result, default=str))

@@ -23,7 +23,9 @@ import sys
 import time
 from typing import Sequence
 
-from .errors import LoadError, SparkSetupError
+from async_triggers.errors import AsyncTriggersError
+
+from .errors import LoadError
 
 DEFAULT_USERS = 10_000
 DEFAULT_EXPONENT = 2.3
@@ -171,13 +173,13 @@ def _parser() -> argparse.ArgumentParser:
                    help="the most-followed user has at least this many followers")
     p.add_argument("--min-followers", type=int, default=1, help="scale of the power law (smallest typical count)")
     p.add_argument("--keyspace", default="twitter", help="keyspace holding users and followers (examples/twitter/schema.cql)")
-    p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9042)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--partitions", type=int, default=None)
     p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
     p.add_argument("--dry-run", action="store_true", help="generate and print the figures; write nothing "
                                                           "(starts Spark without the connector)")
+    from async_triggers.connection import add_arguments
+    add_arguments(p)
     return p
 
 
@@ -186,10 +188,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     from .session import build_session, describe_error, write_table
 
     started = time.monotonic()
-    contact_points = tuple(h.strip() for h in args.contact_points.split(",") if h.strip())
     try:
         _check(args.users, args.exponent, args.min_celebrity, args.min_followers)
-        spark = build_session(master=args.master, contact_points=contact_points, port=args.port,
+        from async_triggers.connection import from_arguments
+        spark = build_session(master=args.master, connection=from_arguments(args),
                               app_name="load-twitter", home=args.home, jars=() if args.dry_run else None)
         gen = dict(n_users=args.users, exponent=args.exponent, seed=args.seed, min_celebrity=args.min_celebrity,
                    min_followers=args.min_followers, partitions=args.partitions)
@@ -211,9 +213,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ValueError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
-    except (SparkSetupError, LoadError) as e:
+    except AsyncTriggersError as e:
+        from async_triggers.cli.exit_codes import exit_code_of
         print(f"error: {e}", file=sys.stderr)
-        return 1
+        return exit_code_of(e)
     elapsed = time.monotonic() - started
     if n_users != args.users:
         print(f"note: grew the graph from {args.users} to {n_users} users so that a user can have "

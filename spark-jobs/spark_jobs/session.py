@@ -146,10 +146,15 @@ def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Pa
     return conf
 
 
-def build_session(master: str = "local[*]", contact_points: Iterable[str] = ("127.0.0.1",), port: int = 9042,
+def build_session(master: str = "local[*]", contact_points: Iterable[str] | None = None, port: int | None = None,
                   app_name: str = "async-triggers", home: Path | None = None,
-                  jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None):
+                  jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None, connection=None):
     """Start (or return the running) Spark session with the connector.
+
+    ``connection`` (async_triggers.connection.Connection) says how to reach Cassandra; without it, the
+    ASYNC_TRIGGERS_* environment and the cqlshrc file do, ``contact_points``/``port`` taking the place of flags.
+    Secret settings (the password, the key stores' passwords) are set on the running session only: PySpark puts
+    every launch setting into the JVM's command line.
 
     ``jars=None`` resolves the connector (see :func:`connector_jars`); ``jars=()`` starts Spark without it,
     for pure transforms. ``conf`` overrides any setting. Only the first session of a process fixes the JVM's
@@ -157,13 +162,20 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] = ("12
     """
     from pyspark.sql import SparkSession
 
+    from async_triggers import connection as connection_mod
+
+    if connection is None:
+        connection = connection_mod.resolve({"hosts": ",".join(contact_points) if contact_points else None,
+                                             "port": port})
+    connection = connection_mod.with_password(connection)
+    public, secret = connection_mod.spark_conf(connection)
     jar_paths = connector_jars(home) if jars is None else list(jars)
     # the launcher reads this before any conf: without it Spark warns about the host's loopback name
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must run this interpreter: the jobs' functions are pickled by reference to spark_jobs
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     settings = {**spark_options(master, app_name, jar_paths, log_config(home)),
-                **connector_options(contact_points, port), **(conf or {})}
+                **connector_options(connection.hosts, connection.port), **public, **(conf or {})}
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)
@@ -172,6 +184,8 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] = ("12
     except Exception as e:  # py4j / JVM launch errors come in many types
         raise SparkSetupError(f"the Spark session did not start ({master}): {e}") from e
     spark.sparkContext.setLogLevel("WARN")
+    for key, value in secret.items():
+        spark.conf.set(key, value)
     return spark
 
 

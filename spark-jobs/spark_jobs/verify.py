@@ -4,7 +4,10 @@ targets should hold, and compare them with what the target tables hold.
     python -m async_triggers.spark_jobs.verify --flow twitter_timeline --contact-points 127.0.0.1,127.0.0.2
     python -m async_triggers.spark_jobs.verify --spec spec.json --json
 
-Exit code: 0 when no expected row is missing, 1 when some are, 2 when the verification could not run.
+Exit code (ctl's table, async_triggers.cli.exit_codes): 0 when no expected row is missing, 1 when some are or when
+the verification could not run (Cassandra unreachable, Spark failed), 2 for bad input (an unknown flow, a bad
+option, an unreadable specification file). Connection options as in ctl (``--hosts``, ``--port``, ``--username``,
+``--ssl-ca``...; the password from ASYNC_TRIGGERS_PASSWORD or a cqlshrc file, never an argument).
 
 What "expected" means (the assumptions a verification can only state, not check):
 
@@ -31,6 +34,8 @@ import json
 import sys
 import time
 from typing import Iterable, Mapping, Sequence
+
+from async_triggers.errors import AsyncTriggersError
 
 from .derive import (compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
                      qualified, source_columns, target_rows, targets_by_table)
@@ -135,9 +140,18 @@ def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
 
     from .session import read_table
 
-    rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+    from async_triggers.errors import UnknownFlowError
+
+    from .session import describe_error
+    try:
+        rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+    except Exception as e:
+        if f"Couldn't find {keyspace}" in describe_error(e):   # nothing was ever deployed on this cluster
+            raise UnknownFlowError([flow]) from None
+        raise
     if not rows:
-        raise VerifyError(f"flow '{flow}' is not deployed (no row in {keyspace}.flows)")
+        deployed = [r["name"] for r in read_table(spark, keyspace, "flows", ["name"]).collect()]
+        raise UnknownFlowError([flow], deployed)
     try:
         return json.loads(rows[0]["spec"])
     except (TypeError, ValueError) as e:
@@ -157,13 +171,13 @@ def verify_with_session(spark, spec: Mapping) -> list[Result]:
     return verify_frames(spec, source_df, fanout_dfs, actual_dfs)
 
 
-def run_verify(spec: Mapping, contact_points: Iterable[str] = ("127.0.0.1",), master: str = "local[*]",
-               port: int = 9042, home=None) -> list[Result]:
+def run_verify(spec: Mapping, contact_points: Iterable[str] | None = None, master: str = "local[*]",
+               port: int | None = None, home=None, connection=None) -> list[Result]:
     """Start a Spark session with the connector and verify ``spec`` (what ``ctl verify FLOW`` calls).
     Raises VerifyError when the verification cannot run; missing rows are a result, not an error."""
     from .session import build_session
 
-    spark = build_session(master=master, contact_points=tuple(contact_points), port=port,
+    spark = build_session(master=master, contact_points=contact_points, port=port, connection=connection,
                           app_name=f"verify-{spec.get('name', 'flow')}", home=home)
     try:
         return verify_with_session(spark, spec)
@@ -207,54 +221,66 @@ def _parser() -> argparse.ArgumentParser:
     which = p.add_mutually_exclusive_group(required=True)
     which.add_argument("--flow", help="name of a deployed flow (its spec is read from async_triggers.flows)")
     which.add_argument("--spec", help="a flow specification file (JSON, as in docs/design.md)")
-    p.add_argument("--contact-points", default="127.0.0.1", help="comma-separated CQL hosts (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=9042)
     p.add_argument("--master", default="local[*]")
     p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
     p.add_argument("--json", action="store_true",
                    help="print the results as one line of JSON: a list with one object per target table "
                         "(flow, seconds, table, key_columns, expected, present, missing, unexpected, wrong_value, "
                         "missing_sample, unexpected_sample)")
+    from async_triggers.connection import add_arguments
+    add_arguments(p)
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    from .errors import SparkSetupError
+def run(args, connection=None) -> tuple[str, list[Result], float]:
+    """Verify what ``args`` (the parsed command line) names; ``connection`` replaces its connection options.
+    Returns the flow's name, the results and the seconds taken; raises our errors when it cannot run."""
+    from async_triggers.connection import from_arguments
+
     from .session import build_session
 
-    contact_points = tuple(h.strip() for h in args.contact_points.split(",") if h.strip())
     started = time.monotonic()
-    try:
-        spec = None
-        if args.spec:
-            try:
-                with open(args.spec) as f:
-                    spec = json.load(f)
-            except (OSError, ValueError) as e:
-                raise VerifyError(f"cannot read the specification {args.spec}: {e}") from e
-        name = args.flow or spec.get("name", args.spec)
-        spark = build_session(master=args.master, contact_points=contact_points, port=args.port,
-                              app_name=f"verify-{name}", home=args.home)
+    connection = connection or from_arguments(args)
+    spec = None
+    if args.spec:
         try:
-            if spec is None:
-                spec = load_spec(spark, args.flow)
-            results = verify_with_session(spark, spec)
-        except VerifyError:
-            raise
-        except Exception as e:
-            raise VerifyError(f"verifying flow '{name}' failed: {_first_line(e)}") from e
-    except (VerifyError, SparkSetupError) as e:
-        print(f"error: {e}", file=sys.stderr)
-        return 2
-    elapsed = time.monotonic() - started
-    if args.json:
+            with open(args.spec) as f:
+                spec = json.load(f)
+        except (OSError, ValueError) as e:
+            from async_triggers.errors import ConfigError
+            raise ConfigError(f"cannot read the specification {args.spec}: {e}") from e
+    name = args.flow or spec.get("name", args.spec)
+    spark = build_session(master=args.master, connection=connection, app_name=f"verify-{name}", home=args.home)
+    try:
+        if spec is None:
+            spec = load_spec(spark, args.flow)
+        results = verify_with_session(spark, spec)
+    except AsyncTriggersError:
+        raise
+    except Exception as e:
+        raise VerifyError(f"verifying flow '{name}' failed: {_first_line(e)}") from e
+    return name, results, time.monotonic() - started
+
+
+def report(name: str, results: Sequence[Result], elapsed: float, as_json: bool) -> str:
+    if as_json:
         # one line, the last of stdout: a list with one object per target table
-        print(json.dumps([{"flow": name, "seconds": round(elapsed, 2), **r.as_dict()} for r in results],
-                         default=str))
-    else:
-        print(format_report(name, results, elapsed))
-    return 0 if all(r.ok for r in results) else 1
+        return json.dumps([{"flow": name, "seconds": round(elapsed, 2), **r.as_dict()} for r in results], default=str)
+    return format_report(name, results, elapsed)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from async_triggers.cli.exit_codes import PROBLEM, exit_code_of
+
+    args = _parser().parse_args(argv)
+    try:
+        name, results, elapsed = run(args)
+    except AsyncTriggersError as e:
+        print(json.dumps({"error": str(e), "exit_code": exit_code_of(e)}) if args.json else f"error: {e}",
+              file=sys.stderr)
+        return exit_code_of(e)
+    print(report(name, results, elapsed, args.json))
+    return 0 if all(r.ok for r in results) else PROBLEM
 
 
 if __name__ == "__main__":

@@ -122,4 +122,4 @@ def test_should_drop_a_paused_flow(paused_flow, cluster_settings, session):
     listed = json.loads(run_ctl(cluster_settings, "trigger", "list", "--json").stdout)
     assert FLOW not in {f["name"] for f in listed}
     again = run_ctl(cluster_settings, "trigger", "resume", FLOW)
-    assert again.returncode == 1 and f"no deployed flow named '{FLOW}'" in again.stderr, again.stderr
+    assert again.returncode == 2 and f"no deployed flow named '{FLOW}'" in again.stderr, again.stderr

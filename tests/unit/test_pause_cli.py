@@ -7,7 +7,7 @@ from typer.testing import CliRunner
 
 from async_triggers import config, deploy, pause
 from async_triggers.cli import trigger as cli_trigger
-from async_triggers.errors import ConfigError, DeployError, FlowPausedError
+from async_triggers.errors import ConfigError, DeployError, UnknownFlowError, FlowPausedError
 
 DEPLOYED = {"copy": {"name": "copy", "backup": {"enabled": True, "safety_net_ms": 300000}},
             "fast": {"name": "fast", "backup": {"enabled": False, "safety_net_ms": 300000}}}
@@ -28,9 +28,9 @@ def empty_cluster(monkeypatch):
 
 
 @pytest.mark.parametrize("command", ["pause", "resume"])
-def test_should_name_an_unknown_flow_and_exit_1(empty_cluster, command):
+def test_should_name_an_unknown_flow_and_exit_2(empty_cluster, command):
     result = CliRunner().invoke(cli_trigger.app, [command, "nope"], obj=config.load())
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert result.output.strip() == "error: no deployed flow named 'nope' (deployed: none)"
 
 
@@ -42,7 +42,7 @@ def test_should_ask_for_the_flow_with_exit_2(command):
 
 
 def test_should_name_the_deployed_flows_when_the_name_is_wrong():
-    with pytest.raises(DeployError, match=r"^no deployed flow named 'cpy' \(deployed: copy, fast\)$"):
+    with pytest.raises(UnknownFlowError, match=r"^no deployed flow named 'cpy' \(deployed: copy, fast\)$"):
         pause.check_pausable("cpy", DEPLOYED)
 
 
@@ -59,6 +59,7 @@ def test_should_fail_waiting_on_a_paused_flow_at_once_naming_it(monkeypatch):
 
     monkeypatch.setattr(cli_trigger, "connect", connect)
     monkeypatch.setattr(cli_trigger.status_mod, "paused_flows", lambda session: {"copy"})
+    monkeypatch.setattr(cli_trigger.deploy_mod, "require_deployed", lambda session, names: None)
     result = CliRunner().invoke(cli_trigger.app, ["wait", "copy", "other", "--timeout", "60"], obj=config.load())
     assert result.exit_code == 1
     assert result.output.strip() == ("error: flow 'copy' is paused: its tasks wait in the backup maps and none runs "

@@ -1,0 +1,139 @@
+"""ctl's conventions without a cluster: connection options in place after a command and on the root, their
+precedence and environment variables, --json errors and exit codes, trigger wait on an unknown flow, the password
+kept out of every output."""
+import contextlib
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from async_triggers import cli, connection
+from async_triggers.cli import exit_codes, trigger as cli_trigger
+from async_triggers.errors import (CheckFailed, ConfigError, ConnectionFailed, DeployError, UnknownFlowError,
+                                   ValidationError)
+
+SECRET = "s3cr3t-Pa55"
+cli._register()
+
+
+@pytest.fixture(autouse=True)
+def clean_env(tmp_path, monkeypatch):
+    monkeypatch.setattr(connection, "DEFAULT_CQLSHRC", tmp_path / "absent" / "cqlshrc")
+    for var in [v for v in __import__("os").environ if v.startswith("ASYNC_TRIGGERS_") and v != "ASYNC_TRIGGERS_HOME"]:
+        monkeypatch.delenv(var)
+
+
+@pytest.fixture
+def seen(monkeypatch):
+    """Replace the trigger commands' connect: record the settings they connect with."""
+    connections = []
+
+    @contextlib.contextmanager
+    def fake_connect(settings, *a, **k):
+        connections.append(settings.connection)
+        yield object()
+
+    monkeypatch.setattr(cli_trigger, "connect", fake_connect)
+    monkeypatch.setattr(cli_trigger.deploy_mod, "read_deployed", lambda session: {})
+    monkeypatch.setattr(cli_trigger.status_mod, "paused_flows", lambda session: set())
+    return connections
+
+
+def invoke(*args, env=None):
+    return CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "250", **(env or {})})
+
+
+def test_connection_options_should_work_after_the_command(seen):
+    result = invoke("trigger", "list", "--hosts", "a,b", "--port", "9142", "--local-dc", "dc2", "--username", "u",
+                    env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
+    assert result.exit_code == 0, result.output
+    assert (seen[0].hosts, seen[0].port, seen[0].local_dc, seen[0].username) == (("a", "b"), 9142, "dc2", "u")
+
+
+def test_contact_points_with_a_port_should_connect_there_instead_of_crashing(seen):
+    result = invoke("--contact-points", "h1:9142", "trigger", "list")
+    assert result.exit_code == 0, result.output
+    assert (seen[0].hosts, seen[0].port) == (("h1",), 9142)
+
+
+def test_flags_after_the_command_should_beat_the_root_and_the_root_should_beat_the_environment(seen):
+    env = {"ASYNC_TRIGGERS_PORT": "9000", "ASYNC_TRIGGERS_HOSTS": "envhost"}
+    assert invoke("--port", "9100", "trigger", "list", env=env).exit_code == 0
+    assert invoke("--port", "9100", "trigger", "list", "--port", "9200", env=env).exit_code == 0
+    assert invoke("trigger", "list", env=env).exit_code == 0
+    assert [(c.hosts, c.port) for c in seen] == [(("envhost",), 9100), (("envhost",), 9200), (("envhost",), 9000)]
+
+
+def test_help_should_show_the_environment_variables():
+    text = invoke("trigger", "deploy", "--help").output
+    for var in ("ASYNC_TRIGGERS_HOSTS", "ASYNC_TRIGGERS_PORT", "ASYNC_TRIGGERS_LOCAL_DC", "ASYNC_TRIGGERS_USERNAME",
+                "ASYNC_TRIGGERS_SSL_CA", "ASYNC_TRIGGERS_CQLSHRC", "ASYNC_TRIGGERS_PASSWORD"):
+        assert var in text, var
+    assert "--password" not in text
+
+
+def test_shell_completion_should_be_offered():
+    text = invoke("--help").output
+    assert "--install-completion" in text and "--show-completion" in text
+
+
+@pytest.mark.parametrize("error, code", [
+    (ConfigError("x"), 2), (ValidationError("f", "x"), 2), (UnknownFlowError(["f"]), 2),
+    (ConnectionFailed("x"), 1), (DeployError("x"), 1), (CheckFailed("x"), 1), (KeyboardInterrupt(), 130),
+])
+def test_each_error_should_map_to_its_exit_code(error, code):
+    assert exit_codes.exit_code_of(error) == code
+
+
+def test_bad_input_should_exit_2_with_a_json_error(seen):
+    result = invoke("trigger", "list", "--json", "--hosts", "a:1,b:2")
+    assert result.exit_code == 2
+    error = json.loads(result.stderr.strip())
+    assert error["exit_code"] == 2 and "entries name different ports (a:1, b:2)" in error["error"]
+    assert result.stdout == ""
+
+
+def test_usage_errors_should_be_json_too_with_json(capsys):
+    assert cli.run(["trigger", "list", "--json", "--port", "abc"]) == 2
+    error = json.loads(capsys.readouterr().err.strip())
+    assert error["exit_code"] == 2 and error["error"].startswith("Invalid value for '--port'")
+
+
+def test_an_unreachable_cluster_should_exit_1_and_never_show_the_password():
+    result = invoke("trigger", "list", "--json", "--hosts", "127.0.0.9", "--port", "1", "--username", "u",
+                    "--verbose", env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
+    assert result.exit_code == 1
+    error = json.loads(result.stderr.strip().splitlines()[-1])
+    assert error["error"].startswith("cannot reach Cassandra at 127.0.0.9:1")
+    assert "connection: password           (set)" in result.stderr       # --verbose says where things came from
+    assert SECRET not in result.output + result.stderr
+
+
+def test_a_username_without_a_password_outside_a_terminal_should_exit_2():
+    result = invoke("trigger", "list", "--hosts", "127.0.0.9", "--port", "1", "--username", "u", env={"CI": "true"})
+    assert result.exit_code == 2
+    assert "user 'u' needs a password and CI is set" in result.stderr
+
+
+def test_wait_on_an_unknown_flow_should_fail_at_once_naming_it(seen, monkeypatch):
+    monkeypatch.setattr(cli_trigger.deploy_mod, "read_deployed", lambda session: {"known": {}})
+    monkeypatch.setattr(cli_trigger.status_mod, "wait_drained", lambda *a, **k: pytest.fail("waited"))
+    result = invoke("trigger", "wait", "known", "nope", "--json")
+    assert result.exit_code == 2
+    assert json.loads(result.stderr) == {"error": "no deployed flow named 'nope' (deployed: known)", "exit_code": 2}
+
+
+def test_verify_should_hand_the_job_its_connection_not_argv(monkeypatch):
+    from async_triggers.spark_jobs import verify as verify_job
+    got = {}
+
+    def fake_run(args, connection=None):
+        got["args"], got["connection"] = vars(args), connection
+        raise UnknownFlowError(["f"])
+
+    monkeypatch.setattr(verify_job, "run", fake_run)
+    result = invoke("verify", "f", "--username", "u", "--json", env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
+    assert result.exit_code == 2, result.output
+    assert got["connection"].password == SECRET and got["connection"].username == "u"
+    assert SECRET not in repr(got["args"])
+    assert json.loads(result.stderr)["error"] == "no deployed flow named 'f' (deployed: none)"
