@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
 
 all: install
 
@@ -59,6 +59,10 @@ test-unit: venv
 
 test-cluster: install
 	$(PY) -m pytest -q -rs tests/cluster $(PYTEST_ARGS)
+
+# README's "On your own cluster" on 2+2 nodes (the default suite runs it on 1+1)
+test-own-cluster: install
+	ASYNC_TRIGGERS_OWN_CLUSTER_DCS=2,2 $(PY) -m pytest -q -rs tests/cluster/test_own_cluster.py $(PYTEST_ARGS)
 
 test-spark: install
 	$(PY) -m pytest -q -rs tests/spark $(PYTEST_ARGS)

@@ -63,24 +63,53 @@ class PluginReport:
 
 def _ask(session, host, timeout: float) -> NodePlugin:
     where = dict(address=str(host.address), datacenter=host.datacenter, rack=host.rack)
-    if not host.is_up:
+    # a node of a data center the load balancing ignores has no state in the driver (is_up None): ask it anyway
+    if host.is_up is False:
         return NodePlugin(state="unreachable", error="the driver sees it down", **where)
-    statement = SimpleStatement(
-        "SELECT name, value FROM system_views.system_properties WHERE name IN (%s, %s, %s)")
+    try:
+        props = _properties(session, host, timeout)
+    except Exception as e:  # one node's failure is part of the report, not the end of it
+        return NodePlugin(state="unreachable", error=f"{type(e).__name__}: {e}", **where)
+    # the virtual table answers a name it does not know with a row holding null
+    if props.get(VERSION) is None:
+        return NodePlugin(state="missing", **where)
+    return NodePlugin(state="loaded", version=props[VERSION], jar_sha256=props.get(SHA256), jar=props.get(JAR), **where)
+
+
+_QUERY = "SELECT name, value FROM system_views.system_properties WHERE name IN (%s, %s, %s)"
+
+
+def _properties(session, host, timeout: float) -> dict:
+    """The node's answer, through the session when it keeps a pool to the node, else (a node of another data center
+    than the local one, which the load balancing ignores) through a connection of its own to that node alone, made
+    like the session's (port, credentials, TLS, protocol)."""
+    from cassandra.cluster import Cluster
+    from cassandra.policies import HostDistance, WhiteListRoundRobinPolicy
+
+    if session.cluster.profile_manager.distance(host) != HostDistance.IGNORED:
+        return _retrying(lambda: session.execute(SimpleStatement(_QUERY), _PROPERTIES, host=host, timeout=timeout),
+                         timeout)
+    c = session.cluster
+    own = Cluster([host.endpoint.address], port=c.port, auth_provider=c.auth_provider, ssl_context=c.ssl_context,
+                  ssl_options=c.ssl_options, protocol_version=c.protocol_version, connect_timeout=timeout,
+                  load_balancing_policy=WhiteListRoundRobinPolicy([host.endpoint.address]))
+    try:
+        one = own.connect()
+        return _retrying(lambda: one.execute(SimpleStatement(_QUERY), _PROPERTIES, timeout=timeout), timeout)
+    finally:
+        own.shutdown()
+
+
+def _retrying(ask, timeout: float) -> dict:
     deadline = time.monotonic() + timeout
     while True:
         try:
-            rows = session.execute(statement, _PROPERTIES, host=host, timeout=timeout)
-            break
-        except Exception as e:  # one node's failure is part of the report, not the end of it
+            return {r.name: r.value for r in ask()}
+        except Exception:
             # right after connecting, the driver may still be opening its pool to this host ("marked down")
             if time.monotonic() > deadline:
-                return NodePlugin(state="unreachable", error=f"{type(e).__name__}: {e}", **where)
+                raise
             time.sleep(0.5)
-    props = {r.name: r.value for r in rows}
-    if VERSION not in props:
-        return NodePlugin(state="missing", **where)
-    return NodePlugin(state="loaded", version=props[VERSION], jar_sha256=props.get(SHA256), jar=props.get(JAR), **where)
 
 
 def check(session, timeout: float = 10.0) -> PluginReport:

@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
-from async_triggers.cluster import install, node_process
+from async_triggers.cluster import ccm_driver, install, node_process
 
 STORE_PASSWORD = "keystore-secret"   # the nodes' keystore: not the role's password, which the test makes up
 
@@ -63,6 +63,9 @@ def create(ccm_dir: Path, name: str, install_dir: Path, dcs: list[int], certs: C
     cluster.set_configuration_options(values=yaml_options(certs))
     cluster.set_environment_variable("MAX_HEAP_SIZE", heap)
     cluster.populate(dcs)
+    for node in cluster.nodes.values():
+        # as in the official tarball and packages (conf/triggers): Cassandra loads no trigger class without it
+        ccm_driver.triggers_dir(node).mkdir(parents=True, exist_ok=True)
     return cluster
 
 
@@ -129,10 +132,18 @@ def session_of(own) -> Iterator:
         cluster.shutdown()
 
 
-def create_role(certs: Certificates, name: str, password: str) -> None:
-    """The operator's own superuser (CREATE TRIGGER needs one); the default 'cassandra' role only makes it."""
+def create_role(ccm_cluster, certs: Certificates, dcs: list[int], name: str, password: str) -> None:
+    """What an operator does first on a multi-DC cluster with authentication: system_auth replicated in every DC
+    (it starts as SimpleStrategy RF 1, so a DC may hold no replica of a role), repaired, then an own superuser
+    (CREATE TRIGGER needs one); the default 'cassandra' role only makes it."""
     cluster, session = _connect(certs, "cassandra", "cassandra")
     try:
+        per_dc = ", ".join(f"'dc{i + 1}': {min(3, n)}" for i, n in enumerate(dcs))
+        session.execute("ALTER KEYSPACE system_auth WITH replication = {'class': 'NetworkTopologyStrategy', "
+                        + per_dc + "}")
+        cluster.control_connection.wait_for_schema_agreement(wait_time=30)
+        for node in ccm_cluster.nodes.values():
+            node.nodetool("repair -full system_auth")
         session.execute(f"CREATE ROLE IF NOT EXISTS {name} WITH SUPERUSER = true AND LOGIN = true AND PASSWORD = %s",
                         (password,))
     finally:
