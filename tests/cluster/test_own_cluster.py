@@ -89,6 +89,7 @@ def ctl(own, *args: str, check: bool = True, timeout: float = 600) -> subprocess
     done = subprocess.run([sys.executable, "-m", "async_triggers", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
     own["outputs"].append(done.stdout + done.stderr)
+    print(f"$ ctl {' '.join(args)}\n{done.stdout}{done.stderr}(exit {done.returncode})", flush=True)  # README's transcript
     if check:
         assert done.returncode == 0, f"ctl {' '.join(args)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
