@@ -1,6 +1,8 @@
 """`ctl cluster`: local Cassandra clusters (ccm) for development, tests and the demo."""
 from __future__ import annotations
 
+import json
+
 import os
 import subprocess
 import sys
@@ -30,6 +32,18 @@ def _print_status(nodes) -> None:
                    f"{n.pid if n.pid else '-':>8}  {n.metrics_url or '-'}")
 
 
+def _node_dict(n) -> dict:
+    return {"name": n.name, "address": n.address, "state": n.state, "pid": n.pid, "cql": n.cql,
+            "native_port": n.native_port, "jmx_port": n.jmx_port, "metrics_url": n.metrics_url}
+
+
+def _report(nodes, as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps([_node_dict(n) for n in nodes], indent=2))
+    else:
+        _print_status(nodes)
+
+
 @app.command()
 def install(ctx: typer.Context):
     """Assemble (or validate) the Cassandra install dir and print its path."""
@@ -47,11 +61,16 @@ def up(ctx: typer.Context,
        timeout: float = typer.Option(300, "--timeout", help="Seconds to wait for the nodes."),
        commitlog_sync: Optional[str] = typer.Option(
            None, "--commitlog-sync", help="New cluster: periodic (Cassandra's default; a node killed -9 forgets its "
-                                          "last ~100 ms of acknowledged writes) or batch (nothing acknowledged is lost).")):
+                                          "last ~100 ms of acknowledged writes) or batch (nothing acknowledged is lost)."),
+       as_json: bool = typer.Option(False, "--json", help="Print the nodes as JSON.")):
     """Create and start a local cluster (reused if it exists), with the trigger plugin in every node."""
     with errors_to_exit():
         info = cl.up(ctx.obj, nodes=nodes, name=name, heap=heap, progress=_progress,
                      require_plugin=not no_plugin, timeout=timeout, commitlog_sync=commitlog_sync)
+    if as_json:
+        typer.echo(json.dumps({"name": info.name, "contact_points": list(info.contact_points),
+                               "nodes": [_node_dict(n) for n in info.nodes]}, indent=2))
+        return
     _print_status(info.nodes)
     typer.echo(f"contact points: {','.join(info.contact_points)}")
     typer.echo(f"cqlsh: {info.cqlsh_command()}   (or: ctl cluster cqlsh node1)")
@@ -62,11 +81,11 @@ def up(ctx: typer.Context,
 
 
 @app.command()
-def status(ctx: typer.Context, name: Optional[str] = NAME):
+def status(ctx: typer.Context, name: Optional[str] = NAME, as_json: bool = typer.Option(False, "--json", help="Print the nodes as JSON.")):
     """Nodes of the cluster: address, state (up/down), CQL port open, pid."""
     with errors_to_exit():
         nodes = cl.node_status(ctx.obj, name)
-    _print_status(nodes)
+    _report(nodes, as_json)
 
 
 @app.command()
@@ -81,27 +100,29 @@ def down(ctx: typer.Context, name: Optional[str] = NAME):
 @app.command()
 def stop(ctx: typer.Context, node: str = NODE,
          name: Optional[str] = NAME,
-         timeout: float = typer.Option(60, "--timeout", help="Seconds before falling back to kill -9.")):
+         timeout: float = typer.Option(60, "--timeout", help="Seconds before falling back to kill -9."),
+         as_json: bool = typer.Option(False, "--json", help="Print the nodes as JSON.")):
     """Stop one node gracefully."""
     with errors_to_exit():
-        _print_status([cl.stop_node(ctx.obj, node, name, _progress, timeout=timeout)])
+        _report([cl.stop_node(ctx.obj, node, name, _progress, timeout=timeout)], as_json)
 
 
 @app.command()
 def start(ctx: typer.Context, node: str = NODE,
           name: Optional[str] = NAME,
-          timeout: float = typer.Option(180, "--timeout", help="Seconds to wait for CQL.")):
+          timeout: float = typer.Option(180, "--timeout", help="Seconds to wait for CQL."),
+          as_json: bool = typer.Option(False, "--json", help="Print the nodes as JSON.")):
     """Start one node and wait until it answers CQL."""
     with errors_to_exit():
-        _print_status([cl.start_node(ctx.obj, node, name, _progress, timeout=timeout)])
+        _report([cl.start_node(ctx.obj, node, name, _progress, timeout=timeout)], as_json)
 
 
 @app.command()
 def kill(ctx: typer.Context, node: str = NODE,
-         name: Optional[str] = NAME):
+         name: Optional[str] = NAME, as_json: bool = typer.Option(False, "--json", help="Print the nodes as JSON.")):
     """kill -9 one node's JVM (fault injection)."""
     with errors_to_exit():
-        _print_status([cl.kill_node(ctx.obj, node, name, _progress)])
+        _report([cl.kill_node(ctx.obj, node, name, _progress)], as_json)
 
 
 @app.command("install-plugin")

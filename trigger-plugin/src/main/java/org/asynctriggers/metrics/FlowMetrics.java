@@ -15,6 +15,9 @@ import org.apache.cassandra.metrics.DecayingEstimatedHistogramReservoir;
  * workers) is never disturbed by metrics. The propagation lag (source write to completion) is a histogram that
  * carries over from the version a redeploy replaces, like the counts; {@link CassandraMetrics} shows all of it in
  * Cassandra's own metrics registry too.
+ * <p>
+ * About 400 lines, one getter per figure: it is the JMX MBean's implementation, and an MBean's attributes are its
+ * interface's getters, so splitting it would only split that list.
  */
 public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
 {
