@@ -10,8 +10,8 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
 from . import backup_map, capture_index, keyspace, plugin as plugin_mod, render, replication as replication_mod, \
-    schema as schema_mod, validate
-from .errors import DeployError, UnknownFlowError
+    schema as schema_mod, status as status_mod, validate
+from .errors import ConfigError, DeployError, UnknownFlowError
 from .flows import Flow
 
 Progress = Callable[[str], None]
@@ -97,6 +97,11 @@ def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
     return out
 
 
+def keeps_backup_entries(spec: dict) -> bool:
+    """A paused flow's tasks wait in their backup entries: a flow without them cannot be paused."""
+    return bool(spec.get("backup", {}).get("enabled", True))
+
+
 def replication_for(session, specs: Sequence[dict], replication: Mapping[str, int] | None) -> dict[str, int]:
     """The async_triggers keyspace's replication: the one asked for (its DCs must exist), else the sources' mirror.
     An existing keyspace keeps its own (CREATE ... IF NOT EXISTS): a difference is reported, not applied, since a
@@ -115,6 +120,12 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     """Validate, check that every node runs the plugin, then create what the flows need and the capture.
     replication: the async_triggers keyspace's per-DC factors (default: mirror the source keyspaces')."""
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
+    paused = status_mod.paused_flows(session)
+    for spec in specs:
+        if spec["name"] in paused and not keeps_backup_entries(spec):
+            raise ConfigError(f"flow '{spec['name']}' is paused, and this version keeps no backup entries "
+                              "(Backup(enabled=False)): its tasks would wait in one node's memory only; resume it "
+                              "first (ctl trigger resume) or keep its backup entries")
     if check_plugin:
         plugin_mod.require_everywhere(session)  # raises DeployError with the cluster untouched
     replication = replication_for(session, specs, replication)

@@ -35,7 +35,7 @@ def check_pausable(name: str, deployed: dict[str, dict]) -> dict:
     if name not in deployed:
         raise UnknownFlowError([name], deployed)
     spec = deployed[name]
-    if not spec.get("backup", {}).get("enabled", True):
+    if not deploy.keeps_backup_entries(spec):
         raise ConfigError(f"flow '{name}' keeps no backup entries (Backup(enabled=False)): while paused its tasks "
                           "would wait in the executing node's memory only, lost if that node stops; redeploy it with "
                           "backup entries to pause it")
@@ -71,7 +71,7 @@ def set_paused(session, name: str, paused: bool, timeout: float = 30.0,
         f'WHERE "name" = %s IF EXISTS', consistency_level=ConsistencyLevel.LOCAL_QUORUM,
         serial_consistency_level=ConsistencyLevel.LOCAL_SERIAL), (paused, name)).was_applied
     if not applied:
-        raise DeployError(f"no deployed flow named '{name}' (it was dropped meanwhile)")
+        raise UnknownFlowError([name], ())   # dropped meanwhile
     if timeout <= 0:
         return PauseResult(name, paused, [])
     return PauseResult(name, paused, wait_reported(session, name, paused, since, timeout, progress))

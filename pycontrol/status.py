@@ -113,9 +113,22 @@ def read(session, flows: Sequence[str] | None = None) -> list[FlowNodeStatus]:
     return sorted(out, key=lambda s: (s.flow, s.node))
 
 
+REPORT_FRESH_SECONDS = 10   # the plugin's own rule for a peer that is alive (PeerStatus)
+
+
 def live_nodes(session) -> set[str]:
-    """The broadcast addresses of the nodes the driver sees up (what the plugin writes in flow_status.node)."""
-    return {str(h.broadcast_address or h.address) for h in session.cluster.metadata.all_hosts() if h.is_up}
+    """The broadcast addresses (what the plugin writes in flow_status.node) of the nodes that are up: those the
+    driver sees up, and those of data centers its load balancing ignores (it keeps no state of them: is_up None)
+    that reported in flow_status within the last REPORT_FRESH_SECONDS."""
+    hosts = list(session.cluster.metadata.all_hosts())
+    up = {str(h.broadcast_address or h.address) for h in hosts if h.is_up}
+    unknown = {str(h.broadcast_address or h.address) for h in hosts if h.is_up is None}
+    if unknown:
+        now = dt.datetime.utcnow()
+        fresh = {s.node for s in read(session)
+                 if s.updated and (now - _naive(s.updated)).total_seconds() < REPORT_FRESH_SECONDS}
+        up |= unknown & fresh
+    return up
 
 
 def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: float = 600.0,

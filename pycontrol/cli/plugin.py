@@ -21,6 +21,9 @@ def bundle_cmd(ctx: typer.Context,
     """Assemble the versioned bundle an operator installs: the jar, install-on-node.sh, INSTALL.md, metrics/."""
     from ..cluster.node_process import metrics_exporter_sources
     exporter, _ = metrics_exporter_sources(ctx.obj.plugin_jar)
+    if not exporter.is_file():
+        typer.echo(f"warning: {exporter} is not built (make plugin): the bundle's metrics/ lacks the Prometheus "
+                   "exporter agent, and install-on-node.sh with ASYNC_TRIGGERS_METRICS_PORT will refuse", err=True)
     with errors_to_exit():
         b = bundle_mod.build(ctx.obj.plugin_jar, out,
                              extra_jars={exporter.name: exporter} if exporter.is_file() else None)

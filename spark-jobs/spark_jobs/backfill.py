@@ -32,7 +32,7 @@ import time
 from typing import Callable, Mapping, Sequence
 
 from . import checkpoints, derive, ring
-from .errors import BackfillError, SparkSetupError, VerifyError
+from .errors import AsyncTriggersError, BackfillError
 
 DEFAULT_RANGES = 16
 # the columns the connector binds to USING TIMESTAMP / USING TTL; bind markers start with a letter, hence no "__"
@@ -142,6 +142,10 @@ def in_range(df, token_range: Sequence[int]):
     return df.where((F.col(TOKEN) > F.lit(token_range[0])) & (F.col(TOKEN) <= F.lit(token_range[1])))
 
 
+LINEAGE_WRITE_CONSISTENCY = "EACH_QUORUM"   # the plugin's Lineage.writeLevel for flows below ALL
+LINEAGE_TTL_GRACE_SECONDS = 10 * 24 * 3600  # the plugin's Lineage.EXPIRED_IMAGE_GRACE_SECONDS
+
+
 def lineage_rows(spec: Mapping, index: int, part):
     """The lineage entries the plugin records for target ``index`` of each source row of ``part``: its image at the
     row's timestamp. A row without an image (a null lineage column, or a direct target's key unknown) derives
@@ -157,8 +161,10 @@ def lineage_rows(spec: Mapping, index: int, part):
     for c in dict.fromkeys(needed):
         known = known & F.col(c).isNotNull()
     key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
+    # a TTL'd row's entry lives its rows' TTL plus the grace the plugin gives it (a late older image stays away)
+    entry_ttl = F.when(F.col(TTL) > 0, F.col(TTL) + LINEAGE_TTL_GRACE_SECONDS).otherwise(F.lit(0)).alias(TTL)
     return part.where(known).select(F.lit(spec["name"]).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
-                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME))
+                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME), entry_ttl)
 
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
@@ -182,14 +188,17 @@ def read_source(spark, spec: Mapping, fallback_micros: int):
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
-def write_rows(df, keyspace: str, table: str, ttl: bool = True) -> None:
+def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
-    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it)."""
+    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it).
+    ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level)."""
     from .session import CASSANDRA_FORMAT
 
     options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
     if ttl:
         options["ttl"] = TTL
+    if consistency:
+        options["spark.cassandra.output.consistency.level"] = consistency
     df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
 
 
@@ -200,7 +209,9 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object]) -> int:
 
     for index, target in enumerate(spec["targets"]):
         if target.get("mode") == "lineage":
-            write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name, ttl=False)
+            # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
+            write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
+                       consistency=LINEAGE_WRITE_CONSISTENCY)
     written = 0
     for target in spec["targets"]:
         clash = {WRITETIME, TTL} & set(target["columns"])
@@ -292,7 +303,7 @@ def run_backfill(flow: str, connection=None, master: str = "local[*]", home=None
         spec = load_spec(spark, flow)
         with connect(connection) as session:
             return backfill_with_session(spark, session, spec, ranges, restart, progress, stop_after, hold_while)
-    except (BackfillError, VerifyError, Stopped):
+    except (AsyncTriggersError, Stopped):   # ours say what went wrong, with their outcome (unknown flow: bad input)
         raise
     except Exception as e:   # Spark and the driver surface Cassandra's errors as their own types
         raise BackfillError(f"backfill of flow '{flow}' failed: {describe_error(e)}") from e
@@ -325,10 +336,11 @@ def main(argv: Sequence[str] | None = None, connection=None) -> int:
     except Stopped as e:
         print(f"backfill {args.flow}: {e}", file=sys.stderr)
         return EXIT_STOPPED
-    except (BackfillError, VerifyError, SparkSetupError) as e:
+    except AsyncTriggersError as e:
+        from async_triggers.cli.exit_codes import exit_code_of
         text = str(e)
         print(f"error: {text}" if f"'{args.flow}'" in text else f"error: flow '{args.flow}': {text}", file=sys.stderr)
-        return 1
+        return exit_code_of(e)
     print(report.text())
     return 0
 

@@ -62,9 +62,10 @@ def _fanout_rows(session, target: Mapping, values: Mapping) -> list[dict]:
 
 
 def _quorum(cql: str):
+    """Fan-out reads and derived deletes: a quorum of the local data center (the plugin's flows are DC-local)."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
-    return SimpleStatement(cql, consistency_level=ConsistencyLevel.QUORUM)
+    return SimpleStatement(cql, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
 
 def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_key: bytes, delete_at: int) -> int:
@@ -109,7 +110,8 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None]) -> 
     stale = stale_entries(lineage, spec["name"]).collect()
     delete_entry = SimpleStatement(
         f"DELETE FROM {_quoted(keyspace.KEYSPACE)}.{_quoted(keyspace.LINEAGE.name)} USING TIMESTAMP %s "
-        'WHERE "flow" = %s AND "source_key" = %s AND "target_key" = %s', consistency_level=ConsistencyLevel.QUORUM)
+        'WHERE "flow" = %s AND "source_key" = %s AND "target_key" = %s',
+        consistency_level=ConsistencyLevel.EACH_QUORUM)   # as the plugin's lineage writes: seen from either DC
     for entry in stale:
         delete_rows(session, spec, entry["target"], bytes(entry["source_key"]), bytes(entry["target_key"]),
                     entry["delete_at"])

@@ -3,7 +3,7 @@
 A run is named by its start time. Without ``restart`` a backfill resumes the flow's latest run with that run's
 number of ranges, and skips the ranges it recorded; a run whose ranges are all recorded is complete (a rerun writes
 nothing new). ``restart`` (or no earlier run) starts a new run over the whole ring. The decision is the pure
-:func:`plan_run`; the reads and writes are through the Python driver, at QUORUM.
+:func:`plan_run`; the reads and writes are through the Python driver, at LOCAL_QUORUM (a backfill runs while another data center is down).
 """
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def recorded(session, flow: str) -> list[dict]:
     try:
         rows = session.execute(SimpleStatement(
             f'SELECT "run", "range_start", "range_end", "ranges", "source_rows", "rows", "done_at" '
-            f'FROM "{keyspace.KEYSPACE}"."{TABLE.name}" WHERE "flow" = %s', consistency_level=ConsistencyLevel.QUORUM),
+            f'FROM "{keyspace.KEYSPACE}"."{TABLE.name}" WHERE "flow" = %s', consistency_level=ConsistencyLevel.LOCAL_QUORUM),
             (flow,))
     except Exception as e:   # the driver's InvalidRequest: a keyspace deployed before backfills existed
         if "unconfigured table" in str(e).lower():
@@ -86,5 +86,5 @@ def record(session, run: Run, token_range: Sequence[int], source_rows: int, rows
     session.execute(SimpleStatement(
         f'INSERT INTO "{keyspace.KEYSPACE}"."{TABLE.name}" ("flow", "run", "range_start", "range_end", "ranges", '
         f'"source_rows", "rows", "done_at") VALUES (%s, %s, %s, %s, %s, %s, %s, toTimestamp(now()))',
-        consistency_level=ConsistencyLevel.QUORUM),
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM),
         (run.flow, run.started, token_range[0], token_range[1], len(run.ranges), source_rows, rows))

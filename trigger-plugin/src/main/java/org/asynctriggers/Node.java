@@ -93,7 +93,8 @@ public final class Node
         StatusReporter statusReporter = new StatusReporter(b.gateway, flows::metrics, b.nodeName, b.wallClockMillis, backlog::statusOf);
         DeadLetterRetries deadLetterRetries = new DeadLetterRetries(b.gateway, b.nodeName, name -> {
             org.asynctriggers.flows.Flow flow = flows.get(name);
-            return flow == null ? null : flow.queue;
+            // a paused flow's queue would hold the retried task in memory only (its entry is long gone): it waits
+            return flow == null || flow.isPaused() ? null : flow.queue;
         }, b.nanoClock, b.wallClockMillis);
         this.status = new NodeStatus(flows::names, () -> control().isReady(), () -> intake().parked());
         this.control = new ControlLoop(b.threadFactory, b.nodeReady, () -> status.register(mbeans), config, flows, () -> {

@@ -54,10 +54,16 @@ public final class ScanView implements Takeover.NodeView
     public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
     {
         Flow running = flows.get(flow);
-        if (running != null && (running.isPaused()
-                                || wallClockMillis.getAsLong() - running.resumedAtMillis() < NO_ADOPTION_AFTER_RESUME_MILLIS))
+        if (running != null && (running.isPaused() || resumedRecently(running)))
             return false;
         return ownership.orphaned(keyspace, token, flow, capturedMillis);
+    }
+
+    /** Resumed less than NO_ADOPTION_AFTER_RESUME_MILLIS ago (never resumed: no; no subtraction from MIN_VALUE). */
+    boolean resumedRecently(Flow running)
+    {
+        long resumed = running.resumedAtMillis();
+        return resumed != Long.MIN_VALUE && wallClockMillis.getAsLong() - resumed < NO_ADOPTION_AFTER_RESUME_MILLIS;
     }
 
     @Override

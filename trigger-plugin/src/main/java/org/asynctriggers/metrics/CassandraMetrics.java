@@ -39,6 +39,8 @@ public final class CassandraMetrics
     public static final String WORKERS = "Workers";
     public static final String QUEUE_CAPACITY = "QueueCapacity";
     public static final String BACKLOG = "Backlog";
+    /** 1 while the flow is paused on this node (its backlog and lag then grow by design), else 0 */
+    public static final String PAUSED = "Paused";
     /** counters: totals since the node started (or since the flow was first applied on it) */
     public static final String COMPLETED_TASKS = "CompletedTasks";
     public static final String FAILED_TASKS = "FailedTasks";
@@ -118,7 +120,7 @@ public final class CassandraMetrics
     /** Every metric name a flow has, in registration order. */
     public static List<String> metricNames()
     {
-        return List.of(PENDING_TASKS, ACTIVE_TASKS, OLDEST_PENDING_TASK_AGE, WORKERS, QUEUE_CAPACITY, BACKLOG,
+        return List.of(PENDING_TASKS, ACTIVE_TASKS, OLDEST_PENDING_TASK_AGE, WORKERS, QUEUE_CAPACITY, BACKLOG, PAUSED,
                        COMPLETED_TASKS, FAILED_TASKS, RETRIED_TASKS, DEAD_LETTERED_TASKS, SPILLED_TASKS,
                        DISCARDED_TASKS, RECOVERED_TASKS, PROPAGATION_LAG);
     }
@@ -189,6 +191,7 @@ public final class CassandraMetrics
         metrics.put(WORKERS, (Gauge<Integer>) m::getMaxPoolSize);
         metrics.put(QUEUE_CAPACITY, (Gauge<Integer>) m::getQueueCapacity);
         metrics.put(BACKLOG, (Gauge<Long>) () -> backlogOf(flow));
+        metrics.put(PAUSED, (Gauge<Integer>) () -> m.isPaused() ? 1 : 0);
         metrics.put(COMPLETED_TASKS, new ReadThroughCounter(m::getCompletedTasks));
         metrics.put(FAILED_TASKS, new ReadThroughCounter(m::getFailedTasks));
         metrics.put(RETRIED_TASKS, new ReadThroughCounter(m::getRetriedTasks));

@@ -15,7 +15,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Reads {@code async_triggers.flows} (distributed read at ONE) and applies added, changed (new version) and removed
+ * Reads {@code async_triggers.flows} (at LOCAL_QUORUM: InternalConsistency.FLOWS_READ) and applies added, changed (new version) and removed
  * flows to the registry. A spec that fails validation or does not prepare is not applied; the error is logged once
  * per version and the other flows keep working. Each row's {@code paused} column pauses or resumes its flow (by name,
  * whatever the version); a table made by an older deploy has no such column, and every flow of it runs.

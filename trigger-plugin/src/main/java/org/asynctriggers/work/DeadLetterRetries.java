@@ -107,8 +107,8 @@ public final class DeadLetterRetries
             if (running == null)
             {
                 if (waiting.add(key))
-                    logger.warn("Dead letter {} of flow '{}' cannot be retried: the flow is not running on this node; "
-                                + "the request stays until it is", hex(id), flow);
+                    logger.warn("Dead letter {} of flow '{}' cannot be retried: the flow is not running on this node "
+                                + "(or is paused); the request stays until it runs", hex(id), flow);
                 return;
             }
             Task task = Task.deserialize(blob).restarted(nanoClock.getAsLong());

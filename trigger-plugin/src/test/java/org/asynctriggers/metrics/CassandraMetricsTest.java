@@ -65,6 +65,7 @@ class CassandraMetricsTest
         assertEquals(2, JMX.getAttribute(bean("Workers"), "Value"));
         assertEquals(10, JMX.getAttribute(bean("QueueCapacity"), "Value"));
         assertEquals(42L, JMX.getAttribute(bean("Backlog"), "Value"));
+        assertEquals(0, JMX.getAttribute(bean("Paused"), "Value"));
         assertEquals(1L, JMX.getAttribute(bean("CompletedTasks"), "Count"));
         assertEquals(1L, JMX.getAttribute(bean("DeadLetteredTasks"), "Count"));
         assertEquals(0L, JMX.getAttribute(bean("SpilledTasks"), "Count"));
