@@ -26,7 +26,7 @@ def read_deployed(session) -> dict[str, dict]:
     if keyspace.KEYSPACE not in session.cluster.metadata.keyspaces:
         return {}
     rows = session.execute(SimpleStatement(f'SELECT "name", "spec", "version" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
-                                           consistency_level=ConsistencyLevel.LOCAL_QUORUM))
+                                           consistency_level=ConsistencyLevel.LOCAL_ONE))
     out = {}
     for r in rows:
         try:

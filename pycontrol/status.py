@@ -93,7 +93,7 @@ def paused_flows(session) -> set[str]:
         return set()
     rows = session.execute(SimpleStatement(
         f'SELECT "name", "paused" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
-        consistency_level=ConsistencyLevel.LOCAL_QUORUM))
+        consistency_level=ConsistencyLevel.LOCAL_ONE))
     return {r.name for r in rows if r.paused}
 
 

@@ -81,6 +81,6 @@ def test_should_dead_letter_a_poison_task_and_run_the_others(dlq_flow, session, 
 
 def test_should_name_an_unknown_dead_letter(dlq_flow, cluster_settings):
     result = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, str(uuid.uuid4()))
-    assert result.returncode == 1 and f"flow '{FLOW}' has no dead letter" in result.stderr
+    assert result.returncode == 2 and f"flow '{FLOW}' has no dead letter" in result.stderr   # bad input
     result = run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW)
-    assert result.returncode == 1 and "name the dead letters (their ids) or pass --all" in result.stderr
+    assert result.returncode == 2 and "name the dead letters (their ids) or pass --all" in result.stderr
