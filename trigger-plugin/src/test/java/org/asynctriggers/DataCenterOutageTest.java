@@ -23,6 +23,7 @@ import org.asynctriggers.testing.Fixtures;
 import org.asynctriggers.testing.TrackingThreadFactory;
 import org.asynctriggers.testing.TwoDataCenters;
 import org.asynctriggers.work.DeadLetters;
+import org.asynctriggers.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -169,19 +170,8 @@ class DataCenterOutageTest
         assertEquals("ann", Fixtures.string(gateway.rows("app", "users_by_name").get(0).get("name")));
     }
 
-    interface Condition
+    private static void waitFor(Await.Condition condition) throws Exception
     {
-        boolean holds() throws Exception;
-    }
-
-    private static void waitFor(Condition condition) throws Exception
-    {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.holds())
-        {
-            if (System.nanoTime() > deadline)
-                throw new AssertionError("condition not met within 10 s");
-            Thread.sleep(10);
-        }
+        Await.until(condition, 10);
     }
 }

@@ -26,6 +26,7 @@ import org.asynctriggers.testing.Fixtures;
 import org.asynctriggers.testing.TrackingThreadFactory;
 import org.asynctriggers.work.DeadLetters;
 import org.asynctriggers.work.RetriesTest;
+import org.asynctriggers.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -464,19 +465,8 @@ class NodeTest
         assertEquals(0, gateway.rows("app", "users_by_name").size());
     }
 
-    interface Condition
+    private static void waitFor(Await.Condition condition) throws Exception
     {
-        boolean holds() throws Exception;
-    }
-
-    private static void waitFor(Condition condition) throws Exception
-    {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (!condition.holds())
-        {
-            if (System.nanoTime() > deadline)
-                throw new AssertionError("condition not met within 10 s");
-            Thread.sleep(10);
-        }
+        Await.until(condition, 10);
     }
 }

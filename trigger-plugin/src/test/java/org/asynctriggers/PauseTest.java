@@ -21,6 +21,7 @@ import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
 import org.asynctriggers.testing.TrackingThreadFactory;
+import org.asynctriggers.testing.Await;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -223,20 +224,8 @@ class PauseTest
         assertTrue(System.nanoTime() - started < TimeUnit.SECONDS.toNanos(3), "a paused pool does not wait to drain");
     }
 
-    @FunctionalInterface
-    private interface Condition
+    private static void waitFor(Await.Condition condition) throws Exception
     {
-        boolean holds() throws Exception;
-    }
-
-    private static void waitFor(Condition condition) throws Exception
-    {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.holds())
-        {
-            if (System.nanoTime() > deadline)
-                throw new AssertionError("condition not met within 30 s");
-            Thread.sleep(50);
-        }
+        Await.until(condition, 30);
     }
 }
