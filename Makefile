@@ -24,10 +24,11 @@ plugin: $(PLUGIN_JAR) $(METRICS_EXPORTER_JAR)
 
 # the Prometheus JMX exporter agent, copied by the plugin's build (maven-dependency-plugin) into target/dist-lib/:
 # ctl starts local nodes with it when it is there (trigger-plugin/dist/metrics/prometheus-jmx.yaml)
-$(METRICS_EXPORTER_JAR): trigger-plugin/pom.xml
-	mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
-	@touch $(METRICS_EXPORTER_JAR)   # Maven keeps the repository file's date, older than the pom
-	@ls -l $(METRICS_EXPORTER_JAR)
+# (the same `mvn package` as the plugin's: run again only when the copy is missing)
+$(METRICS_EXPORTER_JAR): $(PLUGIN_JAR)
+	@test -f $@ || mvn -q -B -f trigger-plugin/pom.xml package -DskipTests
+	@touch $@   # Maven keeps the repository file's date, older than the plugin jar
+	@ls -l $@
 
 # the plugin: one jar on every node's class path (ctl starts nodes with -javaagent:<jar>; or copy it into lib/)
 $(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plugin/pom.xml
