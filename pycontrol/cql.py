@@ -50,7 +50,3 @@ def _reasons(e: NoHostAvailable) -> str:
     if not errors:
         return str(e)
     return "; ".join(f"{host}: {type(err).__name__}: {err}" for host, err in errors.items())
-
-
-def live_nodes(session: Session) -> int:
-    return sum(1 for h in session.cluster.metadata.all_hosts() if h.is_up)
