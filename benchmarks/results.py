@@ -11,6 +11,7 @@ The standard deviation is the sample standard deviation (n - 1).
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import math
 import os
@@ -24,8 +25,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from async_triggers.benchmarks.errors import ResultsError
 
 SCHEMA = "async-triggers-bench/1"
-EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer")
-APPS = ("synchronous", "external_queue", "integrated", "bulk_writer", "plain")   # plain: a tweet write, no flow
+EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer", "capacity")
+# plain: a tweet write, no flow; loadgen: the load generator's capacity (experiment capacity)
+APPS = ("synchronous", "external_queue", "integrated", "bulk_writer", "plain", "loadgen")
 COMPONENTS = ("app", "db", "queue")
 BUCKET_S = 3.0
 RESPONSE_KEYS = ("median", "mean", "stddev", "max", "p99", "p999")
@@ -34,7 +36,8 @@ SERIES_KEYS = ("offered_msg_s", "handled_msg_s", "errors", "dropped", "response_
                "response_ms_max")
 RESOURCE_KEYS = ("processes", "cpu_s", "memory_gb", "net_bytes")
 REQUEST_KEYS = ("scheduled", "ok", "error", "dropped", "late")
-CSV_FIELDS = ("task", "seq", "scheduled", "sent", "acked", "status", "late", "error")
+CSV_FIELDS = ("task", "seq", "scheduled", "sent", "acked", "status", "late", "error", "waited")
+LOADGEN_KEYS = ("late", "waited", "own_late", "own_late_fraction")   # and in_flight, own_lateness_ms
 
 
 # -- statistics ----------------------------------------------------------------------------------------------------
@@ -115,10 +118,19 @@ def summarise(records: Sequence, *, experiment: str, app: str, db_nodes: int, du
               fanout_rows_s: float | None = None, verification: Mapping[str, int] | None = None,
               resources: Mapping[str, Any] | None = None, events: Sequence[Mapping[str, Any]] = (),
               bucket_s: float = BUCKET_S, machine: Mapping[str, Any] | None = None,
-              commit: str | None = None) -> dict:
-    """A run in the results schema from the load generator's records and what the harness measured besides."""
+              commit: str | None = None, in_flight: int | None = None) -> dict:
+    """A run in the results schema from the load generator's records and what the harness measured besides.
+    ``loadgen`` says how well the generator kept its schedule; a run where it fell behind is ``valid: false``
+    with the reason (it measured the generator, not the approach)."""
+    from async_triggers.spark_jobs.sending import LATE_AFTER_S, MAX_OWN_LATE_FRACTION, schedule_report
     if not records:
         raise ResultsError(f"run {experiment}/{app}: no requests were recorded")
+    kept = schedule_report(records, in_flight)
+    valid = kept.pop("kept")
+    reason = None if valid else (
+        f"the load generator fell behind its schedule: {kept['own_late']} of {len(records)} requests "
+        f"({kept['own_late_fraction']:.1%}, more than {MAX_OWN_LATE_FRACTION:.0%}) went out more than "
+        f"{LATE_AFTER_S * 1000:g} ms late without waiting for the system under test")
     start = min(r.scheduled for r in records)
     ok = [r for r in records if r.status == "ok"]
     series = timeseries(records, start, duration_s, bucket_s)
@@ -151,6 +163,9 @@ def summarise(records: Sequence, *, experiment: str, app: str, db_nodes: int, du
         "events": [dict(e) for e in events],
         "machine": dict(machine) if machine is not None else machine_description(),
         "commit": commit if commit is not None else git_commit(),
+        "loadgen": kept,
+        "valid": valid,
+        "invalid_reason": reason,
     }
     validate(run)
     return run
@@ -233,6 +248,15 @@ def validate(run: Any, source: str = "run") -> None:
         nullable = key.startswith("response_ms")
         for i, v in enumerate(values):
             _number(source, f"timeseries.{key}[{i}]", v, nullable=nullable)
+    if not isinstance(run.get("valid", True), bool):
+        _fail(source, f"'valid' must be true or false, found: {run.get('valid')!r}")
+    if run.get("valid") is False and not isinstance(run.get("invalid_reason"), str):
+        _fail(source, "'invalid_reason' must say why a run is not valid")
+    loadgen = run.get("loadgen")
+    _keys(source, "loadgen", loadgen, LOADGEN_KEYS)
+    if loadgen is not None:
+        _number(source, "loadgen.in_flight", loadgen.get("in_flight"), nullable=True)
+        _keys(source, "loadgen.own_lateness_ms", loadgen.get("own_lateness_ms"), LAG_KEYS, nullable=False)
     if not isinstance(run.get("projected", False), bool):
         _fail(source, f"'projected' must be true or false, found: {run.get('projected')!r}")
     events = run.get("events", [])
@@ -246,7 +270,8 @@ def validate(run: Any, source: str = "run") -> None:
 
 # -- files ---------------------------------------------------------------------------------------------------------
 def write_run(directory: Path, run: dict, records: Sequence | None = None) -> Path:
-    """Write ``<run_id>.json`` (and the raw requests as ``<run_id>.requests.csv``) into ``directory``."""
+    """Write ``<run_id>.json`` (and the raw requests, gzip-compressed, as ``<run_id>.requests.csv.gz``) into
+    ``directory``."""
     validate(run, run.get("run_id", "run") if isinstance(run, dict) else "run")
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -255,12 +280,24 @@ def write_run(directory: Path, run: dict, records: Sequence | None = None) -> Pa
     tmp.write_text(json.dumps(run, indent=1) + "\n")
     tmp.replace(path)
     if records is not None:
-        with open(directory / f"{run['run_id']}.requests.csv", "w", newline="") as out:
+        with gzip.open(directory / f"{run['run_id']}.requests.csv.gz", "wt", newline="") as out:
             w = csv.writer(out)
             w.writerow(CSV_FIELDS)
             for r in records:
                 w.writerow(["" if getattr(r, f) is None else getattr(r, f) for f in CSV_FIELDS])
     return path
+
+
+def read_requests(path: Path) -> list[dict]:
+    """The raw requests of a run (``.requests.csv.gz``, or an older uncompressed ``.requests.csv``) as rows of
+    strings by field name."""
+    path = Path(path)
+    opener = gzip.open if path.suffix == ".gz" else open
+    try:
+        with opener(path, "rt", newline="") as f:
+            return list(csv.DictReader(f))
+    except (OSError, EOFError, csv.Error) as e:
+        raise ResultsError(f"{path}: not readable as the raw requests of a run: {e}") from e
 
 
 def load_runs(directory: Path) -> list[dict]:

@@ -137,6 +137,44 @@ class _RetryingWrite:
             return retrying(lambda: self.session.execute(self.statement, self.values), self.retry_s, self.what, e)
 
 
+_RETRIES = None
+_RETRIES_LOCK = threading.Lock()
+RETRY_THREADS = 16
+
+
+def _retry_pool():
+    """The threads that retry failed asynchronous writes (a write that failed is rare: a fault, an overload): the
+    request path stays asynchronous and a retry blocks one of these, never the dispatcher or the driver's I/O."""
+    global _RETRIES
+    with _RETRIES_LOCK:
+        if _RETRIES is None:
+            from concurrent.futures import ThreadPoolExecutor
+            _RETRIES = ThreadPoolExecutor(RETRY_THREADS, thread_name_prefix="bench-retry")
+        return _RETRIES
+
+
+def execute_then(session, statement, values, retry_s: float, what: str,
+                 done: Callable[[BaseException | None], None]) -> None:
+    """Start the write and return; ``done(None)`` once it is written (retried as :func:`retrying` does when it
+    failed with a transient error), ``done(error)`` when it finally failed."""
+    def failed(e: BaseException) -> None:
+        if not isinstance(e, retriable()):
+            done(e)
+            return
+
+        def again() -> None:
+            try:
+                retrying(lambda: session.execute(statement, values), retry_s, what, e)
+            except BaseException as last:  # noqa: BLE001 - handed to the request's answer
+                done(last)
+            else:
+                done(None)
+        _retry_pool().submit(again)
+
+    future = session.execute_async(statement, values)
+    future.add_callbacks(lambda _rows: done(None), failed)
+
+
 class CassandraTweetStore:
     """``twitter.tweets`` at the target's write consistency."""
 
@@ -149,6 +187,11 @@ class CassandraTweetStore:
     def write_tweet_async(self, tweet: Tweet) -> _RetryingWrite:
         values = (tweet.tweet_id, tweet.author_id, tweet.body, tweet.created_at_ms)
         return _RetryingWrite(self.session, self.insert, values, self.target.retry_s, f"tweet {tweet.tweet_id}")
+
+    def write_tweet_then(self, tweet: Tweet, done: Callable[[BaseException | None], None]) -> None:
+        """The tweet written asynchronously: ``done`` is called with None or the error (see :func:`execute_then`)."""
+        values = (tweet.tweet_id, tweet.author_id, tweet.body, tweet.created_at_ms)
+        execute_then(self.session, self.insert, values, self.target.retry_s, f"tweet {tweet.tweet_id}", done)
 
 
 class CassandraFanOut:

@@ -1,5 +1,6 @@
 """The integrated application: the request writes the tweet and is acknowledged; the flow deployed in Cassandra
-(examples/twitter/flows.py) fans it out inside the nodes. The application's whole job is one write."""
+(examples/twitter/flows.py) fans it out inside the nodes. The application's whole job is one write, sent
+asynchronously (the load generator keeps many in flight; ``submit`` is the blocking form the lag probe uses)."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,8 +13,9 @@ class IntegratedSender:
     def __init__(self, store: TweetStore, source: TweetSource):
         self.store, self.source = store, source
 
-    def send(self, request) -> None:
-        self.submit(self.source.tweet(request.seq, request.scheduled))
+    def send_async(self, request, done) -> None:
+        """The load generator's path: the write started, ``done`` called when it is acknowledged (or failed)."""
+        self.store.write_tweet_then(self.source.tweet(request.seq, request.scheduled), done)
 
     def submit(self, tweet) -> None:
         self.store.write_tweet_async(tweet).result()

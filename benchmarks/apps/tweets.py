@@ -12,7 +12,7 @@ import dataclasses
 import json
 import random
 import uuid
-from typing import Protocol
+from typing import Callable, Optional, Protocol
 
 from cassandra.util import uuid_from_time
 
@@ -76,6 +76,9 @@ class TweetStore(Protocol):
     until the write is acknowledged and raises if it failed (the driver's ``ResponseFuture`` is one)."""
 
     def write_tweet_async(self, tweet: Tweet) -> Waitable: ...
+
+    def write_tweet_then(self, tweet: Tweet, done: Callable[[Optional[BaseException]], None]) -> None:
+        """Start the write and return; ``done(None)`` when acknowledged, ``done(error)`` when it failed."""
 
 
 class FanOutWriter(Protocol):

@@ -1,7 +1,7 @@
 """The report's experiments (seed 000, §6) on a local cluster, one module each, and the small benchmarks that print
 their figures (``ack_latency``, ``backup_size``).
 
-    ctl bench run bulk|saturating|80pct|burst|fault|scale [--smoke] [--out DIR]
+    ctl bench run capacity|bulk|saturating|80pct|burst|fault|scale [--smoke] [--out DIR]
     ctl bench all [--smoke]                 every experiment, then the report
 """
 from __future__ import annotations
@@ -11,12 +11,12 @@ from typing import Sequence
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
-from async_triggers.benchmarks.experiments import bulk_writer, burst, eighty_pct, fault, saturating, scale
+from async_triggers.benchmarks.experiments import bulk_writer, burst, capacity, eighty_pct, fault, saturating, scale
 from async_triggers.benchmarks.harness.config import BenchConfig
 from async_triggers.benchmarks.harness.testbed import Progress, Testbed
 
 # by name, in the order `ctl bench all` runs them
-RUNNERS = {"bulk": bulk_writer.run, "saturating": saturating.run, "80pct": eighty_pct.run, "burst": burst.run,
+RUNNERS = {"capacity": capacity.run, "bulk": bulk_writer.run, "saturating": saturating.run, "80pct": eighty_pct.run, "burst": burst.run,
            "fault": fault.run, "scale": scale.run}
 EXPERIMENTS = tuple(RUNNERS)
 

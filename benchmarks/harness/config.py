@@ -31,7 +31,8 @@ class BenchConfig:
     write_consistency: str = "ALL"
     read_consistency: str = "ONE"
     partitions: int = 2                # Spark tasks of the load generator (local[partitions])
-    concurrency: int = 16              # sender threads per task
+    concurrency: int = 16              # sender threads per task (blocking applications: synchronous, external queue)
+    in_flight: int = 256               # requests outstanding per task (asynchronous applications: integrated, plain)
     fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
     queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
     flow_workers: int = 4              # worker threads per node of the integrated flow
@@ -47,6 +48,9 @@ class BenchConfig:
     kill_at_s: float = 60.0
     restart_at_s: float = 90.0
     bulk_s: float = 20.0
+    capacity_start_rate: float = 1000.0   # the load generator's capacity: steps from this rate (x rate_factor)
+    capacity_max_rate: float = 60000.0
+    capacity_step_s: float = 5.0
     drain_timeout_s: float = 600.0
     retry_s: float = 60.0
     probe_interval_s: float = 1.0
@@ -65,9 +69,13 @@ class BenchConfig:
         if self.replication > min(self.db_nodes, self.fault_nodes):
             raise BenchError(f"replication factor {self.replication} needs at least that many nodes "
                              f"(db_nodes {self.db_nodes}, fault_nodes {self.fault_nodes})")
-        for name in ("step_s", "steady_s", "fault_s", "bulk_s", "start_rate", "drain_timeout_s"):
+        for name in ("step_s", "steady_s", "fault_s", "bulk_s", "start_rate", "drain_timeout_s", "in_flight",
+                     "capacity_start_rate", "capacity_step_s"):
             if not getattr(self, name) > 0:
                 raise BenchError(f"'{name}' must be strictly positive, found: {getattr(self, name)}")
+        if self.capacity_max_rate < self.capacity_start_rate:
+            raise BenchError(f"'capacity_max_rate' ({self.capacity_max_rate}) must be at least "
+                             f"'capacity_start_rate' ({self.capacity_start_rate})")
         if not self.rate_factor > 1:
             raise BenchError(f"'rate_factor' must be greater than 1, found: {self.rate_factor}")
 
@@ -77,5 +85,6 @@ def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:
     return BenchConfig(out=out, reuse_cluster=cluster, db_nodes=3 if cluster else 2, users=2_000,
                        min_celebrity=500, fixed_rate=40.0, step_s=4.0, steady_s=4.0, burst_s=(3.0, 3.0, 3.0),
                        fault_s=12.0, kill_at_s=3.0, restart_at_s=6.0, bulk_s=3.0, drain_timeout_s=180.0,
-                       retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4)
+                       retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4,
+                       capacity_start_rate=200.0, capacity_max_rate=450.0, capacity_step_s=2.0)
 

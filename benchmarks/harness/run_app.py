@@ -74,7 +74,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
             timer.start()
         try:
             records = loadgen.run(bed.spark_session(), phases, cfg.partitions, cfg.seed, factory,
-                                  concurrency=cfg.concurrency, drop_after_s=drop_after_s)
+                                  concurrency=cfg.concurrency, drop_after_s=drop_after_s, in_flight=cfg.in_flight)
         finally:
             probe.stop()
             if timer is not None:
@@ -118,7 +118,8 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
                 "drained": drained, "verification_checks": checks, **(config or {})},
         throughput_msg_s=throughput, propagation_lags_ms=probe.lags_ms or None,
         propagated_msg_s=series, drain_s=drain_s, fanout_rows_s=fanout_rows_s, verification=verification,
-        resources=resources, events=[{"t_s": round(e["at"] - start, 2), "what": e["what"]} for e in events])
+        resources=resources, events=[{"t_s": round(e["at"] - start, 2), "what": e["what"]} for e in events],
+        in_flight=cfg.in_flight if loadgen.is_async(probe_sender) else cfg.concurrency)
     if write:
         results.write_run(cfg.out, run, records)
     bed.progress(describe(run))
@@ -135,4 +136,5 @@ def describe(run: dict) -> str:
             f"response median {resp.get('median', float('nan')):.2f} ms p99 {resp.get('p99', float('nan')):.2f} ms, "
             f"lag median {lag.get('median', float('nan')):.0f} ms, drain "
             f"{'-' if run['drain_s'] is None else format(run['drain_s'], '.1f')} s"
-            + ("" if v is None else f", verified: missing {v['missing']}, unexpected {v['unexpected']}"))
+            + ("" if v is None else f", verified: missing {v['missing']}, unexpected {v['unexpected']}")
+            + ("" if run.get("valid", True) else f"; INVALID: {run['invalid_reason']}"))

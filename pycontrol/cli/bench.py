@@ -66,7 +66,7 @@ _FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at
 
 @app.command("run")
 def run(ctx: typer.Context,
-        names: List[str] = typer.Argument(..., help="bulk, saturating, 80pct, burst, fault, scale"),
+        names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, burst, fault, scale"),
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT):
@@ -82,7 +82,8 @@ def run(ctx: typer.Context,
 def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT):
-    """Every experiment: bulk writer, saturating, 80 %, burst, fault, scale; then the report."""
+    """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
+    report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)

@@ -4,222 +4,57 @@
 
 The offered load never depends on how fast the system answers: every task computes its send times in advance
 (its share of the target rate, phase by phase), sends each request at its time and never before, and when a
-request's time has passed because every sender of the task is still waiting for an answer, it sends it as soon as
-a sender is free and records it as late. Latency is measured from the *scheduled* time, so a stall of the system
-under test shows in full in the response times instead of silently lowering the offered load (no "coordinated
-omission"). The rate profile is a list of phases (``Phase(duration_s, rate)``): one phase for a steady load, three
-for the report's burst (§6.3: 50 % for 60 s, 200 % for 30 s, 50 % again).
+request cannot go out on time it goes out as soon as it can and is recorded as late. Latency is measured from the
+*scheduled* time, so a stall of the system under test shows in full in the response times instead of silently
+lowering the offered load (no "coordinated omission"). The rate profile is a list of phases
+(``Phase(duration_s, rate)``): one phase for a steady load, three for the report's burst (§6.3: 50 % for 60 s,
+200 % for 30 s, 50 % again).
 
-What a request does is pluggable: a *sender factory* (any picklable callable) is called once per sender thread
-with a :class:`Slot` and returns a :class:`Sender` (or a plain function of a :class:`ScheduledRequest`); it
-returns when the request is acknowledged and raises when it failed. The three applications of the report
-(synchronous, external queue, integrated) are sender factories in ``benchmarks/apps``; scheduling is tested here
-with local functions. Each Spark task runs ``concurrency`` sender threads, so up to that many requests per task
-are in flight at once. The tasks run as one barrier stage (all at once, so at most as many partitions as Spark has
+What a request does is pluggable: a *sender factory* (any picklable callable) is called with a :class:`Slot` and
+returns a sender (``sending.py``): an asynchronous one (``send_async(request, done)``; one per task, up to
+``in_flight`` requests outstanding, sent by one dispatcher thread) or a blocking one (``send(request)``, or a plain
+function; ``concurrency`` threads per task). The applications of the report are sender factories in
+``benchmarks/apps``. The tasks run as one barrier stage (all at once, so at most as many partitions as Spark has
 cores, ``local[N]`` here) and start their schedules at a common epoch once every task has opened its senders.
+
+``--capacity`` measures the generator itself: steps of increasing rate against a sender (by default one answered
+at once; ``--sender ...:release_version_sender`` asks a cluster ``SELECT release_version FROM system.local``), and
+the highest rate whose requests went out on time (:func:`kept_schedule`).
 """
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import importlib
 import math
 import statistics
 import sys
-import threading
 import time
-from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence
+from typing import Callable, Iterable, Sequence
 
 from .errors import LoadGenError
 from .schedule import ARRIVALS, DEFAULT_CONCURRENCY, Phase, ScheduledRequest, check_options, schedule
+from .sending import (DEFAULT_IN_FLIGHT, DROPPED, ERROR, LATE_AFTER_S, OK, AsyncSender, Record, Sender,
+                      SenderFactory, Slot, as_sender, async_null_sender, close_senders, is_async, null_sender,
+                      open_senders, run_task, schedule_report, send_schedule)
 
-OK, ERROR, DROPPED = "ok", "error", "dropped"
+# what the applications, the harness and the tests use, wherever it is defined
+__all__ = ["ARRIVALS", "DEFAULT_CONCURRENCY", "DEFAULT_IN_FLIGHT", "DEFAULT_START_DELAY_S", "DROPPED", "ERROR",
+           "LATE_AFTER_S", "OK", "AsyncSender", "Phase", "Record", "ScheduledRequest", "Sender", "SenderFactory",
+           "Slot", "as_sender", "async_null_sender", "check_options", "close_senders", "is_async", "measure_capacity",
+           "null_sender", "open_senders", "records_rdd", "release_version_sender", "run", "run_task",
+           "schedule", "schedule_report", "send_schedule"]
+
 # after the last task is ready to send; Spark answers a barrier's allGather only after up to a second (it polls
 # its completion once a second: measured 1.0-1.13 s here), so the tasks learn the start time a second late
 DEFAULT_START_DELAY_S = 2.0
-MAX_ERROR_CHARS = 300
-
-
-@dataclasses.dataclass(frozen=True)
-class Slot:
-    """What a sender factory is told about the sender it makes: task ``task`` of ``partitions``, sender thread
-    ``slot`` of that task, and the run's seed (to draw the requests' payloads reproducibly)."""
-    task: int
-    slot: int
-    partitions: int
-    seed: int
-
-
-class Record(NamedTuple):
-    """One request as the generator saw it. Times are epoch seconds; ``acked`` is when the sender returned (the
-    acknowledgement, or the error), None for a dropped request; ``late``: its time had passed when a sender
-    became free for it."""
-    task: int
-    seq: int
-    scheduled: float
-    sent: float | None
-    acked: float | None
-    status: str         # ok | error | dropped
-    late: bool
-    error: str | None
-
-    @property
-    def latency(self) -> float | None:
-        """Response time in seconds, from the scheduled time to the acknowledgement."""
-        return None if self.acked is None else self.acked - self.scheduled
-
-
-class Sender(Protocol):
-    def send(self, request: ScheduledRequest) -> None: ...
-
-    def close(self) -> None: ...
-
-
-SenderFactory = Callable[[Slot], Any]
-
-
-class _FunctionSender:
-    def __init__(self, fn: Callable[[ScheduledRequest], Any]):
-        self._fn = fn
-
-    def send(self, request: ScheduledRequest) -> None:
-        self._fn(request)
-
-    def close(self) -> None:
-        pass
-
-
-def as_sender(made: Any) -> Sender:
-    """What a factory returned, as a :class:`Sender`: an object with ``send`` (and optionally ``close``), or a
-    function of a :class:`ScheduledRequest`."""
-    if hasattr(made, "send"):
-        return made if hasattr(made, "close") else _with_noop_close(made)
-    if callable(made):
-        return _FunctionSender(made)
-    raise LoadGenError(f"a sender factory must return an object with a send(request) method or a function, "
-                       f"found: {type(made).__name__}")
-
-
-def _with_noop_close(obj):
-    class _Closing:
-        def send(self, request):
-            obj.send(request)
-
-        def close(self):
-            pass
-    return _Closing()
-
-
-def null_sender(slot: Slot) -> Callable[[ScheduledRequest], None]:
-    """A sender that does nothing: calibrates the generator itself (its lateness on this machine at a rate)."""
-    return lambda request: None
-
-
-# -- one task ------------------------------------------------------------------------------------------------------
-def _clock() -> Callable[[], float]:
-    """Epoch seconds advancing with the monotonic clock: comparable across tasks, immune to clock steps within one."""
-    epoch0, mono0 = time.time(), time.monotonic()
-    return lambda: epoch0 + (time.monotonic() - mono0)
-
-
-def _describe(e: BaseException) -> str:
-    text = f"{type(e).__name__}: {e}".strip()
-    return text if len(text) <= MAX_ERROR_CHARS else text[:MAX_ERROR_CHARS - 1] + "…"
-
-
-def open_senders(task: int, partitions: int, seed: int, sender_factory: SenderFactory,
-                 concurrency: int = DEFAULT_CONCURRENCY) -> list[Sender]:
-    """The task's ``concurrency`` senders (connections are opened here, before the schedule starts)."""
-    senders: list[Sender] = []
-    try:
-        for slot in range(concurrency):
-            try:
-                senders.append(as_sender(sender_factory(Slot(task, slot, partitions, seed))))
-            except LoadGenError:
-                raise
-            except Exception as e:
-                raise LoadGenError(f"task {task}: the sender factory failed for sender {slot}: {_describe(e)}") from e
-    except BaseException:
-        close_senders(senders)
-        raise
-    return senders
-
-
-def close_senders(senders: Iterable[Sender]) -> None:
-    for s in senders:
-        try:
-            s.close()
-        except Exception:
-            pass
-
-
-def send_schedule(task: int, partitions: int, start_at: float, phases: Sequence[Phase], seed: int,
-                  senders: Sequence[Sender], arrivals: str = "uniform", drop_after_s: float | None = None,
-                  clock: Callable[[], float] | None = None) -> list[Record]:
-    """Send task ``task``'s share of the load from epoch ``start_at``, one thread per sender, and return one
-    :class:`Record` per request in schedule order. ``drop_after_s``: a request whose sender becomes free more than
-    that many seconds after its time is not sent but recorded as dropped (an application that sheds load)."""
-    check_options(phases, partitions, max(1, len(senders)), arrivals, drop_after_s)
-    if not senders:
-        raise LoadGenError(f"task {task}: no senders")
-    offsets = schedule(phases, partitions, task, seed, arrivals)
-    now = clock or _clock()
-    records: list[Record | None] = [None] * len(offsets)
-    lock = threading.Lock()
-    cursor = iter(range(len(offsets)))
-    failures: list[BaseException] = []
-
-    def loop(sender: Sender) -> None:
-        try:
-            while True:
-                with lock:
-                    i = next(cursor, None)
-                if i is None:
-                    return
-                due = start_at + offsets[i]
-                late = now() > due
-                while (left := due - now()) > 0:     # never early: sleep may return a little before
-                    time.sleep(left)
-                sent = now()
-                if drop_after_s is not None and sent - due > drop_after_s:
-                    records[i] = Record(task, i, due, None, None, DROPPED, True, None)
-                    continue
-                status, error = OK, None
-                try:
-                    sender.send(ScheduledRequest(task, i, due))
-                except Exception as e:  # the request failed: that is a measurement, not a crash
-                    status, error = ERROR, _describe(e)
-                records[i] = Record(task, i, due, sent, now(), status, late, error)
-        except BaseException as e:  # noqa: BLE001 - reported by the task, never lost in a thread
-            failures.append(e)
-
-    threads = [threading.Thread(target=loop, args=(s,), name=f"loadgen-{task}-{n}", daemon=True)
-               for n, s in enumerate(senders)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    if failures:
-        raise LoadGenError(f"task {task}: a sender thread failed: {_describe(failures[0])}") from failures[0]
-    return [r for r in records if r is not None]
-
-
-def run_task(task: int, partitions: int, start_at: float, phases: Sequence[Phase], seed: int,
-             sender_factory: SenderFactory, concurrency: int = DEFAULT_CONCURRENCY, arrivals: str = "uniform",
-             drop_after_s: float | None = None, clock: Callable[[], float] | None = None) -> list[Record]:
-    """One task in this process: open its senders, send its share of the load from epoch ``start_at``, close them."""
-    check_options(phases, partitions, concurrency, arrivals, drop_after_s)
-    senders = open_senders(task, partitions, seed, sender_factory, concurrency)
-    try:
-        return send_schedule(task, partitions, start_at, phases, seed, senders, arrivals, drop_after_s, clock)
-    finally:
-        close_senders(senders)
+MAX_WAITED_FRACTION = 0.01   # capacity: a step where more requests than this waited for an answer did not keep up
 
 
 # -- the Spark job -------------------------------------------------------------------------------------------------
 def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_factory: SenderFactory,
                 concurrency: int = DEFAULT_CONCURRENCY, arrivals: str = "uniform",
-                drop_after_s: float | None = None, start_delay_s: float = DEFAULT_START_DELAY_S):
+                drop_after_s: float | None = None, start_delay_s: float = DEFAULT_START_DELAY_S,
+                in_flight: int = DEFAULT_IN_FLIGHT):
     """The run as an RDD of :class:`Record` (lazy: nothing is sent until an action).
 
     The tasks run as one Spark *barrier* stage: Spark launches them all at once or not at all. Each opens its
@@ -246,7 +81,8 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
         try:
             ready = [float(t) for t in ctx.allGather(repr(time.time()))]
             start_at = max(ready) + start_delay_s
-            return send_schedule(task, partitions, start_at, phases, seed, senders, arrivals, drop_after_s)
+            return send_schedule(task, partitions, start_at, phases, seed, senders, arrivals, drop_after_s,
+                                 in_flight=in_flight)
         finally:
             close_senders(senders)
 
@@ -255,10 +91,10 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
 
 def run(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_factory: SenderFactory,
         concurrency: int = DEFAULT_CONCURRENCY, arrivals: str = "uniform", drop_after_s: float | None = None,
-        start_delay_s: float = DEFAULT_START_DELAY_S) -> list[Record]:
+        start_delay_s: float = DEFAULT_START_DELAY_S, in_flight: int = DEFAULT_IN_FLIGHT) -> list[Record]:
     """Run the load and return every request's record, ordered by scheduled time."""
     rdd = records_rdd(spark, phases, partitions, seed, sender_factory, concurrency, arrivals, drop_after_s,
-                      start_delay_s)
+                      start_delay_s, in_flight)
     try:
         records = [Record(*r) for r in rdd.collect()]
     except Exception as e:
@@ -301,6 +137,66 @@ def parse_phases(text: str) -> list[Phase]:
     return phases
 
 
+class _ReleaseVersion:
+    """Asks ``SELECT release_version FROM system.local`` asynchronously: a cluster with nothing to do."""
+
+    def __init__(self):
+        from async_triggers import connection as connection_mod
+        conn = connection_mod.with_password(connection_mod.resolve())
+        self.cluster = connection_mod.make_cluster(conn)
+        self.session = self.cluster.connect()
+        self.query = self.session.prepare("SELECT release_version FROM system.local")
+
+    def send_async(self, request, done) -> None:
+        future = self.session.execute_async(self.query)
+        future.add_callbacks(lambda _rows: done(None), done)
+
+    def close(self) -> None:
+        self.cluster.shutdown()
+
+
+def release_version_sender(slot: Slot) -> _ReleaseVersion:
+    """An asynchronous sender of a trivial query, connected as ``ctl`` is (the ASYNC_TRIGGERS_* environment)."""
+    return _ReleaseVersion()
+
+
+def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, start_rate: float = 1000.0,
+                     factor: float = 1.5, max_rate: float = 100_000.0, step_s: float = 5.0,
+                     concurrency: int = DEFAULT_CONCURRENCY, in_flight: int = DEFAULT_IN_FLIGHT, seed: int = 1,
+                     progress: Callable[[str], None] = lambda _: None, keep_records: bool = False) -> dict:
+    """The generator's capacity with this sender: steps of ``step_s`` seconds from ``start_rate``, each
+    ``factor`` times the last, until a step did not keep up or ``max_rate``; the capacity is the highest rate
+    that kept up (None if the first did not). A step keeps up when its requests went out on time
+    (:func:`schedule_report`), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot
+    be answered at the rate is not a capacity) and none failed. ``keep_records``: the last step that kept up
+    (else the first) in ``records``."""
+    if not (start_rate > 0 and factor > 1 and max_rate >= start_rate and step_s > 0):
+        raise LoadGenError(f"capacity steps need start_rate > 0, factor > 1, max_rate >= start_rate and step_s > 0,"
+                           f" found: {start_rate}, {factor}, {max_rate}, {step_s}")
+    steps, best, rate, kept_records = [], None, start_rate, None
+    while rate <= max_rate:
+        records = run(spark, [Phase(step_s, rate)], partitions, seed, sender_factory, concurrency,
+                      in_flight=in_flight)
+        report = schedule_report(records, in_flight)
+        errors = sum(r.status == ERROR for r in records)
+        up = report["kept"] and errors == 0 and report["waited"] <= MAX_WAITED_FRACTION * len(records)
+        steps.append({"rate": round(rate, 1), "requests": len(records), "errors": errors, "kept_up": up, **report})
+        progress(f"capacity step {rate:,.0f}/s: {len(records)} requests, {errors} errors, own lateness ms "
+                 f"median {report['own_lateness_ms']['median']} p99 {report['own_lateness_ms']['p99']}, "
+                 f"{report['own_late']} late through the generator ({report['own_late_fraction']:.2%}), "
+                 f"{report['waited']} waited: {'kept up' if up else 'did NOT keep up'}")
+        if kept_records is None or up:
+            kept_records = records
+        if not up:
+            break
+        best, rate = rate, rate * factor
+    found = {"capacity_msg_s": None if best is None else round(best, 1), "partitions": partitions,
+             "in_flight": in_flight, "concurrency": concurrency, "step_s": step_s, "steps": steps}
+    if keep_records:
+        found["records"] = kept_records
+    return found
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.loadgen", description=__doc__.split("\n\n")[0])
     p.add_argument("--rate", type=float, help="requests per second, all tasks together")
@@ -311,42 +207,74 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--arrivals", choices=ARRIVALS, default="uniform")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--drop-after", type=float, default=None, help="seconds late after which a request is dropped")
-    p.add_argument("--sender", default="async_triggers.spark_jobs.loadgen:null_sender", help="module:factory")
+    p.add_argument("--sender", default=None, help="module:factory (default: a sender answered at once: "
+                   "async_triggers.spark_jobs.loadgen:async_null_sender)")
+    p.add_argument("--in-flight", type=int, default=DEFAULT_IN_FLIGHT,
+                   help="requests outstanding per task with an asynchronous sender")
     p.add_argument("--master", default=None, help="default: local[PARTITIONS]")
+    p.add_argument("--capacity", action="store_true",
+                   help="measure the generator's capacity with --sender (default: answered at once): steps from "
+                        "--rate (default 1000) growing by --factor for --duration s each (default 5)")
+    p.add_argument("--factor", type=float, default=1.5, help="--capacity: each step's rate over the last")
+    p.add_argument("--max-rate", type=float, default=100_000.0, help="--capacity: the last step's rate at most")
+    p.add_argument("--json", action="store_true", help="--capacity: the result as JSON on stdout")
     return p
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
+        factory = resolve(args.sender or "async_triggers.spark_jobs.loadgen:async_null_sender")
+        if args.capacity:
+            return _capacity(args, factory)
         if args.phases:
             phases = parse_phases(args.phases)
         elif args.rate is not None and args.duration is not None:
             phases = [Phase(args.duration, args.rate)]
         else:
-            raise LoadGenError("give --rate and --duration, or --phases")
-        factory = resolve(args.sender)
+            raise LoadGenError("give --rate and --duration, or --phases (or --capacity)")
         check_options(phases, args.partitions, args.concurrency, args.arrivals, args.drop_after)
-        from .session import build_session
-        spark = build_session(master=args.master or f"local[{args.partitions}]", app_name="async-triggers-loadgen",
-                              jars=())
-        records = run(spark, phases, args.partitions, args.seed, factory, args.concurrency, args.arrivals,
-                      args.drop_after)
+        records = run(_session(args), phases, args.partitions, args.seed, factory, args.concurrency, args.arrivals,
+                      args.drop_after, in_flight=args.in_flight)
     except LoadGenError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
     done = [r for r in records if r.status == OK]
     lat = sorted(r.latency * 1000 for r in done)
-    lateness = sorted((r.sent - r.scheduled) * 1000 for r in records if r.sent is not None)
     span = sum(ph.duration_s for ph in phases)
+    kept = schedule_report(records, args.in_flight)
     print(f"requests {len(records)}  ok {len(done)}  errors {sum(r.status == ERROR for r in records)}  "
-          f"dropped {sum(r.status == DROPPED for r in records)}  late {sum(r.late for r in records)}")
+          f"dropped {sum(r.status == DROPPED for r in records)}  late {kept['late']} (waited {kept['waited']}, "
+          f"through the generator {kept['own_late']})")
     print(f"offered {len(records) / span:.1f}/s  acknowledged {len(done) / span:.1f}/s over {span:g} s")
     if lat:
         p99 = lat[max(0, math.ceil(round(0.99 * len(lat), 9)) - 1)]  # nearest rank, as in benchmarks/results.py
         print(f"response ms  median {statistics.median(lat):.2f}  p99 {p99:.2f}  max {lat[-1]:.2f}")
-    if lateness:
-        print(f"send lateness ms  median {statistics.median(lateness):.3f}  max {lateness[-1]:.3f}")
+    own = kept["own_lateness_ms"]
+    print(f"send lateness ms (requests that did not wait)  median {own['median']:.3f}  p99 {own['p99']:.3f}  "
+          f"max {own['max']:.3f}: schedule {'kept' if kept['kept'] else 'NOT kept (the run measured the generator)'}")
+    return 0
+
+
+def _session(args):
+    from .session import build_session
+    return build_session(master=args.master or f"local[{args.partitions}]", app_name="async-triggers-loadgen",
+                         jars=())
+
+
+def _capacity(args, factory) -> int:
+    import json
+    result = measure_capacity(_session(args), args.partitions, factory, start_rate=args.rate or 1000.0,
+                              factor=args.factor, max_rate=args.max_rate, step_s=args.duration or 5.0,
+                              concurrency=args.concurrency, in_flight=args.in_flight, seed=args.seed,
+                              progress=lambda m: print(m, file=sys.stderr, flush=True))
+    result["sender"] = args.sender or "async_triggers.spark_jobs.loadgen:async_null_sender"
+    if args.json:
+        print(json.dumps(result))
+    else:
+        best = result["capacity_msg_s"]
+        print(f"load generator capacity: {'below the first step' if best is None else f'{best:,.0f} requests/s'}"
+              f" ({args.partitions} tasks, {args.in_flight} in flight each, sender {result['sender']})")
     return 0
 
 

@@ -28,6 +28,11 @@ class Store:
         f.set_result(None)
         return f
 
+    def write_tweet_then(self, tweet, done):
+        with self.lock:
+            self.tweets.append(tweet)
+        done(None)
+
 
 class Timelines:
     """A fan-out whose cost grows with the author's followers: user 1 is a celebrity (0.3 s), others are instant;

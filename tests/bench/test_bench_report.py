@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from async_triggers.benchmarks import report, results
-from async_triggers.benchmarks.report import figures, format as report_format
+from async_triggers.benchmarks.report import figures, format as report_format, targets
 from async_triggers.benchmarks.report.__main__ import main as report_main
 from async_triggers.spark_jobs.loadgen import Record
 
@@ -23,7 +23,7 @@ def make(experiment, app, latencies_ms, db_nodes=2, offset=0.0, lost=(0, 0), **k
     recs = [Record(0, i, start + i, start + i, start + i + lat / 1000, "ok", False, None)
             for i, lat in enumerate(latencies_ms)]
     n = len(recs)
-    recs += [Record(1, i, start + n + i, None, None, "dropped", True, None) for i in range(lost[0])]
+    recs += [Record(1, i, start + n + i, None, None, "dropped", True, None, True) for i in range(lost[0])]
     recs += [Record(1, 100 + i, start + i, start + i, start + i + 2, "error", False, "WriteTimeout")
              for i in range(lost[1])]
     return results.summarise(recs, experiment=experiment, app=app, db_nodes=db_nodes,
@@ -131,6 +131,10 @@ def test_targets_met_missed_and_not_measured(results_dir):
     assert table == [
         "| target | measured | verdict |",
         "| --- | ---: | ---: |",
+        "| load generator capacity >= 3x the highest offered rate | n/a | not measured |",
+        "| runs where the load generator kept its schedule (invalid runs are left out of every table) | 0 invalid "
+        "| met |",
+        "| saturating throughput: integrated >= 0.8x the plain write (tweets only, no flow) | n/a | not measured |",
         "| saturating throughput: integrated >= external queue | 1.01x | met |",
         "| saturating throughput: integrated >= synchronous | 1.04x | met |",
         "| 80 %: integrated median <= external queue's | 0.75x | met |",
@@ -146,6 +150,26 @@ def test_targets_met_missed_and_not_measured(results_dir):
         "| fault: 0 missing propagations, Ext. Queue | n/a | not measured |",
         "| fault: 0 missing propagations, Integrated | 0 missing | met |",
     ]
+
+
+def test_capacity_plain_write_and_invalid_runs_in_the_targets(results_dir):
+    runs = results.load_runs(results_dir)
+    burst = make("burst", "external_queue", [1, 2], offset=85, config={"phases": [
+        {"duration_s": 1, "rate": 1000}, {"duration_s": 1, "rate": 2500}]})
+    generator_behind = [Record(0, i, T0 + 200 + i, T0 + 200.5 + i, T0 + 201 + i, "ok", True, None) for i in range(3)]
+    invalid = results.summarise(generator_behind, experiment="80pct", app="synchronous", db_nodes=2,
+                                duration_s=3.0, machine=MACHINE, commit="c0ffee", throughput_msg_s=1)
+    capacity = [make("capacity", "loadgen", [0.1], offset=-10 - i, throughput_msg_s=rate, config={"sender": name})
+                for i, (name, rate) in enumerate((("null", 12000.0), ("release_version", 6000.0)))]
+    plain = make("saturating", "plain", [1], offset=5, throughput_msg_s=1400)
+    rows = {name: (measured, verdict) for name, measured, verdict in
+            targets.targets(runs + [burst, invalid, plain] + capacity)}
+    assert rows["load generator capacity >= 3x the highest offered rate"] == ("2.40x", "MISSED")   # 6000 / 2500
+    assert rows["runs where the load generator kept its schedule (invalid runs are left out of every table)"] == (
+        f"1 invalid: {invalid['run_id']}", "MISSED")
+    assert rows["saturating throughput: integrated >= 0.8x the plain write (tweets only, no flow)"] == ("0.90x", "met")
+    # the invalid 80 % run is used nowhere: the synchronous 80 % figures are the valid run's
+    assert rows["80 %: synchronous median >= 5x integrated's"] == ("3.33x", "MISSED")
 
 
 def test_the_header_names_machine_commit_and_the_report_quotes_its_figures(results_dir):

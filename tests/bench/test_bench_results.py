@@ -54,6 +54,29 @@ def test_a_run_summarises_its_requests():
     assert run["resources"] is None and run["events"] == [] and run["projected"] is False
 
 
+def test_a_run_says_whether_the_generator_kept_its_schedule():
+    on_time = [ok(i / 10, 2) for i in range(99)]
+    waited = Record(0, 990, T0 + 10, T0 + 10.5, T0 + 11, "ok", True, None, True)   # the system was slow
+    run = summarise(on_time + [waited], in_flight=256)
+    assert run["valid"] is True and run["invalid_reason"] is None
+    assert run["loadgen"] == {"in_flight": 256, "late": 1, "waited": 1, "own_late": 0, "own_late_fraction": 0.0,
+                              "own_lateness_ms": {"median": 0.0, "p99": 0.0, "max": 0.0}}
+    behind = Record(0, 991, T0 + 10, T0 + 10.2, T0 + 10.3, "ok", True, None)          # the generator was slow
+    run = summarise(on_time + [behind, behind._replace(seq=992)])
+    assert run["valid"] is False and run["loadgen"]["own_late"] == 2
+    assert run["invalid_reason"] == ("the load generator fell behind its schedule: 2 of 101 requests (2.0%, more "
+                                     "than 1%) went out more than 20 ms late without waiting for the system under "
+                                     "test")
+    results.validate(run)
+
+
+def test_a_run_written_before_the_generator_reported_its_schedule_still_loads(tmp_path):
+    run = summarise([ok(0, 2), ok(1, 4)])
+    for key in ("loadgen", "valid", "invalid_reason"):
+        run.pop(key)
+    results.validate(run, "old.json")
+
+
 def test_the_time_series_buckets_by_three_seconds():
     records = [ok(0, 2), ok(1, 4), ok(2.5, 1000), ok(4, 10),
                Record(1, 0, T0 + 5, T0 + 5, T0 + 6.5, "error", False, "Timeout"),
@@ -83,9 +106,9 @@ def test_no_requests_is_an_error():
     (lambda r: r.update(schema="v0"), "'schema' must be 'async-triggers-bench/1', found: 'v0'"),
     (lambda r: r.pop("requests"), "'requests' is missing"),
     (lambda r: r.update(experiment="soak"),
-     "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, found: 'soak'"),
+     "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, capacity, found: 'soak'"),
     (lambda r: r.update(app="kafka"),
-     "'app' must be one of synchronous, external_queue, integrated, bulk_writer, plain, found: 'kafka'"),
+     "'app' must be one of synchronous, external_queue, integrated, bulk_writer, plain, loadgen, found: 'kafka'"),
     (lambda r: r.update(db_nodes=0), "'db_nodes' must be a positive integer, found: 0"),
     (lambda r: r["requests"].pop("late"), "'requests' lacks 'late'"),
     (lambda r: r["response_ms"].update(p99="fast"), "'response_ms.p99' must be a number, found: 'fast'"),
@@ -99,6 +122,10 @@ def test_no_requests_is_an_error():
                                    "db": None, "queue": None}), "'resources.app' lacks 'memory_gb'"),
     (lambda r: r.update(events=[{"t_s": 60}]), "'events[0]' must be an object with 't_s' and 'what', found: "),
     (lambda r: r.update(projected="yes"), "'projected' must be true or false, found: 'yes'"),
+    (lambda r: r.update(valid="yes"), "'valid' must be true or false, found: 'yes'"),
+    (lambda r: r.update(valid=False), "'invalid_reason' must say why a run is not valid"),
+    (lambda r: r["loadgen"].pop("own_late"), "'loadgen' lacks 'own_late'"),
+    (lambda r: r["loadgen"]["own_lateness_ms"].pop("p99"), "'loadgen.own_lateness_ms' lacks 'p99'"),
 ])
 def test_the_schema_names_the_file_and_the_field(change, message):
     run = summarise([ok(0, 2), ok(1, 4), ok(4, 3)])
@@ -122,11 +149,20 @@ def test_runs_round_trip_through_files(tmp_path):
     loaded = results.load_runs(tmp_path)
     assert [r["app"] for r in loaded] == ["synchronous", "integrated"]
     assert {k: v for k, v in loaded[0].items() if k != "_path"} == older
-    with open(tmp_path / f"{older['run_id']}.requests.csv") as f:
-        rows = list(csv.DictReader(f))
-    assert [(r["seq"], r["status"], r["error"]) for r in rows] == [("0", "ok", ""), ("10", "ok", ""),
-                                                                   ("0", "error", "Timeout: 2 s")]
+    rows = results.read_requests(tmp_path / f"{older['run_id']}.requests.csv.gz")
+    assert [(r["seq"], r["status"], r["error"], r["waited"]) for r in rows] == [
+        ("0", "ok", "", "False"), ("10", "ok", "", "False"), ("0", "error", "Timeout: 2 s", "False")]
     assert float(rows[2]["acked"]) - float(rows[2]["scheduled"]) == pytest.approx(0.1)
+    # an older run's uncompressed file reads the same
+    plain_csv = tmp_path / "old.requests.csv"
+    with open(plain_csv, "w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    assert results.read_requests(plain_csv) == rows
+    with pytest.raises(ResultsError, match="not.gz: not readable as the raw requests of a run"):
+        (tmp_path / "not.gz").write_text("plain text")
+        results.read_requests(tmp_path / "not.gz")
 
 
 def test_loading_reports_what_is_wrong(tmp_path):

@@ -94,8 +94,8 @@ def test_a_stall_is_charged_to_every_request_scheduled_during_it():
     assert stall_end - records[30].scheduled >= 0.5
     during = [r for r in records if records[30].scheduled < r.scheduled < stall_end]
     assert len(during) >= 45
-    for r in during:       # sent at once when the sender is free, late, and its wait counts in its latency
-        assert r.late and r.sent >= stall_end
+    for r in during:       # sent at once when the sender is free, marked as having waited, its wait in its latency
+        assert r.waited and r.sent >= stall_end
         assert r.latency >= stall_end - r.scheduled
     # a closed-loop generator would report ~0 ms for these: here the first one waited almost the whole stall
     assert during[0].latency >= 0.45
@@ -168,9 +168,125 @@ def test_senders_get_their_slot_and_are_closed():
 
 
 def test_a_factory_returning_something_else_is_a_clear_error():
-    with pytest.raises(LoadGenError, match="must return an object with a send.request. method or a function, "
-                                           "found: int"):
+    with pytest.raises(LoadGenError, match=r"must return an object with a send_async\(request, done\) or "
+                                           r"send\(request\) method, or a function, found: int"):
         run_task(0, 1, time.time(), [Phase(0.1, 10)], 1, lambda slot: 42, concurrency=1)
+
+
+# -- asynchronous senders: one dispatcher, a bound on requests in flight --------------------------------------------
+class Delayed:
+    """An asynchronous sender answered ``delay_s`` after each request (from a timer thread, as a driver's I/O
+    thread would), failing request ``fail_seq``; it counts the requests outstanding."""
+
+    def __init__(self, delay_s: float, fail_seq: int = -1, raise_seq: int = -1):
+        self.delay_s, self.fail_seq, self.raise_seq = delay_s, fail_seq, raise_seq
+        self.lock, self.outstanding, self.most, self.closed = threading.Lock(), 0, 0, False
+
+    def send_async(self, request, done):
+        if request.seq == self.raise_seq:
+            raise ConnectionResetError("connection reset as it was sent")
+        with self.lock:
+            self.outstanding += 1
+            self.most = max(self.most, self.outstanding)
+
+        def answer():
+            with self.lock:
+                self.outstanding -= 1
+            done(RuntimeError(f"write {request.seq} timed out") if request.seq == self.fail_seq else None)
+        threading.Timer(self.delay_s, answer).start()
+
+    def close(self):
+        self.closed = True
+
+
+def test_an_async_sender_is_made_once_per_task_and_closed():
+    made = []
+
+    def factory(slot):
+        made.append(slot)
+        return Delayed(0.0)
+
+    records = run_task(0, 1, time.time() + 0.1, [Phase(0.5, 40)], 3, factory, concurrency=8)
+    assert made == [loadgen.Slot(0, 0, 1, 3)] and len(records) == 20 and all(r.status == OK for r in records)
+
+
+def test_async_requests_overlap_without_a_thread_each_and_keep_the_schedule():
+    sender = Delayed(0.2)
+    records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 200)], 1, lambda slot: sender, in_flight=100)
+    assert len(records) == 200 and all(r.status == OK for r in records)
+    # 0.2 s answers at 200/s: ~40 outstanding at once, all sent on time by one dispatcher
+    assert sender.most >= 30 and not any(r.waited for r in records)
+    assert all(0.2 <= r.latency < 0.5 for r in records)
+    assert loadgen_report(records)["kept"]
+
+
+def test_the_in_flight_bound_holds_and_what_waited_for_it_is_late_and_charged_from_its_time():
+    sender = Delayed(0.3)
+    records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 100)], 1, lambda slot: sender, in_flight=5)
+    assert len(records) == 100 and all(r.status == OK for r in records)
+    assert sender.most == 5
+    assert all(r.sent >= r.scheduled for r in records), "a request went out before its time"
+    waited = [r for r in records if r.waited]
+    # 5 slots of 0.3 s serve ~17 requests/s of the 100 offered: most of them waited, late, their wait in latency
+    assert len(waited) >= 70 and all(r.late for r in waited[1:])
+    assert max(r.latency for r in records) >= 2.0
+    report = loadgen_report(records, 5)
+    assert report["waited"] == len(waited) and report["in_flight"] == 5
+    assert report["kept"], "waiting for the system under test is not the generator falling behind"
+
+
+def test_async_requests_later_than_drop_after_are_dropped_not_sent():
+    sender = Delayed(0.5)
+    records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 50)], 1, lambda slot: sender, in_flight=2,
+                       drop_after_s=0.2)
+    dropped = [r for r in records if r.status == DROPPED]
+    assert dropped and all(r.sent is None and r.acked is None and r.late for r in dropped)
+    assert len(records) == 50 and sum(r.status == OK for r in records) == 50 - len(dropped)
+
+
+def test_an_async_failure_is_recorded_as_an_error_not_a_crash():
+    records = run_task(0, 1, time.time() + 0.1, [Phase(0.5, 40)], 1, lambda slot: Delayed(0.01, 3, 7))
+    failed = {r.seq: r.error for r in records if r.status == ERROR}
+    assert failed == {3: "RuntimeError: write 3 timed out",
+                      7: "ConnectionResetError: connection reset as it was sent"}
+    assert sum(r.status == OK for r in records) == 18
+
+
+def test_an_async_request_never_answered_is_an_error_after_the_answer_timeout(monkeypatch):
+    from async_triggers.spark_jobs import sending
+
+    class Silent:
+        def send_async(self, request, done):
+            if request.seq != 2:
+                done(None)
+
+    monkeypatch.setattr(sending, "ANSWER_TIMEOUT_S", 0.3)
+    records = run_task(0, 1, time.time() + 0.1, [Phase(0.2, 25)], 1, lambda slot: Silent())
+    assert [(r.seq, r.status) for r in records if r.status != OK] == [(2, ERROR)]
+    assert "no answer" in records[2].error
+
+
+def test_a_generator_that_fell_behind_on_its_own_is_reported_as_not_keeping_its_schedule():
+    t = 1000.0
+    on_time = [loadgen.Record(0, i, t + i, t + i, t + i + 0.01, OK, False, None) for i in range(98)]
+    own_late = [loadgen.Record(0, 98 + i, t + 98 + i, t + 98.5 + i, t + 99 + i, OK, True, None) for i in range(2)]
+    waited = [loadgen.Record(0, 100 + i, t + 100 + i, t + 101 + i, t + 102 + i, OK, True, None, True)
+              for i in range(50)]
+    assert loadgen_report(on_time + waited)["kept"]
+    report = loadgen_report(on_time + own_late + waited)
+    assert not report["kept"] and report["own_late"] == 2 and report["waited"] == 50
+    assert report["own_lateness_ms"]["max"] == 500.0
+
+
+def test_the_null_async_sender_keeps_a_schedule_of_a_thousand_requests_a_second():
+    records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 1000)], 1, loadgen.async_null_sender)
+    assert len(records) == 1000 and all(r.status == OK for r in records)
+    assert loadgen_report(records)["kept"], loadgen_report(records)
+
+
+def loadgen_report(records, in_flight=None):
+    from async_triggers.spark_jobs.sending import schedule_report
+    return schedule_report(records, in_flight)
 
 
 # -- Spark local[2] ------------------------------------------------------------------------------------------------
@@ -201,7 +317,7 @@ def test_spark_tasks_share_the_rate_and_charge_a_stall_from_the_scheduled_time(s
     assert stalled.latency >= 0.6
     during = [r for r in by_task[1] if stalled.scheduled < r.scheduled < stall_end]
     assert len(during) >= 55
-    assert all(r.late and r.sent >= stall_end and r.latency >= stall_end - r.scheduled for r in during)
+    assert all(r.waited and r.sent >= stall_end and r.latency >= stall_end - r.scheduled for r in during)
     assert during[0].latency >= 0.55
     # task 0 kept its schedule through task 1's stall
     window = [r for r in by_task[0] if stalled.scheduled < r.scheduled < stall_end]

@@ -1,0 +1,69 @@
+"""The load generator's own capacity (experiment ``capacity``, app ``loadgen``): what it can offer on this machine,
+so that no experiment measures the generator instead of an approach (target: at least 3x the highest rate any
+experiment offers).
+
+Two senders, each with the experiments' Spark tasks and in-flight bound, in steps of growing rate
+(:func:`async_triggers.spark_jobs.loadgen.measure_capacity`): one answered at once (the generator alone), and
+``SELECT release_version FROM system.local`` through the driver against the run's cluster with nothing deployed
+(the generator with the driver's request path, the cluster doing no work). A step keeps up when at most 1 % of its
+requests went out late through the generator, at most 1 % waited for an answer, and none failed; the capacity is
+the highest such step. One results file per sender (``config.sender``), the capacity as ``throughput_msg_s``.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from async_triggers.benchmarks import results
+from async_triggers.benchmarks.apps.cassandra import SESSIONS, Target
+from async_triggers.benchmarks.harness.testbed import Testbed
+
+NULL, CLUSTER = "null", "release_version"
+
+
+class _ReleaseVersion:
+    def __init__(self, target: Target):
+        self.session = SESSIONS.get(target)
+        self.query = self.session.prepare("SELECT release_version FROM system.local")
+
+    def send_async(self, request, done) -> None:
+        self.session.execute_async(self.query).add_callbacks(lambda _rows: done(None), done)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseVersionApp:
+    """A sender factory (picklable) asking the target's cluster for its release version, asynchronously."""
+    target: Target
+
+    def __call__(self, slot) -> _ReleaseVersion:
+        return _ReleaseVersion(self.target)
+
+
+def run(bed: Testbed) -> dict[str, dict]:
+    from async_triggers.spark_jobs import loadgen
+    cfg = bed.cfg
+    bed.use_cluster(cfg.db_nodes)
+    out = {}
+    for name, factory in ((NULL, loadgen.async_null_sender), (CLUSTER, ReleaseVersionApp(bed.target()))):
+        bed.progress(f"load generator capacity, sender {name}: {cfg.partitions} tasks, {cfg.in_flight} in flight "
+                     f"each, steps of {cfg.capacity_step_s:g} s from {cfg.capacity_start_rate:g}/s")
+        found = loadgen.measure_capacity(bed.spark_session(), cfg.partitions, factory,
+                                         start_rate=cfg.capacity_start_rate, factor=cfg.rate_factor,
+                                         max_rate=cfg.capacity_max_rate, step_s=cfg.capacity_step_s,
+                                         in_flight=cfg.in_flight, seed=cfg.seed,
+                                         progress=lambda m: bed.progress("  " + m), keep_records=True)
+        records = found.pop("records")
+        run = results.summarise(records, experiment="capacity", app="loadgen", db_nodes=bed.nodes,
+                                duration_s=cfg.capacity_step_s, in_flight=cfg.in_flight,
+                                config={**bed.run_config(), "sender": name, **found},
+                                throughput_msg_s=found["capacity_msg_s"] or 0.0)
+        run["run_id"] += f"-{name}"
+        results.write_run(cfg.out, run)
+        best = found["capacity_msg_s"]
+        bed.progress(f"  capacity with sender {name}: "
+                     + ("below the first step" if best is None else f"{best:,.0f} requests/s")
+                     + ("" if best is None or best < cfg.capacity_max_rate else " (the highest step tried)"))
+        out[name] = run
+    return out
