@@ -25,7 +25,9 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") 
     cfg = bed.cfg
     bed.use_cluster(nodes or cfg.db_nodes)
     best_runs = {}
-    for app in cfg.apps:
+    # the plain write (tweets only, no flow) searched with the same rule: what Cassandra itself takes (Table 1)
+    apps = cfg.apps + ((PLAIN,) if cfg.plain_baseline and PLAIN not in cfg.apps else ())
+    for app in apps:
         steps = []
         rates = iter([cfg.fixed_rate]) if cfg.fixed_rate else None
         rate, best, failed, bisected = cfg.start_rate, None, None, False

@@ -44,6 +44,8 @@ class BenchConfig:
     steady_s: float = 60.0             # §6.2
     burst_s: tuple[float, float, float] = (60.0, 30.0, 60.0)   # §6.3: 50 %, 200 %, 50 %
     drop_after_s: float = 5.0          # the burst: a request this late is shed (the synchronous app's losses)
+    burst_highest: bool = True         # a second burst at 200 % of the HIGHEST saturating rate (Figure 6b)
+    plain_baseline: bool = True        # the saturation search also finds the plain write's rate (Table 1)
     fault_s: float = 150.0             # §6.4
     kill_at_s: float = 60.0
     restart_at_s: float = 90.0

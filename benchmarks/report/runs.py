@@ -44,3 +44,9 @@ def app_cost_per_message(run: dict | None) -> tuple[float, float] | None:
     if res is None or not res.get("messages") or res.get("app") is None:
         return None
     return 1000 * res["app"]["cpu_s"] / res["messages"], res["app"]["net_bytes"] / res["messages"]
+
+
+def with_burst_base(runs: Sequence[dict], base: str) -> list[dict]:
+    """The runs with only the burst runs of one base rate ("lowest": Figure 6, the targets; "highest": Figure 6b).
+    A run without ``config.base`` is from before the common base: its own rate, read as "lowest"."""
+    return [r for r in runs if r["experiment"] != "burst" or (get(r, "config", "base") or "lowest") == base]

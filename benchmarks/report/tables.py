@@ -31,6 +31,13 @@ def response_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
         if extra:
             row += [cell(None, fmt_ms(resp.get("p99"))), cell(None, fmt_ms(resp.get("p999")))]
         rows.append(row)
+    plain = latest(runs, table["experiment"], "plain", nodes) if table["id"] == "table1" else None
+    if plain is not None:   # what Cassandra itself takes here: the tweet write alone, no flow (the report has none)
+        used.append(plain["run_id"])
+        resp = get(plain, "response_ms") or {}
+        rows.append(["Plain write, no flow (ours only)", cell(None, fmt_rate(get(plain, "throughput_msg_s"))),
+                     cell(None, fmt_ms(resp.get("median"))), cell(None, fmt_ms(resp.get("stddev"))),
+                     cell(None, fmt_ms(resp.get("max")))])
     return _captioned(table, nodes, used, md_table(header, rows))
 
 
