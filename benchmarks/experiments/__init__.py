@@ -22,14 +22,19 @@ EXPERIMENTS = tuple(RUNNERS)
 
 
 def run_experiments(config: BenchConfig, names: Sequence[str], settings=None, progress: Progress = print) -> Path:
-    """Run the named experiments in order, then the 16-node projection and the report; returns report.md."""
+    """Run the named experiments in order, each ``config.repeat`` times (the later experiments' rates from the
+    median of the saturation searches), then the 16-node projection and the report; returns report.md."""
     unknown = [n for n in names if n not in RUNNERS]
     if unknown:
         raise BenchError(f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(EXPERIMENTS)}")
     bed = Testbed(config, settings, progress)
     try:
-        for name in names:
-            RUNNERS[name](bed)
+        for name in names:            # all repetitions of one experiment together: one cluster switch per experiment
+            for repetition in range(1, config.repeat + 1):
+                bed.repetition = repetition
+                if config.repeat > 1:
+                    progress(f"{name}: repetition {repetition} of {config.repeat}")
+                RUNNERS[name](bed)
     finally:
         bed.close()
         bed.remove_cluster()

@@ -11,6 +11,7 @@ experiments' rates derive from these (:func:`saturating_rates`).
 from __future__ import annotations
 
 import math
+import statistics
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
@@ -62,7 +63,7 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") 
         best["config"]["search"] = steps
         results.write_run(cfg.out, best, best_records)
         if bed.nodes == cfg.db_nodes:
-            bed.saturating_rates[app] = best["throughput_msg_s"]
+            bed.saturating_rates.setdefault(app, []).append(best["throughput_msg_s"])
         best_runs[app] = best
         bed.progress(f"  {app}: saturating throughput {best['throughput_msg_s']:.0f} msg/s ({len(steps)} steps)")
     return best_runs
@@ -78,10 +79,11 @@ def bounded(cfg: BenchConfig, run: dict) -> bool:
 
 
 def saturating_rates(bed: Testbed) -> dict[str, float]:
-    """The approaches' saturating throughput at db_nodes: measured in this process, else from the results. The
-    plain write has none of its own here: it gets the rates of the approaches it is compared with."""
+    """The approaches' saturating throughput at db_nodes, the median of the search's repetitions: measured in this
+    process, else from the results (of this commit when it has any). The plain write has none of its own here: it
+    gets the rates of the approaches it is compared with."""
     cfg = bed.cfg
-    rates = {a: r for a, r in bed.saturating_rates.items() if a != PLAIN}
+    rates = {a: statistics.median(r) for a, r in bed.saturating_rates.items() if a != PLAIN and r}
     approaches = [a for a in cfg.apps if a != PLAIN]
     missing = [a for a in approaches if a not in rates]
     if missing:
@@ -89,11 +91,13 @@ def saturating_rates(bed: Testbed) -> dict[str, float]:
             runs = results.load_runs(cfg.out)
         except BenchError:
             runs = []
+        commit = results.git_commit()
         for app in missing:
             found = [r for r in runs if r["experiment"] == "saturating" and r["app"] == app
-                     and r["db_nodes"] == cfg.db_nodes and r["throughput_msg_s"]]
+                     and r["db_nodes"] == cfg.db_nodes and r["throughput_msg_s"] and r.get("valid", True)]
+            found = [r for r in found if r.get("commit") == commit] or found
             if found:
-                rates[app] = found[-1]["throughput_msg_s"]
+                rates[app] = statistics.median(r["throughput_msg_s"] for r in found)
     missing = [a for a in approaches if a not in rates]
     if missing or not rates:
         raise BenchError(f"no saturating throughput of {', '.join(missing or approaches)} at {cfg.db_nodes} "

@@ -60,6 +60,7 @@ class BenchConfig:
     verify_wait_s: float = 20.0
     apps: tuple[str, ...] = APPS
     fixed_rate: float | None = None    # skip the search: every approach's saturating rate (the smoke test)
+    repeat: int = 3                    # each experiment this many times: tables give the median and min-max
 
     def __post_init__(self):
         unknown = [a for a in self.apps if a not in APPS + (PLAIN,)]
@@ -75,6 +76,8 @@ class BenchConfig:
                      "capacity_start_rate", "capacity_step_s"):
             if not getattr(self, name) > 0:
                 raise BenchError(f"'{name}' must be strictly positive, found: {getattr(self, name)}")
+        if not isinstance(self.repeat, int) or self.repeat < 1:
+            raise BenchError(f"'repeat' must be a positive whole number, found: {self.repeat!r}")
         if self.capacity_max_rate < self.capacity_start_rate:
             raise BenchError(f"'capacity_max_rate' ({self.capacity_max_rate}) must be at least "
                              f"'capacity_start_rate' ({self.capacity_start_rate})")
@@ -88,5 +91,5 @@ def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:
                        min_celebrity=500, fixed_rate=40.0, step_s=4.0, steady_s=4.0, burst_s=(3.0, 3.0, 3.0),
                        fault_s=12.0, kill_at_s=3.0, restart_at_s=6.0, bulk_s=3.0, drain_timeout_s=180.0,
                        retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4,
-                       capacity_start_rate=200.0, capacity_max_rate=450.0, capacity_step_s=2.0)
+                       capacity_start_rate=200.0, capacity_max_rate=450.0, capacity_step_s=2.0, repeat=1)
 

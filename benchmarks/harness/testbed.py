@@ -32,7 +32,8 @@ class Testbed:
         self.n_users = 0
         self.probe_author = self.probe_follower = 0
         self.top_user: tuple[int, int] = (0, 0)
-        self.saturating_rates: dict[str, float] = {}
+        self.saturating_rates: dict[str, list[float]] = {}   # by app: one per repetition of the search
+        self.repetition = 1
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def target(self) -> Target:
@@ -154,7 +155,8 @@ class Testbed:
         return {"users": self.n_users, "seed": c.seed, "replication": c.replication,
                 "write_consistency": c.write_consistency, "read_consistency": c.read_consistency,
                 "partitions": c.partitions, "concurrency": c.concurrency, "fanout_concurrency": c.fanout_concurrency,
-                "queue_workers": c.queue_workers, "flow_workers": c.flow_workers, "cluster": self.cluster_name}
+                "queue_workers": c.queue_workers, "flow_workers": c.flow_workers, "cluster": self.cluster_name,
+                "in_flight": c.in_flight, "repetition": self.repetition, "repeat": c.repeat}
 
     def remove_cluster(self) -> None:
         """The last cluster down, unless it was an existing one or it is to be kept."""

@@ -17,9 +17,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=None, help="default: the results directory")
     p.add_argument("--db-nodes", type=int, default=None, help="our node count for Tables 1-3 (default: 2)")
     p.add_argument("--no-plots", action="store_true")
+    p.add_argument("--allow-mixed-commits", action="store_true", help="report runs of different commits together")
     args = p.parse_args(argv)
     try:
-        path = build(args.results, args.out, args.db_nodes, plots=not args.no_plots)
+        path = build(args.results, args.out, args.db_nodes, plots=not args.no_plots,
+                     allow_mixed_commits=args.allow_mixed_commits)
     except ResultsError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2

@@ -8,7 +8,7 @@ from typing import Sequence
 from async_triggers.benchmarks.report import reference
 from async_triggers.benchmarks.report.figures import figures
 from async_triggers.benchmarks.report.format import NA, md_table
-from async_triggers.benchmarks.report.runs import with_burst_base
+from async_triggers.benchmarks.report.runs import check_commits, repetition, with_burst_base
 from async_triggers.benchmarks.report.tables import resource_table, response_table
 from async_triggers.benchmarks.report.targets import targets
 from async_triggers.benchmarks.results import load_runs
@@ -21,19 +21,24 @@ def default_nodes(runs: Sequence[dict]) -> int:
     return reference.TABLE_1["db_nodes"] if not counts or reference.TABLE_1["db_nodes"] in counts else counts[0]
 
 
-def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, db_nodes: int | None = None) -> str:
+def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, db_nodes: int | None = None,
+             allow_mixed_commits: bool = False) -> str:
     """The whole report as markdown (figures referenced by file name)."""
     figure_paths = figure_paths or {}
     db_nodes = db_nodes or default_nodes(runs)
     first = runs[0]
     machine = first.get("machine") or {}
-    commits = sorted({str(r.get("commit")) for r in runs})
+    commits = check_commits(runs, allow_mixed_commits)
+    repeats = sorted({repetition(r) for r in runs})
     lines = ["# Benchmarks: synchronous vs external queue vs integrated", "",
              f"The report's numbers ({reference.SOURCE}) beside ours. The report ran on "
              f"{reference.SETUP['machines']}, one machine per component; ours run on one machine: "
              f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
              f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
-             f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}.", "",
+             f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}"
+             + (f", in {len(repeats)} repetitions." if len(repeats) > 1 else ".")
+             + ("" if len(commits) == 1 else " Commits were mixed on purpose (--allow-mixed-commits): each run's "
+                                              "commit is in its file."), "",
              "## Targets", ""]
     lines += md_table(["target", "measured", "verdict"], [list(t) for t in targets(runs, db_nodes)])
     runs = [r for r in runs if r.get("valid", True)]   # the invalid ones are named in the targets, used nowhere
@@ -80,14 +85,15 @@ def _figure_6b(runs: Sequence[dict], figure_paths: dict[str, Path]) -> list[str]
 
 
 def build(results_dir: Path, out: Path | None = None, db_nodes: int | None = None,
-          plots: bool = True) -> Path:
+          plots: bool = True, allow_mixed_commits: bool = False) -> Path:
     """Read the runs, write ``report.md`` and the figures into ``out`` (default: the results directory)."""
     runs = load_runs(results_dir)
+    check_commits(runs, allow_mixed_commits)
     out = Path(out or results_dir)
     out.mkdir(parents=True, exist_ok=True)
     # a run where the load generator fell behind its schedule measured the generator: in no figure (the targets
     # name it)
     figure_paths = figures([r for r in runs if r.get("valid", True)], out) if plots else {}
     path = out / "report.md"
-    path.write_text(markdown(runs, figure_paths, db_nodes) + "\n")
+    path.write_text(markdown(runs, figure_paths, db_nodes, allow_mixed_commits) + "\n")
     return path

@@ -1,8 +1,16 @@
-"""Which runs the report reads (for each experiment, approach and number of database nodes the latest), and the
-figures it derives from a run's resources."""
+"""Which runs the report reads, and the figures it derives from a run's resources.
+
+Every run of an experiment, approach and number of database nodes in the results directory is a repetition of it
+(``config.repetition`` numbers them; ``ctl bench --repeat N``): tables give their median and min-max, the targets
+must hold in every repetition, and :func:`latest` is the one a figure over time draws. The report refuses runs of
+different commits (:func:`check_commits`) unless asked.
+"""
 from __future__ import annotations
 
-from typing import Any, Sequence
+import statistics
+from typing import Any, Callable, Sequence
+
+from async_triggers.benchmarks.errors import ResultsError
 
 
 def latest(runs: Sequence[dict], experiment: str, app: str, db_nodes: int | None = None) -> dict | None:
@@ -50,3 +58,40 @@ def with_burst_base(runs: Sequence[dict], base: str) -> list[dict]:
     """The runs with only the burst runs of one base rate ("lowest": Figure 6, the targets; "highest": Figure 6b).
     A run without ``config.base`` is from before the common base: its own rate, read as "lowest"."""
     return [r for r in runs if r["experiment"] != "burst" or (get(r, "config", "base") or "lowest") == base]
+
+
+def repetitions(runs: Sequence[dict], experiment: str, app: str, db_nodes: int | None = None) -> list[dict]:
+    """The runs of one experiment, approach and node count, one per repetition index (the latest of each), in
+    repetition order."""
+    found = [r for r in runs if r["experiment"] == experiment and r["app"] == app and not r.get("projected")
+             and (db_nodes is None or r["db_nodes"] == db_nodes)]
+    by_rep: dict[int, dict] = {}
+    for r in sorted(found, key=lambda r: (r["started_at"], r["run_id"])):
+        by_rep[repetition(r)] = r
+    return [by_rep[k] for k in sorted(by_rep)]
+
+
+def repetition(run: dict) -> int:
+    return int(get(run, "config", "repetition") or 1)
+
+
+def spread(values: Sequence[float | None], fmt: Callable[[float | None], str]) -> str:
+    """One value (or several equal ones) as ``fmt`` prints it; several as ``median (min–max)``; none as fmt(None)."""
+    values = [v for v in values if v is not None]
+    if not values:
+        return fmt(None)
+    if min(values) == max(values):
+        return fmt(values[0])
+    return f"{fmt(statistics.median(values))} ({fmt(min(values))}–{fmt(max(values))})"
+
+
+def check_commits(runs: Sequence[dict], allow_mixed: bool = False) -> list[str]:
+    """The commits of the runs; refuses (naming a run of each) when they differ, unless ``allow_mixed``."""
+    by_commit: dict[str, list[str]] = {}
+    for r in runs:
+        by_commit.setdefault(str(r.get("commit")), []).append(r["run_id"])
+    if len(by_commit) > 1 and not allow_mixed:
+        detail = "; ".join(f"{c}: {len(ids)} run(s), e.g. {ids[0]}" for c, ids in sorted(by_commit.items()))
+        raise ResultsError(f"the runs come from {len(by_commit)} commits ({detail}): a report mixes them only with "
+                         "--allow-mixed-commits (or run `ctl bench all` into an empty --out)")
+    return sorted(by_commit)

@@ -5,7 +5,7 @@ from typing import Callable, Sequence
 
 from async_triggers.benchmarks.report import reference
 from async_triggers.benchmarks.report.format import NA, NONE, cell, fmt_ms, fmt_rate, fmt_sig, md_table
-from async_triggers.benchmarks.report.runs import component_figures, get, latest
+from async_triggers.benchmarks.report.runs import component_figures, get, latest, repetitions, spread
 from async_triggers.benchmarks.results import COMPONENTS
 
 APPS = reference.APPROACHES
@@ -19,25 +19,27 @@ def response_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
     if extra:
         header += ["p99", "p99.9"]
     rows, used = [], []
+
+    def ours(reps: list[dict], key: str, fmt: Callable[[float | None], str]) -> str:
+        return spread([get(r, "throughput_msg_s") if key == "throughput" else get(r, "response_ms", key)
+                       for r in reps], fmt)
+
     for app in APPS:
-        run = latest(runs, table["experiment"], app, nodes)
-        if run is not None:
-            used.append(run["run_id"])
+        reps = repetitions(runs, table["experiment"], app, nodes)
+        used += [r["run_id"] for r in reps]
         pub = table["rows"][app]
-        resp = get(run, "response_ms") or {}
-        row = [reference.LABELS[app], cell(pub["throughput_msg_s"], fmt_rate(get(run, "throughput_msg_s"))),
-               cell(pub["median_ms"], fmt_ms(resp.get("median"))), cell(pub["stddev_ms"], fmt_ms(resp.get("stddev"))),
-               cell(pub["max_ms"], fmt_ms(resp.get("max")))]
+        row = [reference.LABELS[app], cell(pub["throughput_msg_s"], ours(reps, "throughput", fmt_rate)),
+               cell(pub["median_ms"], ours(reps, "median", fmt_ms)), cell(pub["stddev_ms"], ours(reps, "stddev", fmt_ms)),
+               cell(pub["max_ms"], ours(reps, "max", fmt_ms))]
         if extra:
-            row += [cell(None, fmt_ms(resp.get("p99"))), cell(None, fmt_ms(resp.get("p999")))]
+            row += [cell(None, ours(reps, "p99", fmt_ms)), cell(None, ours(reps, "p999", fmt_ms))]
         rows.append(row)
-    plain = latest(runs, table["experiment"], "plain", nodes) if table["id"] == "table1" else None
-    if plain is not None:   # what Cassandra itself takes here: the tweet write alone, no flow (the report has none)
-        used.append(plain["run_id"])
-        resp = get(plain, "response_ms") or {}
-        rows.append(["Plain write, no flow (ours only)", cell(None, fmt_rate(get(plain, "throughput_msg_s"))),
-                     cell(None, fmt_ms(resp.get("median"))), cell(None, fmt_ms(resp.get("stddev"))),
-                     cell(None, fmt_ms(resp.get("max")))])
+    plain = repetitions(runs, table["experiment"], "plain", nodes) if table["id"] == "table1" else []
+    if plain:   # what Cassandra itself takes here: the tweet write alone, no flow (the report has none)
+        used += [r["run_id"] for r in plain]
+        rows.append(["Plain write, no flow (ours only)", cell(None, ours(plain, "throughput", fmt_rate)),
+                     cell(None, ours(plain, "median", fmt_ms)), cell(None, ours(plain, "stddev", fmt_ms)),
+                     cell(None, ours(plain, "max", fmt_ms))])
     return _captioned(table, nodes, used, md_table(header, rows))
 
 
@@ -82,4 +84,5 @@ def resource_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
 def _captioned(table: dict, nodes: int, used: list[str], body: list[str]) -> list[str]:
     runs = ", ".join(f"`{u}`" for u in used) if used else "none"
     return [f"### {table['title']}", "",
-            f"Each cell: report / ours. Ours: {nodes} Cassandra node(s); runs: {runs}.", "", *body, ""]
+            f"Each cell: report / ours. Ours: {nodes} Cassandra node(s); with several repetitions, their median "
+            f"(min–max); runs: {runs}.", "", *body, ""]

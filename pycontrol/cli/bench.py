@@ -27,10 +27,15 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
-            step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None):
+            step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None,
+            repeat: int | None = None):
     from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
     changes = {"keep_cluster": keep}
+    if repeat is not None:
+        if repeat < 1:
+            raise ConfigError(f"--repeat must be at least 1, found: {repeat}")
+        changes["repeat"] = repeat
     if scale != 1.0:
         if scale <= 0:
             raise ConfigError(f"--scale must be strictly positive, found: {scale}")
@@ -56,6 +61,10 @@ _CLUSTER = typer.Option(None, "--cluster", help="Run on this existing ccm cluste
 _KEEP = typer.Option(False, "--keep-cluster", help="Leave the last cluster up at the end.")
 _SCALE = typer.Option(1.0, "--scale", help="Graph size relative to the default 100,000 users.")
 _NODES = typer.Option(None, "--db-nodes", help="Cassandra nodes for Tables 1-3 (default 2).")
+_REPEAT = typer.Option(None, "--repeat", help="Run each experiment this many times (default 3; 1 with --smoke): "
+                                              "tables give the median and min-max, targets must hold in each.")
+_MIXED = typer.Option(False, "--allow-mixed-commits", help="Report runs made by different commits together "
+                                                           "(refused by default).")
 _APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated; plain (a tweet write and no flow) too.")
 _STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 20).")
 _STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 60).")
@@ -69,11 +78,11 @@ def run(ctx: typer.Context,
         names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, burst, fault, scale"),
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
-        burst: str = _BURST, fault_s: float = _FAULT):
+        burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
     """Run the named experiments (in the order given), then rewrite the report."""
     from async_triggers.benchmarks.experiments import run_experiments
     with errors_to_exit():
-        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
     typer.echo(f"report: {path}")
 
@@ -81,12 +90,12 @@ def run(ctx: typer.Context,
 @app.command("all")
 def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
-            steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT):
+            steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
     report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, run_experiments
     with errors_to_exit():
-        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s)
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
     typer.echo(f"report: {path}")
 
@@ -94,9 +103,10 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
 @app.command("report")
 def report(results: Path = typer.Argument(DEFAULT_OUT, help="Results directory."),
            out: Path = typer.Option(None, "--out", help="Where report.md and the PNGs go (default: RESULTS)."),
-           db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots")):
+           db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots"),
+           allow_mixed_commits: bool = _MIXED):
     """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs."""
     from async_triggers.benchmarks import report as report_mod
     with errors_to_exit():
-        path = report_mod.build(results, out, db_nodes, plots=plots)
+        path = report_mod.build(results, out, db_nodes, plots=plots, allow_mixed_commits=allow_mixed_commits)
     typer.echo(f"report: {path}")
