@@ -73,9 +73,9 @@ test-spark: install
 test: install broker test-java
 	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
 
-# The report's experiments: every one, then benchmarks/results/report.md (about an hour)
+# The report's experiments, each 3 times, replacing benchmarks/results and its report.md (`ctl bench plan`: ~2.5 h)
 bench: install broker
-	$(CTL) bench all
+	$(CTL) bench all --replace
 
 # a few seconds per phase: proves the machinery and the three applications (`make test` runs it too)
 bench-smoke: install broker

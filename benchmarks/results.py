@@ -11,6 +11,7 @@ The standard deviation is the sample standard deviation (n - 1).
 from __future__ import annotations
 
 import csv
+import functools
 import gzip
 import json
 import math
@@ -339,8 +340,10 @@ def machine_description() -> dict:
             "os": platform.platform(), "python": platform.python_version()}
 
 
+@functools.lru_cache(maxsize=None)
 def git_commit(repo: Path | None = None) -> str | None:
-    """The commit of the checkout the benchmark ran from, with ``-dirty`` when it had local changes."""
+    """The commit of the checkout the benchmark ran from, with ``-dirty`` when it had local changes: read once per
+    process (the code a process runs is what it loaded, even if the checkout changes under a long run)."""
     repo = repo or Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,

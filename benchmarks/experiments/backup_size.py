@@ -80,7 +80,7 @@ def main(argv=None) -> int:
         for n in nodes:
             cluster_mod.nodetool(settings, n, ["flush", "twitter"], name=args.name)
         stats = {n: tablestats(settings, args.name, n) for n in nodes}
-        print(f"after draining and a flush: " + " ".join(f"{n}:{s['partitions']}p/{s['live_bytes']}B/{s['sstables']}sst"
+        print("after draining and a flush: " + " ".join(f"{n}:{s['partitions']}p/{s['live_bytes']}B/{s['sstables']}sst"
                                                          for n, s in stats.items()))
         # the warnings first: the count below is a CQL range read, which itself counts the completed entries'
         # tombstones (the plugin's own scans read memtables and sstables directly and never do)

@@ -3,6 +3,7 @@
 Each step offers a constant rate for ``step_s``; it is *bounded* when no request failed or was dropped, every
 propagation completed within ``max(drain_bound_s, step_s/4)`` of the schedule's end (the backlog did not grow) and
 the load generator kept its schedule (the run is ``valid``).
+The search starts at ``start_rate`` (a repetition: one ``rate_factor`` below the previous repetition's best rate).
 The rate grows by ``rate_factor`` while steps are bounded, then one step at the geometric middle of the last
 bounded and the first unbounded rate; the saturating run is the bounded step with the highest completed
 throughput (completed propagations over the schedule plus drain). Its resources fill Table 3. The other
@@ -26,12 +27,15 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") 
     cfg = bed.cfg
     bed.use_cluster(nodes or cfg.db_nodes)
     best_runs = {}
-    # the plain write (tweets only, no flow) searched with the same rule: what Cassandra itself takes (Table 1)
-    apps = cfg.apps + ((PLAIN,) if cfg.plain_baseline and PLAIN not in cfg.apps else ())
-    for app in apps:
+    # the plain write (tweets only, no flow) searched with the same rule: what Cassandra itself takes (Table 1, at
+    # db_nodes)
+    plain = cfg.plain_baseline and PLAIN not in cfg.apps and bed.nodes == cfg.db_nodes
+    for app in cfg.apps + ((PLAIN,) if plain else ()):
         steps = []
         rates = iter([cfg.fixed_rate]) if cfg.fixed_rate else None
-        rate, best, failed, bisected = cfg.start_rate, None, None, False
+        # a repetition starts one step below the previous repetition's best rate: fewer steps, the same rule
+        start = bed.search_start.get((app, bed.nodes), cfg.start_rate)
+        rate, best, failed, bisected = start, None, None, False
         for i in range(cfg.max_steps + 1):
             if rates is not None:
                 rate = next(rates, None)
@@ -61,6 +65,8 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") 
             best, best_records = step, records
             bed.progress(f"  {app}: no step was bounded; the lowest rate's run stands for it")
         best["config"]["search"] = steps
+        if best["config"]["phases"] and bounded(cfg, best):
+            bed.search_start[(app, bed.nodes)] = best["config"]["phases"][0]["rate"] / cfg.rate_factor
         results.write_run(cfg.out, best, best_records)
         if bed.nodes == cfg.db_nodes:
             bed.saturating_rates.setdefault(app, []).append(best["throughput_msg_s"])

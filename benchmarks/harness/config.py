@@ -20,7 +20,8 @@ DEFAULT_OUT = pconfig.REPO_ROOT / "benchmarks" / "results"
 class BenchConfig:
     out: Path = DEFAULT_OUT
     db_nodes: int = 2                  # Tables 1-3 and Figures 6, 8b
-    fault_nodes: int = 3               # §6.4 and the scale point (the report: 4)
+    fault_nodes: int = 3               # §6.4 (the report: 4)
+    scale_nodes: tuple[int, ...] = (3, 4)   # §6.5, Figure 8: the sizes beside db_nodes
     cluster_prefix: str = "bench"      # clusters bench2n, bench3n (one at a time: they share 127.0.0.x)
     reuse_cluster: str | None = None   # run everything on this existing cluster instead (the smoke test)
     keep_cluster: bool = False         # leave the last cluster up at the end
@@ -39,20 +40,23 @@ class BenchConfig:
     start_rate: float = 200.0
     rate_factor: float = 1.5
     max_steps: int = 7
-    step_s: float = 20.0
+    # the phases are shorter than the report's (20 s steps, 60 s runs, 60/30/60 s burst, 150 s fault) so that a full
+    # run with 3 repetitions and 3 sizes fits a working session (`ctl bench plan`: about 2.5 h); the burst's 200 % and
+    # the node's 30 s down are the report's
+    step_s: float = 10.0
     drain_bound_s: float = 5.0
-    steady_s: float = 60.0             # §6.2
-    burst_s: tuple[float, float, float] = (60.0, 30.0, 60.0)   # §6.3: 50 %, 200 %, 50 %
+    steady_s: float = 40.0             # §6.2
+    burst_s: tuple[float, float, float] = (30.0, 30.0, 30.0)   # §6.3: 50 %, 200 %, 50 %
     drop_after_s: float = 5.0          # the burst: a request this late is shed (the synchronous app's losses)
     burst_highest: bool = True         # a second burst at 200 % of the HIGHEST saturating rate (Figure 6b)
     plain_baseline: bool = True        # the saturation search also finds the plain write's rate (Table 1)
-    fault_s: float = 150.0             # §6.4
-    kill_at_s: float = 60.0
-    restart_at_s: float = 90.0
+    fault_s: float = 90.0              # §6.4
+    kill_at_s: float = 30.0
+    restart_at_s: float = 60.0
     bulk_s: float = 20.0
-    capacity_start_rate: float = 1000.0   # the load generator's capacity: steps from this rate (x rate_factor)
+    capacity_start_rate: float = 2000.0   # the load generator's capacity: steps from this rate (x rate_factor)
     capacity_max_rate: float = 60000.0
-    capacity_step_s: float = 5.0
+    capacity_step_s: float = 3.0
     drain_timeout_s: float = 600.0
     retry_s: float = 60.0
     probe_interval_s: float = 1.0
@@ -69,9 +73,12 @@ class BenchConfig:
         if not 0 < self.kill_at_s < self.restart_at_s < self.fault_s:
             raise BenchError(f"the fault run needs 0 < kill_at_s ({self.kill_at_s}) < restart_at_s "
                              f"({self.restart_at_s}) < fault_s ({self.fault_s})")
-        if self.replication > min(self.db_nodes, self.fault_nodes):
+        if not self.scale_nodes or any(not isinstance(n, int) or n < 1 for n in self.scale_nodes):
+            raise BenchError(f"'scale_nodes' must be cluster sizes (positive whole numbers), found: {self.scale_nodes!r}")
+        if self.replication > min(self.db_nodes, self.fault_nodes, *self.scale_nodes):
             raise BenchError(f"replication factor {self.replication} needs at least that many nodes "
-                             f"(db_nodes {self.db_nodes}, fault_nodes {self.fault_nodes})")
+                             f"(db_nodes {self.db_nodes}, fault_nodes {self.fault_nodes}, scale_nodes "
+                             f"{self.scale_nodes})")
         for name in ("step_s", "steady_s", "fault_s", "bulk_s", "start_rate", "drain_timeout_s", "in_flight",
                      "capacity_start_rate", "capacity_step_s"):
             if not getattr(self, name) > 0:
@@ -91,5 +98,6 @@ def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:
                        min_celebrity=500, fixed_rate=40.0, step_s=4.0, steady_s=4.0, burst_s=(3.0, 3.0, 3.0),
                        fault_s=12.0, kill_at_s=3.0, restart_at_s=6.0, bulk_s=3.0, drain_timeout_s=180.0,
                        retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4,
-                       capacity_start_rate=200.0, capacity_max_rate=450.0, capacity_step_s=2.0, repeat=1)
+                       capacity_start_rate=200.0, capacity_max_rate=300.0, capacity_step_s=2.0, repeat=1,
+                       scale_nodes=(3,), burst_highest=False)
 

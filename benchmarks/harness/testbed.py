@@ -34,6 +34,7 @@ class Testbed:
         self.top_user: tuple[int, int] = (0, 0)
         self.saturating_rates: dict[str, list[float]] = {}   # by app: one per repetition of the search
         self.repetition = 1
+        self.search_start: dict[tuple[str, int], float] = {}   # (app, nodes): where a repeated search starts
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def target(self) -> Target:

@@ -2,13 +2,14 @@
 the files it is written to."""
 from __future__ import annotations
 
+import statistics
 from pathlib import Path
 from typing import Sequence
 
 from async_triggers.benchmarks.report import reference
-from async_triggers.benchmarks.report.figures import figures
+from async_triggers.benchmarks.report.figures import figures, scalability_series
 from async_triggers.benchmarks.report.format import NA, md_table
-from async_triggers.benchmarks.report.runs import check_commits, repetition, with_burst_base
+from async_triggers.benchmarks.report.runs import check_commits, latest, repetition, with_burst_base
 from async_triggers.benchmarks.report.tables import resource_table, response_table
 from async_triggers.benchmarks.report.targets import targets
 from async_triggers.benchmarks.results import load_runs
@@ -55,6 +56,7 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
         lines += [f"### {fig['title']}", ""]
         if fid in figure_paths:
             lines += [f"![{fig['title']} (ours)]({figure_paths[fid].name})", ""]
+            lines += ["What we measured: " + measured_caption(fid, runs), ""]
         else:
             wanted = fig.get("experiment") or " or ".join(fig["experiments"])
             lines += [f"Ours: {NA} (no {wanted} run).", ""]
@@ -63,6 +65,37 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
         if fid == "figure6":
             lines += _figure_6b(highest_burst, figure_paths)
     return "\n".join(lines)
+
+
+def measured_caption(fid: str, runs: Sequence[dict]) -> str:
+    """What our runs show in a figure, computed from them (never the report's claim)."""
+    labels = reference.LABELS
+    if fid == "figure8":
+        parts = []
+        for app, (sat, _eighty) in scalability_series(runs).items():
+            if len(sat) >= 2:
+                lo, hi = min(sat), max(sat)
+                a, b = statistics.median(sat[lo]), statistics.median(sat[hi])
+                parts.append(f"{labels[app]} {a:.0f} msg/s at {lo} nodes, {b:.0f} at {hi} ({b / a:.2f}x)")
+            elif sat:
+                (n, values), = sat.items()
+                parts.append(f"{labels[app]} {statistics.median(values):.0f} msg/s at {n} nodes only")
+        return ("saturating throughput (median of the repetitions): " + "; ".join(parts) + ". "
+                "The bars are the repetitions' min-max; panel (b) is each size's own 80 % run.") if parts else NA
+    chosen = [r for r in (latest(runs, reference.FIGURES[fid]["experiment"], a) for a in reference.APPROACHES) if r]
+    if fid == "figure6":
+        base = sorted({get_rate(r) for r in chosen})
+        return (f"every approach offered the same load, 50 % / 200 % / 50 % of {', '.join(f'{b:.0f}' for b in base)} "
+                "msg/s (the lowest saturating rate); lost requests (dropped or failed): "
+                + ", ".join(f"{labels[r['app']]} {r['requests']['dropped'] + r['requests']['error']}" for r in chosen)
+                + ".")
+    return ("propagations missing after the fault, by Spark's verification: "
+            + ", ".join(f"{labels[r['app']]} {(r.get('verification') or {}).get('missing', NA)}" for r in chosen)
+            + "; each event is drawn once, at the median of its times in the approaches' runs.")
+
+
+def get_rate(run: dict) -> float:
+    return float((run.get("config") or {}).get("base_rate") or run.get("offered_msg_s") or 0.0)
 
 
 def get_base(run: dict) -> str:

@@ -6,7 +6,9 @@ from pathlib import Path
 from typing import Sequence
 
 from async_triggers.benchmarks.report import reference
-from async_triggers.benchmarks.report.runs import by_nodes, latest, with_burst_base
+import statistics
+
+from async_triggers.benchmarks.report.runs import by_node_count, get, latest, repetitions, with_burst_base
 
 APPS = reference.APPROACHES
 FIGURE_FILES = {"figure6": "figure6_burst.png", "figure6b": "figure6b_burst_highest.png", "figure7": "figure7_fault.png",
@@ -45,6 +47,11 @@ def _over_time(runs: Sequence[dict], figure: dict, path: Path) -> bool:
         def steps(values):
             values = [math.nan if v is None else v for v in values]
             return values + values[-1:]
+        for other in repetitions(runs, figure["experiment"], app):   # the other repetitions, faint: the spread
+            if other is not run:
+                ots = other["timeseries"]
+                ax_a.plot(ots["t_s"] + [ots["t_s"][-1] + ots["bucket_s"]], steps(ots["handled_msg_s"]),
+                          color=COLORS[app], alpha=0.25, linewidth=0.8, drawstyle="steps-post")
         ax_a.plot(edges, steps(ts["handled_msg_s"]), label=label, color=COLORS[app], drawstyle="steps-post")
         # what this approach was offered, in its colour: the same schedule for all when the rate is common
         ax_a.plot(edges, steps(ts["offered_msg_s"]), label=f"offered to {label}", color=COLORS[app], linestyle=":",
@@ -81,23 +88,35 @@ def events_once(runs) -> list[tuple[float, str]]:
     return sorted((sorted(ts)[len(ts) // 2], what) for what, ts in events.items())
 
 
+def scalability_series(runs: Sequence[dict]) -> dict[str, tuple[dict[int, list[float]], dict[int, list[float]]]]:
+    """By approach: saturating throughput and 80 % median response time of every repetition, by node count."""
+    return {app: (by_node_count(runs, "saturating", app, lambda r: get(r, "throughput_msg_s")),
+                  by_node_count(runs, "80pct", app, lambda r: get(r, "response_ms", "median"))) for app in APPS}
+
+
+def _errorbar(ax, by_n: dict[int, list[float]], label: str, color: str) -> None:
+    """The median at each node count, the repetitions' min-max as the error bar."""
+    xs = sorted(by_n)
+    mids = [statistics.median(by_n[n]) for n in xs]
+    low = [m - min(by_n[n]) for m, n in zip(mids, xs)]
+    high = [max(by_n[n]) - m for m, n in zip(mids, xs)]
+    ax.errorbar(xs, mids, yerr=[low, high], marker="o", capsize=3, label=label, color=color)
+
+
 def _scalability(runs: Sequence[dict], figure: dict, path: Path) -> bool:
-    """Figure 8: (a) saturating throughput and (b) median response time at 80 % against database nodes."""
-    series = {app: (by_nodes(runs, "saturating", app), by_nodes(runs, "80pct", app)) for app in APPS}
+    """Figure 8: (a) saturating throughput and (b) median response time at 80 % against database nodes; the
+    median of the repetitions with their min-max."""
+    series = scalability_series(runs)
     if not any(sat or eighty for sat, eighty in series.values()):
         return False
     plt = _plt()
     fig, (ax_a, ax_b) = plt.subplots(1, 2, figsize=(11, 4))
     for app, (sat, eighty) in series.items():
         label, color = reference.LABELS[app], COLORS[app]
-        sat = [r for r in sat if r.get("throughput_msg_s") is not None]
-        eighty = [r for r in eighty if r.get("response_ms") is not None]
         if sat:
-            ax_a.plot([r["db_nodes"] for r in sat], [r["throughput_msg_s"] for r in sat], marker="o", label=label,
-                      color=color)
+            _errorbar(ax_a, sat, label, color)
         if eighty:
-            ax_b.plot([r["db_nodes"] for r in eighty], [r["response_ms"]["median"] for r in eighty], marker="o",
-                      label=label, color=color)
+            _errorbar(ax_b, eighty, label, color)
     ax_a.set_title(figure["panels"][0], fontsize=10)
     ax_b.set_title(figure["panels"][1] + ", median", fontsize=10)
     for ax, experiment in ((ax_a, "saturating"), (ax_b, "80pct")):

@@ -95,3 +95,15 @@ def check_commits(runs: Sequence[dict], allow_mixed: bool = False) -> list[str]:
         raise ResultsError(f"the runs come from {len(by_commit)} commits ({detail}): a report mixes them only with "
                          "--allow-mixed-commits (or run `ctl bench all` into an empty --out)")
     return sorted(by_commit)
+
+
+def by_node_count(runs: Sequence[dict], experiment: str, app: str,
+                  value: Callable[[dict], float | None]) -> dict[int, list[float]]:
+    """``value`` of every repetition of a measured experiment, by number of database nodes."""
+    out: dict[int, list[float]] = {}
+    nodes = sorted({r["db_nodes"] for r in runs if r["experiment"] == experiment and r["app"] == app})
+    for n in nodes:
+        values = [v for v in (value(r) for r in repetitions(runs, experiment, app, n)) if v is not None]
+        if values:
+            out[n] = values
+    return out

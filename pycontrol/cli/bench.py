@@ -47,8 +47,8 @@ def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: floa
     for name, value in (("step_s", step_s), ("steady_s", steady_s), ("fault_s", fault_s)):
         if value is not None:
             changes[name] = value
-    if fault_s is not None:   # kill and restart at the report's 40 % and 60 % of the run
-        changes.update(kill_at_s=0.4 * fault_s, restart_at_s=0.6 * fault_s)
+    if fault_s is not None:   # kill and restart at a third and two thirds of the run (the default 90 s: 30 s down)
+        changes.update(kill_at_s=fault_s / 3, restart_at_s=2 * fault_s / 3)
     if burst:
         changes["burst_s"] = _phases(burst)
     return dataclasses.replace(cfg, **changes)
@@ -65,12 +65,13 @@ _REPEAT = typer.Option(None, "--repeat", help="Run each experiment this many tim
                                               "tables give the median and min-max, targets must hold in each.")
 _MIXED = typer.Option(False, "--allow-mixed-commits", help="Report runs made by different commits together "
                                                            "(refused by default).")
+_REPLACE = typer.Option(False, "--replace", help="Delete the runs, raw requests, figures and report in --out first.")
 _APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated; plain (a tweet write and no flow) too.")
-_STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 20).")
-_STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 60).")
-_BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % (default 60,30,60).")
-_FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at 40 %, restart at 60 % (default "
-                                              "150: 60 and 90).")
+_STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 10; the report: 20).")
+_STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 40; the report: 60).")
+_BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % (default 30,30,30; the report: 60,30,60).")
+_FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at a third, restart at two thirds "
+                                              "(default 90: 30 and 60; the report: 150, 60 and 90).")
 
 
 @app.command("run")
@@ -78,26 +79,47 @@ def run(ctx: typer.Context,
         names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, burst, fault, scale"),
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
-        burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
+        burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
+        allow_mixed_commits: bool = _MIXED):
     """Run the named experiments (in the order given), then rewrite the report."""
-    from async_triggers.benchmarks.experiments import run_experiments
+    from async_triggers.benchmarks.experiments import prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
-        path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
+        prepare_out(cfg.out, replace, allow_mixed_commits)
+        path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
+                               allow_mixed_commits=allow_mixed_commits)
     typer.echo(f"report: {path}")
 
 
 @app.command("all")
 def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
-            steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
+            steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
+            replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
     report."""
-    from async_triggers.benchmarks.experiments import EXPERIMENTS, run_experiments
+    from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
-        path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True))
+        prepare_out(cfg.out, replace, allow_mixed_commits)
+        path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
+                               allow_mixed_commits=allow_mixed_commits)
     typer.echo(f"report: {path}")
+
+
+@app.command("plan")
+def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default: all, as `ctl bench all`)."),
+             smoke: bool = _SMOKE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
+             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
+    """How long the run would take with these options (the model in benchmarks/harness/plan.py)."""
+    from async_triggers.benchmarks.experiments import EXPERIMENTS
+    from async_triggers.benchmarks.harness import plan
+    with errors_to_exit():
+        unknown = [n for n in names or () if n not in EXPERIMENTS]
+        if unknown:
+            raise ConfigError(f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(EXPERIMENTS)}")
+        cfg = _config(DEFAULT_OUT, smoke, None, False, 1.0, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
+        typer.echo(plan.describe(cfg, names or None))
 
 
 @app.command("report")

@@ -210,6 +210,10 @@ def test_build_writes_the_report_and_the_figures(results_dir, tmp_path):
         assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
         assert f"]({name})" in text
     assert "### Table 1: Saturating Workload, 2 Database Nodes." in text
+    # the captions say what we measured, computed from the runs
+    assert ("What we measured: saturating throughput (median of the repetitions): Synchronous 1210 msg/s at 2 nodes "
+            "only; Ext. Queue 1250 msg/s at 2 nodes only; Integrated 1260 msg/s at 2 nodes, 1800 at 3 (1.43x).") in text
+    assert "What we measured: propagations missing after the fault, by Spark's verification: Synchronous 2, " in text
 
 
 def test_each_event_is_drawn_once_at_the_median_of_its_times():
@@ -304,3 +308,19 @@ def test_repeat_must_be_a_positive_whole_number(tmp_path):
     assert BenchConfig().repeat == 3 and smoke_config(tmp_path).repeat == 1
     with pytest.raises(BenchError, match="'repeat' must be a positive whole number, found: 0"):
         BenchConfig(repeat=0)
+
+
+def test_a_run_refuses_a_results_directory_of_another_commit_before_it_starts(tmp_path):
+    from async_triggers.benchmarks.experiments import prepare_out
+    d = tmp_path / "r"
+    old = _reps("saturating", "integrated", [1200], 0, commit="0ld")[0]
+    results.write_run(d, old, [Record(0, 0, T0, T0, T0 + 0.001, "ok", False, None)])
+    with pytest.raises(ResultsError, match=r"holds runs of other commits \(0ld; this checkout is .*--replace deletes "
+                                           r"them first"):
+        prepare_out(d)
+    prepare_out(d, allow_mixed_commits=True)          # kept, on purpose
+    assert (d / f"{old['run_id']}.json").exists()
+    (d / "report.md").write_text("old report")
+    prepare_out(d, replace=True)
+    assert sorted(p.name for p in d.iterdir()) == []
+    prepare_out(tmp_path / "new")                     # nothing there yet: nothing to refuse

@@ -43,13 +43,20 @@ def test_every_experiment_ran_each_application_and_completed_every_propagation(s
     apps = ("synchronous", "external_queue", "integrated")
     for experiment in ("saturating", "80pct", "burst", "fault"):
         got = {r["app"] for r in runs if r["experiment"] == experiment}
-        assert got == set(apps), f"{experiment}: {got}"
+        # the plain write (no flow) is searched with the same rule beside the approaches
+        assert got == set(apps) | ({"plain"} if experiment == "saturating" else set()), f"{experiment}: {got}"
     for run in runs:
-        if run["experiment"] == "bulk_writer":
+        if run["experiment"] in ("bulk_writer", "capacity"):
             continue
+        # every run says how the generator kept its schedule, and its raw requests are compressed beside it
+        assert set(run["loadgen"]) >= {"own_late", "waited", "own_lateness_ms"} and isinstance(run["valid"], bool)
+        assert (out / f"{run['run_id']}.requests.csv.gz").is_file(), run["run_id"]
         assert run["requests"]["ok"] > 0 and run["requests"]["error"] == 0, f"{run['run_id']}: {run['requests']}"
         assert run["config"]["drained"] is True, f"{run['run_id']}: propagations still pending"
         assert run["throughput_msg_s"] > 0, run["run_id"]
+        if run["app"] == "plain":    # a tweet write and nothing to propagate
+            assert run["propagation_lag_ms"] is None, run["run_id"]
+            continue
         lag = run["propagation_lag_ms"]
         assert lag is not None and lag["max"] >= lag["median"] >= 0, run["run_id"]
         # a fault run's killed node comes back as a new process
@@ -58,6 +65,17 @@ def test_every_experiment_ran_each_application_and_completed_every_propagation(s
         assert (run["resources"]["queue"] is not None) == (run["app"] == "external_queue"), run["run_id"]
         series = run["timeseries"]["propagated_msg_s"]
         assert series is not None and sum(series) > 0, run["run_id"]
+
+
+def test_the_load_generator_measured_its_own_capacity_with_both_senders(smoke):
+    out, _ = smoke
+    capacity = {r["config"]["sender"]: r for r in _runs(out) if r["experiment"] == "capacity"}
+    assert sorted(capacity) == ["null", "release_version"]
+    for sender, run in capacity.items():
+        steps = run["config"]["steps"]
+        assert steps and steps[0]["rate"] == 200.0 and run["app"] == "loadgen", sender
+        kept = [s["rate"] for s in steps if s["kept_up"]]
+        assert run["throughput_msg_s"] == (max(kept) if kept else 0.0), (sender, steps)
 
 
 def test_the_fault_runs_lose_no_propagation(smoke):
@@ -90,5 +108,6 @@ def test_the_report_has_every_table_and_figure(smoke):
     projected = [r for r in _runs(out) if r["projected"]]
     assert {r["app"] for r in projected} == {"synchronous", "external_queue", "integrated"}
     assert all(r["db_nodes"] == 16 for r in projected)
+    assert "What we measured: " in text and "| load generator capacity >= 3x the highest offered rate |" in text
     raw = json.loads(next(out.glob("*-80pct-integrated-3n.json")).read_text())
     assert raw["timeseries"]["propagated_msg_s"] is not None
