@@ -123,15 +123,15 @@ def summarise(records: Sequence, *, experiment: str, app: str, db_nodes: int, du
     """A run in the results schema from the load generator's records and what the harness measured besides.
     ``loadgen`` says how well the generator kept its schedule; a run where it fell behind is ``valid: false``
     with the reason (it measured the generator, not the approach)."""
-    from async_triggers.spark_jobs.sending import LATE_AFTER_S, MAX_OWN_LATE_FRACTION, schedule_report
+    from async_triggers.spark_jobs.sending import BEHIND_AFTER_S, MAX_OWN_LATE_FRACTION, schedule_report
     if not records:
         raise ResultsError(f"run {experiment}/{app}: no requests were recorded")
     kept = schedule_report(records, in_flight)
     valid = kept.pop("kept")
     reason = None if valid else (
-        f"the load generator fell behind its schedule: {kept['own_late']} of {len(records)} requests "
-        f"({kept['own_late_fraction']:.1%}, more than {MAX_OWN_LATE_FRACTION:.0%}) went out more than "
-        f"{LATE_AFTER_S * 1000:g} ms late without waiting for the system under test")
+        f"the load generator fell behind its schedule: {kept['own_behind']} of {len(records)} requests "
+        f"({kept['own_behind'] / len(records):.1%}, more than {MAX_OWN_LATE_FRACTION:.0%}) went out more than "
+        f"{BEHIND_AFTER_S * 1000:g} ms late without waiting for the system under test")
     start = min(r.scheduled for r in records)
     ok = [r for r in records if r.status == "ok"]
     series = timeseries(records, start, duration_s, bucket_s)

@@ -4,10 +4,13 @@ experiment offers).
 
 Two senders, each with the experiments' Spark tasks and in-flight bound, in steps of growing rate
 (:func:`async_triggers.spark_jobs.loadgen.measure_capacity`): one answered at once (the generator alone), and
-``SELECT release_version FROM system.local`` through the driver against the run's cluster with nothing deployed
-(the generator with the driver's request path, the cluster doing no work). A step keeps up when at most 1 % of its
-requests went out late through the generator, at most 1 % waited for an answer, and none failed; the capacity is
-the highest such step. One results file per sender (``config.sender``), the capacity as ``throughput_msg_s``.
+``SELECT release_version FROM system.local`` through the driver against the run's cluster with nothing deployed (the
+generator with the driver's request path, the cluster doing no work). A step keeps up when at most 1 % of its
+requests went out behind (more than 250 ms late) through the generator, at most 1 % waited for an answer, and none
+failed; the capacity is the highest such step. One results file per sender (``config.sender``), the capacity as
+``throughput_msg_s``.
+With ``capacity_blocking``, the same query also the way the generator sent before it was asynchronous
+(``release_version_blocking``: ``concurrency`` blocking threads per task), for the ratio side by side.
 """
 from __future__ import annotations
 
@@ -17,7 +20,7 @@ from async_triggers.benchmarks import results
 from async_triggers.benchmarks.apps.cassandra import SESSIONS, Target
 from async_triggers.benchmarks.harness.testbed import Testbed
 
-NULL, CLUSTER = "null", "release_version"
+NULL, CLUSTER, BLOCKING = "null", "release_version", "release_version_blocking"
 
 
 class _ReleaseVersion:
@@ -30,6 +33,29 @@ class _ReleaseVersion:
 
     def close(self) -> None:
         pass
+
+
+class _ReleaseVersionBlocking:
+    """The same query the way the generator sent before it was asynchronous: one blocking request per thread."""
+
+    def __init__(self, target: Target):
+        self.session = SESSIONS.get(target)
+        self.query = self.session.prepare("SELECT release_version FROM system.local")
+
+    def send(self, request) -> None:
+        self.session.execute(self.query)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclasses.dataclass(frozen=True)
+class ReleaseVersionBlockingApp:
+    """A blocking sender factory: ``concurrency`` threads per task, as the generator had before (for comparison)."""
+    target: Target
+
+    def __call__(self, slot) -> _ReleaseVersionBlocking:
+        return _ReleaseVersionBlocking(self.target)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,17 +72,22 @@ def run(bed: Testbed) -> dict[str, dict]:
     cfg = bed.cfg
     bed.use_cluster(cfg.db_nodes)
     out = {}
-    for name, factory in ((NULL, loadgen.async_null_sender), (CLUSTER, ReleaseVersionApp(bed.target()))):
-        bed.progress(f"load generator capacity, sender {name}: {cfg.partitions} tasks, {cfg.in_flight} in flight "
-                     f"each, steps of {cfg.capacity_step_s:g} s from {cfg.capacity_start_rate:g}/s")
+    senders = [(NULL, loadgen.async_null_sender), (CLUSTER, ReleaseVersionApp(bed.target()))]
+    if cfg.capacity_blocking:
+        senders.append((BLOCKING, ReleaseVersionBlockingApp(bed.target())))
+    for name, factory in senders:
+        bound = f"{cfg.concurrency} threads" if name == BLOCKING else f"{cfg.in_flight} in flight"
+        bed.progress(f"load generator capacity, sender {name}: {cfg.partitions} tasks, {bound} each, steps of "
+                     f"{cfg.capacity_step_s:g} s from {cfg.capacity_start_rate:g}/s")
         found = loadgen.measure_capacity(bed.spark_session(), cfg.partitions, factory,
                                          start_rate=cfg.capacity_start_rate, factor=cfg.rate_factor,
                                          max_rate=cfg.capacity_max_rate, step_s=cfg.capacity_step_s,
-                                         in_flight=cfg.in_flight, seed=cfg.seed,
+                                         concurrency=cfg.concurrency, in_flight=cfg.in_flight, seed=cfg.seed,
                                          progress=lambda m: bed.progress("  " + m), keep_records=True)
         records = found.pop("records")
         run = results.summarise(records, experiment="capacity", app="loadgen", db_nodes=bed.nodes,
-                                duration_s=cfg.capacity_step_s, in_flight=cfg.in_flight,
+                                duration_s=cfg.capacity_step_s,
+                                in_flight=cfg.concurrency if name == BLOCKING else cfg.in_flight,
                                 config={**bed.run_config(), "sender": name, **found},
                                 throughput_msg_s=found["capacity_msg_s"] or 0.0)
         run["run_id"] += f"-{name}"

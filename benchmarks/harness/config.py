@@ -31,7 +31,8 @@ class BenchConfig:
     replication: int = 2
     write_consistency: str = "ALL"
     read_consistency: str = "ONE"
-    partitions: int = 2                # Spark tasks of the load generator (local[partitions])
+    partitions: int = 2                # Spark tasks of the load generator (local[partitions] unless spark_master)
+    spark_master: str | None = None    # e.g. spark://127.0.0.1:7177 (`ctl spark up`); default local[partitions]
     concurrency: int = 16              # sender threads per task (blocking applications: synchronous, external queue)
     in_flight: int = 256               # requests outstanding per task (asynchronous applications: integrated, plain)
     fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
@@ -57,6 +58,7 @@ class BenchConfig:
     capacity_start_rate: float = 2000.0   # the load generator's capacity: steps from this rate (x rate_factor)
     capacity_max_rate: float = 60000.0
     capacity_step_s: float = 3.0
+    capacity_blocking: bool = True        # also the blocking generator's capacity, for comparison
     drain_timeout_s: float = 600.0
     retry_s: float = 60.0
     probe_interval_s: float = 1.0
@@ -99,5 +101,5 @@ def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:
                        fault_s=12.0, kill_at_s=3.0, restart_at_s=6.0, bulk_s=3.0, drain_timeout_s=180.0,
                        retry_s=60.0, probe_interval_s=0.5, queue_workers=1, concurrency=4,
                        capacity_start_rate=200.0, capacity_max_rate=300.0, capacity_step_s=2.0, repeat=1,
-                       scale_nodes=(3,), burst_highest=False)
+                       scale_nodes=(3,), burst_highest=False, capacity_blocking=False)
 

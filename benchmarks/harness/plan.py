@@ -40,7 +40,8 @@ def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:
     capacity_steps = max(1, math.floor(math.log(cfg.capacity_max_rate / cfg.capacity_start_rate, cfg.rate_factor)) + 1)
     eighty = apps * (cfg.steady_s + RUN_OVERHEAD_S)
     parts = {
-        "capacity": switch + cfg.repeat * 2 * capacity_steps * (cfg.capacity_step_s + CAPACITY_OVERHEAD_S),
+        "capacity": switch + cfg.repeat * (3 if cfg.capacity_blocking else 2) * capacity_steps
+                    * (cfg.capacity_step_s + CAPACITY_OVERHEAD_S),
         "bulk": cfg.repeat * (2 * cfg.bulk_s + 60.0),
         "saturating": _search_s(cfg, with_plain),
         "80pct": cfg.repeat * eighty,

@@ -105,7 +105,8 @@ class Testbed:
     def spark_session(self):
         if self.spark is None:
             from async_triggers.spark_jobs.session import build_session
-            self.spark = build_session(master=f"local[{self.cfg.partitions}]", connection=self.connection(),
+            self.spark = build_session(master=self.cfg.spark_master or f"local[{self.cfg.partitions}]",
+                                       connection=self.connection(),
                                        app_name="bench")
         return self.spark
 

@@ -53,6 +53,11 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
                 and get(r, "config", "sender") in ("null", "release_version")]
     ratio_row("load generator capacity >= 3x the highest offered rate",
               _ratio(min(capacity), highest_offered(runs)) if capacity else None, lambda v: v >= 3)
+    by_sender = {get(r, "config", "sender"): get(r, "throughput_msg_s") for r in runs if r["experiment"] == "capacity"}
+    if by_sender.get("release_version_blocking") and by_sender.get("release_version") is not None:
+        new, old = by_sender["release_version"], by_sender["release_version_blocking"]
+        rows.append(("load generator capacity against the cluster: asynchronous vs the former blocking threads",
+                     f"{new:.0f} vs {old:.0f} requests/s ({new / old:.1f}x)", "counted"))
     rows.append(("runs where the load generator kept its schedule (invalid runs are left out of every table)",
                  f"{len(invalid)} invalid" + (f": {', '.join(invalid)}" if invalid else ""),
                  "met" if not invalid else "MISSED"))

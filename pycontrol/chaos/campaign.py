@@ -42,6 +42,7 @@ class CampaignConfig:
     seed: int = 1                       # draws each run's fault seed
     replay: int | None = None           # run only this fault seed (after the reference)
     kinds: tuple[str, ...] = nemesis.KINDS
+    master: str = "local[2]"            # the Spark master of each run's check
     faults_per_run: int | None = None   # None: one or two, drawn
     cluster: str = "chaos"
     nodes: int = 3
@@ -162,7 +163,7 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     config.out.mkdir(parents=True, exist_ok=True)
     created = cluster_mod.load_cluster(settings, config.cluster) is None
     info, session = _setup(settings, config, progress)
-    spark = build_session(master="local[2]", connection=settings.with_hosts(info.contact_points).connection,
+    spark = build_session(master=config.master, connection=settings.with_hosts(info.contact_points).connection,
                           app_name="chaos-check")
     ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
     campaign_base = int(time.time()) * 1_000_000_000   # a campaign's ids are its own, on a reused cluster too

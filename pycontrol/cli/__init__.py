@@ -59,7 +59,7 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import bench, chaos, cluster, demo, plugin, trigger, verify
+    from . import bench, chaos, cluster, demo, plugin, spark, trigger, verify
     if getattr(app, "_registered", False):
         return
     app._registered = True
@@ -67,6 +67,7 @@ def _register() -> None:
     app.add_typer(chaos.app, name="chaos")
     app.add_typer(cluster.app, name="cluster")
     app.add_typer(plugin.app, name="plugin")
+    app.add_typer(spark.app, name="spark")
     app.add_typer(trigger.app, name="trigger")
     app.command("verify")(verify.verify)
     app.command("demo")(demo.demo)

@@ -28,10 +28,10 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
             step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None,
-            repeat: int | None = None):
+            repeat: int | None = None, master: str | None = None):
     from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
-    changes = {"keep_cluster": keep}
+    changes = {"keep_cluster": keep, "spark_master": master}
     if repeat is not None:
         if repeat < 1:
             raise ConfigError(f"--repeat must be at least 1, found: {repeat}")
@@ -65,6 +65,8 @@ _REPEAT = typer.Option(None, "--repeat", help="Run each experiment this many tim
                                               "tables give the median and min-max, targets must hold in each.")
 _MIXED = typer.Option(False, "--allow-mixed-commits", help="Report runs made by different commits together "
                                                            "(refused by default).")
+_MASTER = typer.Option(None, "--master", help="Spark master of the load generator and the checks (default "
+                                               "local[PARTITIONS]; spark://... with `ctl spark up`).")
 _REPLACE = typer.Option(False, "--replace", help="Delete the runs, raw requests, figures and report in --out first.")
 _APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated; plain (a tweet write and no flow) too.")
 _STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 10; the report: 20).")
@@ -80,11 +82,12 @@ def run(ctx: typer.Context,
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
-        allow_mixed_commits: bool = _MIXED):
+        allow_mixed_commits: bool = _MIXED, master: str = _MASTER):
     """Run the named experiments (in the order given), then rewrite the report."""
     from async_triggers.benchmarks.experiments import prepare_out, run_experiments
     with errors_to_exit():
-        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
+                      master)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
@@ -95,12 +98,13 @@ def run(ctx: typer.Context,
 def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
-            replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED):
+            replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
     report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
     with errors_to_exit():
-        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
+        cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
+                      master)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)

@@ -24,12 +24,14 @@ def run(ctx: typer.Context,
         nodes: int = typer.Option(3, "--nodes"),
         tweets: Optional[int] = typer.Option(None, "--tweets", help="Tweets per run."),
         load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
-        out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence.")):
+        out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence."),
+        master: str = typer.Option("local[2]", "--master", help="Spark master of the checks (spark://... with "
+                                                                 "`ctl spark up`).")):
     """Run a campaign: one line per run, then a summary; exit 1 when any run lost, added or changed a row."""
     from ..chaos import campaign, nemesis
     with errors_to_exit():
         config = campaign.CampaignConfig(out=out, runs=runs, seed=seed, replay=replay, cluster=cluster, nodes=nodes,
-                                         faults_per_run=faults)
+                                         faults_per_run=faults, master=master)
         if kinds:
             chosen = tuple(k.strip() for k in kinds.split(",") if k.strip())
             unknown = [k for k in chosen if k not in nemesis.KINDS]

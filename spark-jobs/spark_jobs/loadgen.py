@@ -33,9 +33,9 @@ from typing import Callable, Iterable, Sequence
 
 from .errors import LoadGenError
 from .schedule import ARRIVALS, DEFAULT_CONCURRENCY, Phase, ScheduledRequest, check_options, schedule
-from .sending import (DEFAULT_IN_FLIGHT, DROPPED, ERROR, LATE_AFTER_S, OK, AsyncSender, Record, Sender,
-                      SenderFactory, Slot, as_sender, async_null_sender, close_senders, is_async, null_sender,
-                      open_senders, run_task, schedule_report, send_schedule)
+from .sending import (BEHIND_AFTER_S, DEFAULT_IN_FLIGHT, DROPPED, ERROR, LATE_AFTER_S, OK, AsyncSender, Record,
+                      Sender, SenderFactory, Slot, as_sender, async_null_sender, close_senders, is_async,
+                      null_sender, open_senders, run_task, schedule_report, send_schedule)
 
 # what the applications, the harness and the tests use, wherever it is defined
 __all__ = ["ARRIVALS", "DEFAULT_CONCURRENCY", "DEFAULT_IN_FLIGHT", "DEFAULT_START_DELAY_S", "DROPPED", "ERROR",
@@ -66,7 +66,7 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
     if not start_delay_s >= 0:
         raise LoadGenError(f"'start_delay_s' must be positive or zero, found: {start_delay_s}")
     sc = spark.sparkContext
-    cores = sc.defaultParallelism
+    cores = task_slots(sc)
     if partitions > cores:
         raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has "
                            f"({sc.master}): the tasks would not all run at once, and the later ones would send "
@@ -87,6 +87,23 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
             close_senders(senders)
 
     return sc.parallelize(range(partitions), partitions).barrier().mapPartitions(one_task)
+
+
+def task_slots(sc, wait_s: float = 20.0) -> int:
+    """How many tasks can run at once: N of ``local[N]`` (the machine's cores for ``local[*]``); on a cluster
+    manager, the registered executors' cores (waiting up to ``wait_s`` for the first executors to register)."""
+    import os
+    master = sc.master
+    if master.startswith("local"):
+        n = master[len("local["):-1].split(",")[0] if master.startswith("local[") else "1"
+        return (os.cpu_count() or 1) if n == "*" else int(n)
+    per_executor = int(sc.getConf().get("spark.executor.cores", "1"))
+    deadline = time.monotonic() + wait_s
+    while True:
+        executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1    # minus the driver
+        if executors > 0 or time.monotonic() > deadline:
+            return max(0, executors) * per_executor
+        time.sleep(0.5)
 
 
 def run(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_factory: SenderFactory,
@@ -166,8 +183,9 @@ def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, s
                      progress: Callable[[str], None] = lambda _: None, keep_records: bool = False) -> dict:
     """The generator's capacity with this sender: steps of ``step_s`` seconds from ``start_rate``, each
     ``factor`` times the last, until a step did not keep up or ``max_rate``; the capacity is the highest rate
-    that kept up (None if the first did not). A step keeps up when its requests went out on time
-    (:func:`schedule_report`), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot
+    that kept up (None if the first did not). A step keeps up when the generator kept its schedule as a run must
+    (:func:`schedule_report`: at most 1 % of the requests behind through the generator; one falling short of the
+    rate falls further behind with every request), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot
     be answered at the rate is not a capacity) and none failed. ``keep_records``: the last step that kept up
     (else the first) in ``records``."""
     if not (start_rate > 0 and factor > 1 and max_rate >= start_rate and step_s > 0):
@@ -245,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     kept = schedule_report(records, args.in_flight)
     print(f"requests {len(records)}  ok {len(done)}  errors {sum(r.status == ERROR for r in records)}  "
           f"dropped {sum(r.status == DROPPED for r in records)}  late {kept['late']} (waited {kept['waited']}, "
-          f"through the generator {kept['own_late']})")
+          f"through the generator {kept['own_late']}, of them more than {BEHIND_AFTER_S * 1000:g} ms "
+          f"{kept['own_behind']})")
     print(f"offered {len(records) / span:.1f}/s  acknowledged {len(done) / span:.1f}/s over {span:g} s")
     if lat:
         p99 = lat[max(0, math.ceil(round(0.99 * len(lat), 9)) - 1)]  # nearest rank, as in benchmarks/results.py

@@ -174,7 +174,8 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must run this interpreter: the jobs' functions are pickled by reference to spark_jobs
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    settings = {**spark_options(master, app_name, jar_paths, log_config(home)),
+    from .standalone import executor_conf
+    settings = {**spark_options(master, app_name, jar_paths, log_config(home)), **executor_conf(master),
                 **connector_options(connection.hosts, connection.port), **public, **(conf or {})}
     builder = SparkSession.builder
     for key, value in settings.items():

@@ -163,11 +163,14 @@ def test_capacity_plain_write_and_invalid_runs_in_the_targets(results_dir):
     invalid = results.summarise(generator_behind, experiment="80pct", app="synchronous", db_nodes=2,
                                 duration_s=3.0, machine=MACHINE, commit="c0ffee", throughput_msg_s=1)
     capacity = [make("capacity", "loadgen", [0.1], offset=-10 - i, throughput_msg_s=rate, config={"sender": name})
-                for i, (name, rate) in enumerate((("null", 12000.0), ("release_version", 6000.0)))]
+                for i, (name, rate) in enumerate((("null", 12000.0), ("release_version", 6000.0),
+                                                   ("release_version_blocking", 700.0)))]
     plain = make("saturating", "plain", [1], offset=5, throughput_msg_s=1400)
     rows = {name: (measured, verdict) for name, measured, verdict in
             targets.targets(runs + [burst, invalid, plain] + capacity)}
     assert rows["load generator capacity >= 3x the highest offered rate"] == ("2.40x", "MISSED")   # 6000 / 2500
+    assert rows["load generator capacity against the cluster: asynchronous vs the former blocking threads"] == (
+        "6000 vs 700 requests/s (8.6x)", "counted")
     assert rows["runs where the load generator kept its schedule (invalid runs are left out of every table)"] == (
         f"1 invalid: {invalid['run_id']}", "MISSED")
     assert rows["saturating throughput: integrated >= 0.8x the plain write (tweets only, no flow)"] == ("0.90x", "met")

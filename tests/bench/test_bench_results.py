@@ -60,12 +60,15 @@ def test_a_run_says_whether_the_generator_kept_its_schedule():
     run = summarise(on_time + [waited], in_flight=256)
     assert run["valid"] is True and run["invalid_reason"] is None
     assert run["loadgen"] == {"in_flight": 256, "late": 1, "waited": 1, "own_late": 0, "own_late_fraction": 0.0,
-                              "own_lateness_ms": {"median": 0.0, "p99": 0.0, "max": 0.0}}
-    behind = Record(0, 991, T0 + 10, T0 + 10.2, T0 + 10.3, "ok", True, None)          # the generator was slow
+                              "own_behind": 0, "own_lateness_ms": {"median": 0.0, "p99": 0.0, "max": 0.0}}
+    stalled = Record(0, 991, T0 + 10, T0 + 10.2, T0 + 10.3, "ok", True, None)          # a 200-ms stall: late
+    run = summarise(on_time + [stalled, stalled._replace(seq=992)])
+    assert run["valid"] is True and run["loadgen"]["own_late"] == 2 and run["loadgen"]["own_behind"] == 0
+    behind = Record(0, 991, T0 + 10, T0 + 10.6, T0 + 10.7, "ok", True, None)          # the generator was slow
     run = summarise(on_time + [behind, behind._replace(seq=992)])
-    assert run["valid"] is False and run["loadgen"]["own_late"] == 2
+    assert run["valid"] is False and run["loadgen"]["own_behind"] == 2
     assert run["invalid_reason"] == ("the load generator fell behind its schedule: 2 of 101 requests (2.0%, more "
-                                     "than 1%) went out more than 20 ms late without waiting for the system under "
+                                     "than 1%) went out more than 250 ms late without waiting for the system under "
                                      "test")
     results.validate(run)
 

@@ -169,7 +169,7 @@ def test_should_take_over_after_a_quick_restart_before_conviction(flows, session
     killed = time.monotonic()
     cluster_mod.kill_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
     cluster_mod.start_node(cluster_settings, "node2", name=cluster_settings.cluster_name, progress=_progress)
-    took = wait_rows(session, "flt.dst", 3_000, timeout=180)
+    wait_rows(session, "flt.dst", 3_000, timeout=180)
     print(f"[faults] takeover after a quick restart: all rows {time.monotonic() - killed:.1f} s after the kill")
     verify(cluster_settings, "flt_copy", 3_000)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from async_triggers import config, connection, connection_clients
-from async_triggers.connection import Connection, parse_hosts, resolve
+from async_triggers.connection import parse_hosts, resolve
 from async_triggers.errors import ConfigError
 
 SECRET = "s3cr3t-Pa55"

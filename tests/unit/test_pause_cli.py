@@ -5,9 +5,9 @@ from types import SimpleNamespace
 import pytest
 from typer.testing import CliRunner
 
-from async_triggers import config, deploy, pause
+from async_triggers import config, pause
 from async_triggers.cli import trigger as cli_trigger
-from async_triggers.errors import ConfigError, DeployError, UnknownFlowError, FlowPausedError
+from async_triggers.errors import ConfigError, UnknownFlowError, FlowPausedError
 
 DEPLOYED = {"copy": {"name": "copy", "backup": {"enabled": True, "safety_net_ms": 300000}},
             "fast": {"name": "fast", "backup": {"enabled": False, "safety_net_ms": 300000}}}
