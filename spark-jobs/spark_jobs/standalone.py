@@ -119,7 +119,7 @@ def _alive(pid: int) -> bool:
 
 def status(cluster: Standalone, timeout: float = 3.0) -> dict:
     """The master's own account (``/json/``): its status and its workers' states and cores; or why it has none."""
-    pids = {p: pid for p, pid in _pids(cluster).items()}
+    pids = _pids(cluster)
     out = {"name": cluster.name, "master": cluster.master_url, "status_page": cluster.status_url,
            "processes": {p: {"pid": pid, "alive": _alive(pid), "log": str(cluster.log(p))} for p, pid in pids.items()}}
     try:
@@ -147,12 +147,12 @@ def up(home: Path, name: str = DEFAULT_NAME, workers: int = 2, cores: int = 1, m
         down(home, name, progress=progress)
     if workers < 1 or cores < 1:
         raise ConfigError(f"a standalone cluster needs at least one worker with one core, found: "
-                                f"{workers} worker(s) of {cores} core(s)")
+                          f"{workers} worker(s) of {cores} core(s)")
     worker_ui = [webui_port + 1 + i for i in range(workers)]
     taken = [p for p in (port, webui_port, *worker_ui) if not _free(p)]
     if taken:
         raise ConfigError(f"port(s) {', '.join(map(str, taken))} on {HOST} already taken: stop what listens "
-                                "there or choose --port / --webui-port")
+                          "there or choose --port / --webui-port")
     launcher, env = spark_class(), _env()
     folder = Path(home) / STATE / name
     shutil.rmtree(folder, ignore_errors=True)

@@ -379,8 +379,8 @@ public final class FakeGateway implements CqlGateway
         throw new IllegalArgumentException("fake cannot bind " + value.getClass());
     }
 
-    /** Visible rows of a table, as maps. */
-    public List<Map<String, ByteBuffer>> rows(String keyspace, String table)
+    /** Visible rows of a table, as maps (under the lock statements run under: workers may be writing). */
+    public synchronized List<Map<String, ByteBuffer>> rows(String keyspace, String table)
     {
         Table t = table(keyspace, table);
         List<Map<String, ByteBuffer>> out = new ArrayList<>();
