@@ -66,7 +66,7 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
     if not start_delay_s >= 0:
         raise LoadGenError(f"'start_delay_s' must be positive or zero, found: {start_delay_s}")
     sc = spark.sparkContext
-    cores = task_slots(sc)
+    cores = task_slots(sc, partitions)
     if partitions > cores:
         raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has "
                            f"({sc.master}): the tasks would not all run at once, and the later ones would send "
@@ -89,9 +89,10 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
     return sc.parallelize(range(partitions), partitions).barrier().mapPartitions(one_task)
 
 
-def task_slots(sc, wait_s: float = 20.0) -> int:
+def task_slots(sc, wanted: int, wait_s: float = 60.0) -> int:
     """How many tasks can run at once: N of ``local[N]`` (the machine's cores for ``local[*]``); on a cluster
-    manager, the registered executors' cores (waiting up to ``wait_s`` for the first executors to register)."""
+    manager, the registered executors' cores, waiting up to ``wait_s`` for ``wanted`` of them (a standalone master
+    launches the executors one after the other: the first registers seconds before the second)."""
     import os
     master = sc.master
     if master.startswith("local"):
@@ -100,9 +101,9 @@ def task_slots(sc, wait_s: float = 20.0) -> int:
     per_executor = int(sc.getConf().get("spark.executor.cores", "1"))
     deadline = time.monotonic() + wait_s
     while True:
-        executors = sc._jsc.sc().getExecutorMemoryStatus().size() - 1    # minus the driver
-        if executors > 0 or time.monotonic() > deadline:
-            return max(0, executors) * per_executor
+        slots = max(0, sc._jsc.sc().getExecutorMemoryStatus().size() - 1) * per_executor    # minus the driver
+        if slots >= wanted or time.monotonic() > deadline:
+            return slots
         time.sleep(0.5)
 
 

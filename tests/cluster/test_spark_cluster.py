@@ -9,6 +9,7 @@ import random
 import re
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -56,6 +57,12 @@ def twitter(cluster_settings):
         assert deployed.returncode == 0, deployed.stderr
         workload.write_tweets(s, [1, 2, 1, 3], random.Random(11))
         drain(s, FLOW)
+    yield
+    # leave the shared cluster without the flow, as the later modules expect to deploy it first (a redeploy of a
+    # running flow while tweets are written dead-letters its fan-out rests: see the notes of this commit)
+    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW)
+    assert dropped.returncode == 0, dropped.stderr
+    time.sleep(3 * 2)   # every node applies it within two of its control loop's 2-s cycles
 
 
 def _verify(settings, master: str) -> dict:

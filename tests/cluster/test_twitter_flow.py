@@ -65,7 +65,7 @@ def test_should_report_status_per_node(twitter, session, cluster_settings):
     rows = json.loads(result.stdout)
     assert {r["flow"] for r in rows} == {FLOW}
     assert sum(r["completed"] for r in rows) >= 6
-    assert all(r["failed"] == 0 and r["workers"] == 2 for r in rows)
+    assert all(r["failed"] == 0 and r["workers"] == 2 for r in rows), rows
 
 
 @pytest.mark.spark

@@ -348,3 +348,36 @@ def test_spark_reports_a_task_failure_with_its_cause(spark):
                                            r"failed for sender 0: ConnectionRefusedError: no broker"):
         loadgen.run(spark, [Phase(1, 10)], partitions=2, seed=1, sender_factory=factory, concurrency=1,
                     start_delay_s=0.5)
+
+
+class _Executors:
+    """A SparkContext on a cluster manager whose executors register one by one (``sizes``: driver included)."""
+
+    def __init__(self, sizes):
+        self.master, self._sizes = "spark://127.0.0.1:7077", list(sizes)
+        outer = self
+
+        class _Status:
+            def size(self):
+                return outer._sizes.pop(0) if len(outer._sizes) > 1 else outer._sizes[0]
+
+        class _Scala:
+            def getExecutorMemoryStatus(self):
+                return _Status()
+
+        class _Java:
+            def sc(self):
+                return _Scala()
+
+        self._jsc = _Java()
+
+    def getConf(self):
+        return {"spark.executor.cores": "1"}
+
+
+def test_task_slots_waits_for_the_executors_the_tasks_need_and_no_longer_than_asked():
+    # the driver alone, then one executor, then two: two tasks wait for the second
+    assert loadgen.task_slots(_Executors([1, 2, 2, 3]), 2, wait_s=10) == 2
+    started = time.monotonic()
+    assert loadgen.task_slots(_Executors([1, 2]), 2, wait_s=1.0) == 1    # never a second one: says how many there are
+    assert time.monotonic() - started < 5
