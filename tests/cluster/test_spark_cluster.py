@@ -58,8 +58,7 @@ def twitter(cluster_settings):
         workload.write_tweets(s, [1, 2, 1, 3], random.Random(11))
         drain(s, FLOW)
     yield
-    # leave the shared cluster without the flow, as the later modules expect to deploy it first (a redeploy of a
-    # running flow while tweets are written dead-letters its fan-out rests: see the notes of this commit)
+    # leave the shared cluster as this module found it: without the flow (the later modules deploy it themselves)
     dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW)
     assert dropped.returncode == 0, dropped.stderr
     time.sleep(3 * 2)   # every node applies it within two of its control loop's 2-s cycles

@@ -42,6 +42,12 @@ public final class EntryCompletion implements TaskEntries
     }
 
     @Override
+    public boolean holdsTasks()
+    {
+        return table != null;
+    }
+
+    @Override
     public void released(Task task)
     {
         held.release(task);

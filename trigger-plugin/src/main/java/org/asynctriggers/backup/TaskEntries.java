@@ -21,6 +21,12 @@ public interface TaskEntries
      */
     void released(Task task);
 
+    /** Whether a backup entry holds each task (false: the flow keeps none, its queue is the only copy). */
+    default boolean holdsTasks()
+    {
+        return false;
+    }
+
     /** For tests: nothing is recorded. */
     TaskEntries NONE = new TaskEntries()
     {

@@ -28,6 +28,12 @@ public interface FlowCounters
     /** A task waiting for its retry became a dead letter (its flow stopped): it failed without being active. */
     void retryAbandoned();
 
+    /**
+     * A task waiting for its retry, or the rest of a fan-out, was left to its backup entry when its flow version
+     * stopped: not failed, not done here; the next scan (the new version's, or the node's after a restart) runs it.
+     */
+    void retryReleased();
+
     /** An execution failed and the task waits for its retry: no longer active, not finished either. */
     void taskRetrying();
 

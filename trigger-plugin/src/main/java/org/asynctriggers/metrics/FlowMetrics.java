@@ -172,6 +172,12 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
         failed.increment();
     }
 
+    /** A task waiting for its retry was left to its backup entry (its flow version stopped): a scan runs it. */
+    public void retryReleased()
+    {
+        awaitingRetry.decrement();
+    }
+
     /** A task waiting for its retry is back in the queue. */
     public void retryQueued()
     {

@@ -20,8 +20,11 @@ import org.slf4j.LoggerFactory;
 /**
  * What becomes of a failed execution of one flow version's task (docs/design.md, "Retries and dead letters"): queued
  * again after its backoff by the {@link RetryScheduler}, or, out of attempts or too old, a dead letter. A task is
- * never dropped: a retry that finds the queue full waits again, and one the flow can no longer take (stopped,
- * replaced) becomes a dead letter that {@code ctl trigger dlq retry} can queue into the running version.
+ * never dropped: a retry that finds the queue full waits again. One the flow version can no longer take (stopped,
+ * replaced), like the rest of a chunked fan-out queued again while the version drains, goes back to its backup entry
+ * when the flow keeps them: the entry holds it and its recorded resume position, and the next scan (the new version's
+ * right after it is applied, or the node's after a restart) runs it; it neither failed nor is it done. Without backup
+ * entries it becomes a dead letter that {@code ctl trigger dlq retry} can queue into the running version.
  */
 public final class Retries
 {
@@ -40,7 +43,7 @@ public final class Retries
     private final DeadLetters deadLetters;
     private final LongSupplier nanoClock;
     private volatile TaskEntries entries = TaskEntries.NONE;
-    /** scheduled and not yet queued: what a stop must turn into dead letters */
+    /** scheduled and not yet queued: what a stop must leave to the backup entries (or, without them, dead-letter) */
     private final Set<Pending> pending = ConcurrentHashMap.newKeySet();
 
     public Retries(String flow, RetryPolicy policy, RetryPolicy.Jitter jitter, RetryScheduler scheduler, FlowQueue queue,
@@ -80,7 +83,7 @@ public final class Retries
             }
             pending.add(this);
             if (queue.isClosed())
-                giveUp(this, "flow stopped before the retry");
+                stopped(this);
             else // full: the task keeps its place among the retries rather than being dropped
                 schedule(this, Math.max(FULL_QUEUE_WAIT_MILLIS, policy.initialBackoffMillis));
         }
@@ -149,8 +152,24 @@ public final class Retries
         }
         catch (RejectedExecutionException e)
         {
-            giveUp(retry, "flow stopped before the retry");
+            stopped(retry);
         }
+    }
+
+    /** A retry its stopped flow version will not run: back to its backup entry if it has one, else a dead letter. */
+    private void stopped(Pending retry)
+    {
+        TaskEntries held = entries;
+        if (!held.holdsTasks())
+        {
+            giveUp(retry, "flow stopped before the retry");
+            return;
+        }
+        if (!pending.remove(retry))
+            return;
+        metrics.retryReleased();
+        held.released(retry.task);
+        logger.debug("Flow '{}': {} left to its backup entry as its version stopped; the next scan runs it", flow, retry.task);
     }
 
     /** A retry that was counted as retrying and will not run: it is finished now, as a failure. */
@@ -206,11 +225,18 @@ public final class Retries
         return pending.size();
     }
 
-    /** After the workers stopped: stops the scheduler, and the retries it will not run become dead letters. */
+    /**
+     * After the workers stopped: stops the scheduler; the retries it will not run go back to their backup entries,
+     * or, for a flow without them, become dead letters.
+     */
     public void stop()
     {
         scheduler.stop();
-        for (Pending retry : pending.toArray(new Pending[0]))
-            giveUp(retry, "flow stopped before the retry");
+        Pending[] left = pending.toArray(new Pending[0]);
+        for (Pending retry : left)
+            stopped(retry);
+        if (left.length > 0 && entries.holdsTasks())
+            logger.info("Flow '{}': {} task(s) waiting for a retry or the rest of their fan-out left to their backup entries as this version stopped",
+                        flow, left.length);
     }
 }

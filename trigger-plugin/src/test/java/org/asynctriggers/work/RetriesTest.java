@@ -268,6 +268,54 @@ public class RetriesTest
     }
 
     @Test
+    void shouldLeaveRetriesPendingAtStopToTheirBackupEntriesWhenTheFlowKeepsThem() throws Exception
+    {
+        // a redeploy replaces the version: what waits for a retry (or the rest of a fan-out) neither failed nor is
+        // done; its entry holds it with its resume position, and the new version's scan runs it
+        List<Task> released = new ArrayList<>(), completed = new ArrayList<>();
+        retries.entries(new TaskEntries()
+        {
+            @Override
+            public void recordResume(Task task, int target, ByteBuffer paging)
+            {
+            }
+
+            @Override
+            public void completed(Task task)
+            {
+                completed.add(task);
+            }
+
+            @Override
+            public void released(Task task)
+            {
+                released.add(task);
+            }
+
+            @Override
+            public boolean holdsTasks()
+            {
+                return true;
+            }
+        });
+        worker.accept(user(7, POISON_TS));
+        assertEquals(1, retries.pending());
+
+        retries.stop();
+
+        assertEquals(0, retries.pending());
+        assertEquals(0, metrics.getFailedTasks(), "a stop is not a failure of the task");
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+        assertEquals(1, released.size());
+        assertEquals(List.of(), completed, "the entry stays: the next scan runs the task from it");
+        // a failure after the stop cannot be scheduled: back to its entry as well
+        worker.accept(user(8, POISON_TS));
+        assertEquals(2, released.size());
+        assertEquals(0, metrics.getFailedTasks());
+        assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+    }
+
+    @Test
     void shouldReleaseTheTaskToItsBackupEntryWhenTheDeadLetterCannotBeWritten()
     {
         // the whole cluster restarting: the task fails its attempts, and its dead letter cannot be written either
