@@ -77,6 +77,41 @@ public class RetriesTest
     private final TaskProcessor worker = new TaskProcessor(new FlowExecutor(spec, gateway, handler, c -> null),
                                                            metrics, retries, sleeps::add, () -> nowNanos, 0);
 
+    /** Backup entries that record what the retries do with them; {@code holds}: whether an entry holds each task. */
+    private static final class RecordingEntries implements TaskEntries
+    {
+        final List<Task> completed = new ArrayList<>(), released = new ArrayList<>();
+        private final boolean holds;
+
+        RecordingEntries(boolean holds)
+        {
+            this.holds = holds;
+        }
+
+        @Override
+        public void recordResume(Task task, int target, ByteBuffer paging)
+        {
+        }
+
+        @Override
+        public void completed(Task task)
+        {
+            completed.add(task);
+        }
+
+        @Override
+        public void released(Task task)
+        {
+            released.add(task);
+        }
+
+        @Override
+        public boolean holdsTasks()
+        {
+            return holds;
+        }
+    }
+
     private static Task user(long id, long ts)
     {
         return new Task("users_hook", 1, List.of(bigint(id)), Operation.INSERT, ts,
@@ -272,32 +307,9 @@ public class RetriesTest
     {
         // a redeploy replaces the version: what waits for a retry (or the rest of a fan-out) neither failed nor is
         // done; its entry holds it with its resume position, and the new version's scan runs it
-        List<Task> released = new ArrayList<>(), completed = new ArrayList<>();
-        retries.entries(new TaskEntries()
-        {
-            @Override
-            public void recordResume(Task task, int target, ByteBuffer paging)
-            {
-            }
-
-            @Override
-            public void completed(Task task)
-            {
-                completed.add(task);
-            }
-
-            @Override
-            public void released(Task task)
-            {
-                released.add(task);
-            }
-
-            @Override
-            public boolean holdsTasks()
-            {
-                return true;
-            }
-        });
+        RecordingEntries entries = new RecordingEntries(true);
+        List<Task> released = entries.released, completed = entries.completed;
+        retries.entries(entries);
         worker.accept(user(7, POISON_TS));
         assertEquals(1, retries.pending());
 
@@ -322,26 +334,9 @@ public class RetriesTest
         FakeGateway noTables = new FakeGateway().table("app", "users", List.of("id"), List.of());
         Retries lost = new Retries(spec.name, new RetryPolicy(1, 0, 0, 1_000), (min, max) -> max, scheduler, queue, metrics,
                                    new DeadLetters(noTables, () -> "n", () -> 0L, () -> deadLetterId), () -> nowNanos);
-        List<Task> completed = new ArrayList<>(), released = new ArrayList<>();
-        lost.entries(new TaskEntries()
-        {
-            @Override
-            public void recordResume(Task task, int target, ByteBuffer paging)
-            {
-            }
-
-            @Override
-            public void completed(Task task)
-            {
-                completed.add(task);
-            }
-
-            @Override
-            public void released(Task task)
-            {
-                released.add(task);
-            }
-        });
+        RecordingEntries entries = new RecordingEntries(false);
+        List<Task> completed = entries.completed, released = entries.released;
+        lost.entries(entries);
         TaskProcessor processor = new TaskProcessor(new FlowExecutor(spec, noTables, handler, c -> null),
                                                     metrics, lost, sleeps::add, () -> nowNanos, 0);
         Task task = user(7, POISON_TS);
