@@ -23,48 +23,38 @@ from async_triggers.benchmarks.harness.testbed import Testbed
 NULL, CLUSTER, BLOCKING = "null", "release_version", "release_version_blocking"
 
 
-class _ReleaseVersion:
+class _ReleaseVersionQuery:
+    """``SELECT release_version FROM system.local``, prepared once per sender on the target's shared session."""
+
     def __init__(self, target: Target):
         self.session = SESSIONS.get(target)
         self.query = self.session.prepare("SELECT release_version FROM system.local")
-
-    def send_async(self, request, done) -> None:
-        self.session.execute_async(self.query).add_callbacks(lambda _rows: done(None), done)
 
     def close(self) -> None:
         pass
 
 
-class _ReleaseVersionBlocking:
-    """The same query the way the generator sent before it was asynchronous: one blocking request per thread."""
+class _ReleaseVersion(_ReleaseVersionQuery):
+    def send_async(self, request, done) -> None:
+        self.session.execute_async(self.query).add_callbacks(lambda _rows: done(None), done)
 
-    def __init__(self, target: Target):
-        self.session = SESSIONS.get(target)
-        self.query = self.session.prepare("SELECT release_version FROM system.local")
+
+class _ReleaseVersionBlocking(_ReleaseVersionQuery):
+    """The same query the way the generator sent before it was asynchronous: one blocking request per thread."""
 
     def send(self, request) -> None:
         self.session.execute(self.query)
 
-    def close(self) -> None:
-        pass
-
-
-@dataclasses.dataclass(frozen=True)
-class ReleaseVersionBlockingApp:
-    """A blocking sender factory: ``concurrency`` threads per task, as the generator had before (for comparison)."""
-    target: Target
-
-    def __call__(self, slot) -> _ReleaseVersionBlocking:
-        return _ReleaseVersionBlocking(self.target)
-
 
 @dataclasses.dataclass(frozen=True)
 class ReleaseVersionApp:
-    """A sender factory (picklable) asking the target's cluster for its release version, asynchronously."""
+    """A sender factory (picklable) asking the target's cluster for its release version: asynchronously, or with
+    ``blocking`` from ``concurrency`` threads per task, as the generator sent before (for comparison)."""
     target: Target
+    blocking: bool = False
 
-    def __call__(self, slot) -> _ReleaseVersion:
-        return _ReleaseVersion(self.target)
+    def __call__(self, slot) -> _ReleaseVersionQuery:
+        return (_ReleaseVersionBlocking if self.blocking else _ReleaseVersion)(self.target)
 
 
 def run(bed: Testbed) -> dict[str, dict]:
@@ -74,7 +64,7 @@ def run(bed: Testbed) -> dict[str, dict]:
     out = {}
     senders = [(NULL, loadgen.async_null_sender), (CLUSTER, ReleaseVersionApp(bed.target()))]
     if cfg.capacity_blocking:
-        senders.append((BLOCKING, ReleaseVersionBlockingApp(bed.target())))
+        senders.append((BLOCKING, ReleaseVersionApp(bed.target(), blocking=True)))
     for name, factory in senders:
         bound = f"{cfg.concurrency} threads" if name == BLOCKING else f"{cfg.in_flight} in flight"
         bed.progress(f"load generator capacity, sender {name}: {cfg.partitions} tasks, {bound} each, steps of "

@@ -186,8 +186,8 @@ def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, s
     ``factor`` times the last, until a step did not keep up or ``max_rate``; the capacity is the highest rate
     that kept up (None if the first did not). A step keeps up when the generator kept its schedule as a run must
     (:func:`schedule_report`: at most 1 % of the requests behind through the generator; one falling short of the
-    rate falls further behind with every request), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot
-    be answered at the rate is not a capacity) and none failed. ``keep_records``: the last step that kept up
+    rate falls further behind with every request), at most MAX_WAITED_FRACTION of them waited for an answer (a
+    sender that cannot be answered at the rate is not a capacity) and none failed. ``keep_records``: the last step that kept up
     (else the first) in ``records``."""
     if not (start_rate > 0 and factor > 1 and max_rate >= start_rate and step_s > 0):
         raise LoadGenError(f"capacity steps need start_rate > 0, factor > 1, max_rate >= start_rate and step_s > 0,"

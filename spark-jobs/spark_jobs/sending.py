@@ -310,8 +310,8 @@ def run_task(task: int, partitions: int, start_at: float, phases: Sequence[Phase
 
 
 # -- did the generator keep its schedule? ----------------------------------------------------------------------------
-# Two bars. ``late`` (LATE_AFTER_S) is counted and shown, and the capacity steps must keep it. A run is invalid
-# (``kept`` false) when more than MAX_OWN_LATE_FRACTION of its requests went out more than BEHIND_AFTER_S late through
+# Two bars. ``late`` (LATE_AFTER_S) is counted and shown. A run is invalid (and a capacity step did not keep up;
+# ``kept`` false) when more than MAX_OWN_LATE_FRACTION of its requests went out more than BEHIND_AFTER_S late through
 # the generator's own fault: a generator short of capacity falls further behind with every request (seconds within
 # a step), while a stall of the whole machine (2 cores shared with the nodes under test) delays a few requests by a
 # few hundred ms at most, and that delay is already in their response times, which count from the scheduled time.
