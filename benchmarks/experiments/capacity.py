@@ -7,7 +7,8 @@ Two senders, each with the experiments' Spark tasks and in-flight bound, in step
 ``SELECT release_version FROM system.local`` through the driver against the run's cluster with nothing deployed (the
 generator with the driver's request path, the cluster doing no work). A step keeps up when at most 1 % of its
 requests went out behind (more than 250 ms late) through the generator, at most 1 % waited for an answer, and none
-failed; the capacity is the highest such step. One results file per sender (``config.sender``), the capacity as
+failed; the capacity is the highest such step (when the first misses, the steps go down to the first that keeps
+up). One results file per sender (``config.sender``), the capacity as
 ``throughput_msg_s``.
 With ``capacity_blocking``, the same query also the way the generator sent before it was asynchronous
 (``release_version_blocking``: ``concurrency`` blocking threads per task), for the ratio side by side.
@@ -84,7 +85,8 @@ def run(bed: Testbed) -> dict[str, dict]:
         results.write_run(cfg.out, run)
         best = found["capacity_msg_s"]
         bed.progress(f"  capacity with sender {name}: "
-                     + ("below the first step" if best is None else f"{best:,.0f} requests/s")
+                     + (f"below the lowest step ({found['steps'][-1]['rate']:,.0f}/s)" if best is None
+                        else f"{best:,.0f} requests/s")
                      + ("" if best is None or best < cfg.capacity_max_rate else " (the highest step tried)"))
         out[name] = run
     return out

@@ -49,10 +49,13 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         else:
             rows.append((name, f"{value:.2f}{unit}", "met" if ok(value) else "MISSED"))
 
-    capacity = [get(r, "throughput_msg_s") for r in runs if r["experiment"] == "capacity"
-                and get(r, "config", "sender") in ("null", "release_version")]
-    ratio_row("load generator capacity >= 3x the highest offered rate",
-              _ratio(min(capacity), highest_offered(runs)) if capacity else None, lambda v: v >= 3)
+    for sender, how in (("null", "alone (a sender answered at once)"),
+                        ("release_version", "through the driver, the idle cluster answering")):
+        # the lowest of the repetitions: the target holds in every one
+        capacity = [get(r, "throughput_msg_s") for r in runs
+                    if r["experiment"] == "capacity" and get(r, "config", "sender") == sender]
+        ratio_row(f"load generator capacity >= 3x the highest offered rate, {how}",
+                  _ratio(min(capacity), highest_offered(runs)) if capacity else None, lambda v: v >= 3)
     by_sender = {get(r, "config", "sender"): get(r, "throughput_msg_s") for r in runs if r["experiment"] == "capacity"}
     if by_sender.get("release_version_blocking") and by_sender.get("release_version") is not None:
         new, old = by_sender["release_version"], by_sender["release_version_blocking"]

@@ -181,19 +181,23 @@ def release_version_sender(slot: Slot) -> _ReleaseVersion:
 def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, start_rate: float = 1000.0,
                      factor: float = 1.5, max_rate: float = 100_000.0, step_s: float = 5.0,
                      concurrency: int = DEFAULT_CONCURRENCY, in_flight: int = DEFAULT_IN_FLIGHT, seed: int = 1,
-                     progress: Callable[[str], None] = lambda _: None, keep_records: bool = False) -> dict:
+                     progress: Callable[[str], None] = lambda _: None, keep_records: bool = False,
+                     min_rate: float | None = None) -> dict:
     """The generator's capacity with this sender: steps of ``step_s`` seconds from ``start_rate``, each
     ``factor`` times the last, until a step did not keep up or ``max_rate``; the capacity is the highest rate
-    that kept up (None if the first did not). A step keeps up when the generator kept its schedule as a run must
-    (:func:`schedule_report`: at most 1 % of the requests behind through the generator; one falling short of the
-    rate falls further behind with every request), at most MAX_WAITED_FRACTION of them waited for an answer (a
-    sender that cannot be answered at the rate is not a capacity) and none failed. ``keep_records``: the last step that kept up
-    (else the first) in ``records``."""
+    that kept up. When the first step does not keep up, steps go down instead, each ``factor`` times lower, to the
+    first that keeps up (not below ``min_rate``, default ``start_rate / factor**6``; None if none did).
+    A step keeps up when the generator kept its schedule as a run must (:func:`schedule_report`: at most 1 % of
+    the requests behind through the generator; one falling short of the rate falls further behind with every
+    request), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot be answered at the
+    rate is not a capacity) and none failed. ``keep_records``: the last step that kept up (else the first) in
+    ``records``."""
     if not (start_rate > 0 and factor > 1 and max_rate >= start_rate and step_s > 0):
         raise LoadGenError(f"capacity steps need start_rate > 0, factor > 1, max_rate >= start_rate and step_s > 0,"
                            f" found: {start_rate}, {factor}, {max_rate}, {step_s}")
-    steps, best, rate, kept_records = [], None, start_rate, None
-    while rate <= max_rate:
+    floor = start_rate / factor ** 6 if min_rate is None else min_rate
+    steps, best, rate, kept_records, down = [], None, start_rate, None, False
+    while floor * (1 - 1e-9) <= rate <= max_rate:
         records = run(spark, [Phase(step_s, rate)], partitions, seed, sender_factory, concurrency,
                       in_flight=in_flight)
         report = schedule_report(records, in_flight)
@@ -206,9 +210,15 @@ def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, s
                  f"{report['waited']} waited: {'kept up' if up else 'did NOT keep up'}")
         if kept_records is None or up:
             kept_records = records
-        if not up:
-            break
-        best, rate = rate, rate * factor
+        if up:
+            best = rate
+            if down:
+                break      # going down: the first step that kept up
+            rate *= factor
+        elif best is not None:
+            break          # going up: the first step that did not keep up
+        else:
+            down, rate = True, rate / factor
     found = {"capacity_msg_s": None if best is None else round(best, 1), "partitions": partitions,
              "in_flight": in_flight, "concurrency": concurrency, "step_s": step_s, "steps": steps}
     if keep_records:

@@ -108,6 +108,6 @@ def test_the_report_has_every_table_and_figure(smoke):
     projected = [r for r in _runs(out) if r["projected"]]
     assert {r["app"] for r in projected} == {"synchronous", "external_queue", "integrated"}
     assert all(r["db_nodes"] == 16 for r in projected)
-    assert "What we measured: " in text and "| load generator capacity >= 3x the highest offered rate |" in text
+    assert "What we measured: " in text and "| load generator capacity >= 3x the highest offered rate, alone" in text
     raw = json.loads(next(out.glob("*-80pct-integrated-3n.json")).read_text())
     assert raw["timeseries"]["propagated_msg_s"] is not None

@@ -293,6 +293,31 @@ def test_the_null_async_sender_keeps_a_schedule_of_a_thousand_requests_a_second(
     assert loadgen_report(records)["kept"], loadgen_report(records)
 
 
+@pytest.mark.parametrize("limit, tried, found", [
+    (5000, [2000, 3000, 4500, 6750], 4500),                              # up to the first step that misses
+    (1000, [2000, 1333.3, 888.9], 888.9),                                # the first misses: down to one that keeps up
+    (100, [2000, 1333.3, 888.9, 592.6, 395.1, 263.4, 175.6], None),      # not even start_rate / factor**6
+])
+def test_capacity_steps_up_to_the_first_miss_or_down_to_the_first_that_keeps_up(monkeypatch, limit, tried, found):
+    rates = []
+
+    def fake_run(spark, phases, *args, **kwargs):
+        rates.append(phases[0].rate)
+        return [loadgen.Record(0, 0, 0.0, 0.0, 0.0, OK, False, None)]
+
+    def fake_report(records, in_flight):
+        kept = rates[-1] <= limit
+        return {"kept": kept, "waited": 0, "own_late": 0 if kept else 1, "own_late_fraction": 0.0 if kept else 1.0,
+                "own_lateness_ms": {"median": 0.0, "p99": 0.0}}
+
+    monkeypatch.setattr(loadgen, "run", fake_run)
+    monkeypatch.setattr(loadgen, "schedule_report", fake_report)
+    result = loadgen.measure_capacity(None, 2, loadgen.async_null_sender, start_rate=2000, factor=1.5)
+    assert [s["rate"] for s in result["steps"]] == tried
+    assert result["capacity_msg_s"] == found
+    assert [s["kept_up"] for s in result["steps"]] == [r <= limit for r in tried]
+
+
 def loadgen_report(records, in_flight=None):
     from async_triggers.spark_jobs.sending import schedule_report
     return schedule_report(records, in_flight)
