@@ -184,9 +184,10 @@ def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, s
                      progress: Callable[[str], None] = lambda _: None, keep_records: bool = False,
                      min_rate: float | None = None) -> dict:
     """The generator's capacity with this sender: steps of ``step_s`` seconds from ``start_rate``, each
-    ``factor`` times the last, until a step did not keep up or ``max_rate``; the capacity is the highest rate
-    that kept up. When the first step does not keep up, steps go down instead, each ``factor`` times lower, to the
-    first that keeps up (not below ``min_rate``, default ``start_rate / factor**6``; None if none did).
+    ``factor`` times the last (after a warm-up step at the lowest rate, not judged), until a step did not keep up
+    or ``max_rate``; the capacity is the highest rate that kept up. When the first step does not keep up, steps go
+    down instead, each ``factor`` times lower, to the first that keeps up (not below ``min_rate``, default
+    ``start_rate / factor**6``; None if none did).
     A step keeps up when the generator kept its schedule as a run must (:func:`schedule_report`: at most 1 % of
     the requests behind through the generator; one falling short of the rate falls further behind with every
     request), at most MAX_WAITED_FRACTION of them waited for an answer (a sender that cannot be answered at the
@@ -196,6 +197,10 @@ def measure_capacity(spark, partitions: int, sender_factory: SenderFactory, *, s
         raise LoadGenError(f"capacity steps need start_rate > 0, factor > 1, max_rate >= start_rate and step_s > 0,"
                            f" found: {start_rate}, {factor}, {max_rate}, {step_s}")
     floor = start_rate / factor ** 6 if min_rate is None else min_rate
+    # the senders' first requests open their connections (a driver session: seconds): a step of the lowest rate
+    # first, not judged, so that the first judged step measures a warm sender
+    progress(f"capacity warm-up: {step_s:g} s at {floor:,.0f}/s, not judged")
+    run(spark, [Phase(step_s, floor)], partitions, seed, sender_factory, concurrency, in_flight=in_flight)
     steps, best, rate, kept_records, down = [], None, start_rate, None, False
     while floor * (1 - 1e-9) <= rate <= max_rate:
         records = run(spark, [Phase(step_s, rate)], partitions, seed, sender_factory, concurrency,

@@ -313,6 +313,7 @@ def test_capacity_steps_up_to_the_first_miss_or_down_to_the_first_that_keeps_up(
     monkeypatch.setattr(loadgen, "run", fake_run)
     monkeypatch.setattr(loadgen, "schedule_report", fake_report)
     result = loadgen.measure_capacity(None, 2, loadgen.async_null_sender, start_rate=2000, factor=1.5)
+    assert round(rates[0], 1) == 175.6, "a warm-up at the lowest rate, not judged, comes first"
     assert [s["rate"] for s in result["steps"]] == tried
     assert result["capacity_msg_s"] == found
     assert [s["kept_up"] for s in result["steps"]] == [r <= limit for r in tried]
