@@ -5,7 +5,7 @@ The model is coarse and measured on this machine (2 cores): every application ru
 ``RUN_OVERHEAD_S`` (Spark's job, the barrier, the drain, the lag probe, truncating the tables); a cluster switch
 ``CLUSTER_S`` (nodes, schema, the follower graph); a saturation search ``SEARCH_STEPS`` steps the first time at a
 size and ``REPEAT_STEPS`` when it starts from the previous repetition's rate; the fault run Spark's verification
-on top; the capacity measurement ``CAPACITY_STEPS`` steps per sender.
+on top; the capacity measurement its steps and a warm-up step per sender.
 """
 from __future__ import annotations
 
@@ -37,7 +37,8 @@ def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:
     with_plain = apps + (1 if cfg.plain_baseline and PLAIN not in cfg.apps else 0)
     reuse = bool(cfg.reuse_cluster)
     switch = 0.0 if reuse else CLUSTER_S
-    capacity_steps = max(1, math.floor(math.log(cfg.capacity_max_rate / cfg.capacity_start_rate, cfg.rate_factor)) + 1)
+    # the steps up to the highest rate, and the warm-up step before them
+    capacity_steps = max(1, math.floor(math.log(cfg.capacity_max_rate / cfg.capacity_start_rate, cfg.rate_factor)) + 2)
     eighty = apps * (cfg.steady_s + RUN_OVERHEAD_S)
     parts = {
         "capacity": switch + cfg.repeat * (3 if cfg.capacity_blocking else 2) * capacity_steps
