@@ -340,17 +340,23 @@ def machine_description() -> dict:
             "os": platform.platform(), "python": platform.python_version()}
 
 
+COMMITTED_RESULTS = "benchmarks/results"   # in the repository: the committed run
+
+
 @functools.lru_cache(maxsize=None)
 def git_commit(repo: Path | None = None) -> str | None:
     """The commit of the checkout the benchmark ran from, with ``-dirty`` when it had local changes: read once per
-    process (the code a process runs is what it loaded, even if the checkout changes under a long run)."""
+    process (the code a process runs is what it loaded, even if the checkout changes under a long run). Changes
+    under ``benchmarks/results`` do not count: they are the results, which ``ctl bench all --replace`` replaces
+    before its first run reads this."""
     repo = repo or Path(__file__).resolve().parent.parent
     try:
         head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True,
                               timeout=10)
         if head.returncode != 0:
             return None
-        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no"],
+        dirty = subprocess.run(["git", "-C", str(repo), "status", "--porcelain", "--untracked-files=no", "--",
+                                ".", f":(exclude){COMMITTED_RESULTS}"],
                                capture_output=True, text=True, timeout=10).stdout.strip()
         return head.stdout.strip() + ("-dirty" if dirty else "")
     except (OSError, subprocess.SubprocessError):

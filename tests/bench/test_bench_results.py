@@ -4,6 +4,7 @@ from __future__ import annotations
 import copy
 import csv
 import json
+import subprocess
 
 import pytest
 
@@ -186,3 +187,19 @@ def test_machine_and_commit_describe_this_checkout():
     assert m["cores"] >= 1 and m["python"].count(".") == 2
     commit = results.git_commit()
     assert commit is None or len(commit.split("-")[0]) == 40
+
+
+def test_the_commit_is_dirty_for_changed_code_not_for_replaced_results(tmp_path):
+    def git(*args):
+        subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
+
+    (tmp_path / "benchmarks" / "results").mkdir(parents=True)
+    (tmp_path / "benchmarks" / "results" / "old-run.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("init", "-q")
+    git("add", "-A")
+    git("-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c")
+    (tmp_path / "benchmarks" / "results" / "old-run.json").unlink()     # what --replace does before the first run
+    assert not results.git_commit.__wrapped__(tmp_path).endswith("-dirty")
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert results.git_commit.__wrapped__(tmp_path).endswith("-dirty")
