@@ -7,13 +7,14 @@ from pathlib import Path
 
 from async_triggers import config as pconfig
 from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.results import COMMITTED_RESULTS
 
 APPS = ("synchronous", "external_queue", "integrated")
 # the tweet write alone, with no flow deployed: what Cassandra itself gives the same requests (a baseline, not one
 # of the report's approaches: its runs stay out of the report's tables)
 PLAIN = "plain"
 FLOW = "bench_timeline"   # the integrated approach's flow
-DEFAULT_OUT = pconfig.REPO_ROOT / "benchmarks" / "results"
+DEFAULT_OUT = pconfig.REPO_ROOT / COMMITTED_RESULTS
 
 
 @dataclasses.dataclass(frozen=True)
