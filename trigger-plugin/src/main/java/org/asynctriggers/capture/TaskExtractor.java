@@ -22,6 +22,7 @@ import org.apache.cassandra.db.rows.UnfilteredRowIterator;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.task.KeyRange;
 import org.asynctriggers.task.SourceChange;
 
 /**
@@ -161,7 +162,18 @@ public final class TaskExtractor
             key.add(s);
             values.put(metadata.clusteringColumns().get(i).name.toString(), s);
         }
-        return new SourceChange(Operation.DELETE, key, range.deletionTime().markedForDeleteAt(), values);
+        long at = range.deletionTime().markedForDeleteAt();
+        KeyRange bounds = new KeyRange(components(start), range.deletedSlice().start().isInclusive(),
+                                       components(end), range.deletedSlice().end().isInclusive());
+        return new SourceChange(Operation.DELETE, key, at, values, Map.of(), Map.of(), 0, SourceChange.NONE, at, false, bounds);
+    }
+
+    private static List<ByteBuffer> components(ClusteringPrefix<?> prefix)
+    {
+        List<ByteBuffer> out = new ArrayList<>(prefix.size());
+        for (int i = 0; i < prefix.size(); i++)
+            out.add(prefix.bufferAt(i));
+        return out;
     }
 
     /** @param ownLiveness, ownDeletion whether the row's liveness and deletion are this update's (else ignored) */
@@ -184,6 +196,7 @@ public final class TaskExtractor
         long liveness = !ownLiveness || rowLiveness.isEmpty() ? Long.MIN_VALUE : rowLiveness.timestamp();
         long rowExpiresAt = liveness != Long.MIN_VALUE && rowLiveness.isExpiring() ? rowLiveness.localExpirationTime() : 0;
         Map<String, Long> expirations = new LinkedHashMap<>();
+        Map<String, Long> timestamps = new LinkedHashMap<>();
         long deletion = !ownDeletion || row.deletion().isLive() ? Long.MIN_VALUE : row.deletion().time().markedForDeleteAt();
         long cells = Long.MIN_VALUE;
         for (ColumnData data : row)
@@ -193,13 +206,16 @@ public final class TaskExtractor
             if (column.isSimple())
             {
                 Cell<?> cell = (Cell<?>) data;
-                values.put(column.name.toString(), cell.isTombstone() ? null : cell.buffer());
+                String name = column.name.toString();
+                values.put(name, cell.isTombstone() ? null : cell.buffer());
+                timestamps.put(name, cell.timestamp());
                 if (cell.isExpiring())
-                    expirations.put(column.name.toString(), cell.localDeletionTime());
+                    expirations.put(name, cell.localDeletionTime());
             }
         }
         long timestamp = Math.max(liveness, Math.max(deletion, cells));
-        return new SourceChange(classify(liveness, deletion, cells), key, timestamp, values, expirations, rowExpiresAt);
+        return new SourceChange(classify(liveness, deletion, cells), key, timestamp, values, timestamps, expirations, rowExpiresAt,
+                                liveness, deletion, row.isStatic());
     }
 
     /** A deletion wins unless something in the same update is written after it (DELETE then INSERT in a batch). */

@@ -50,6 +50,47 @@ public final class Cql
         return insert(keyspace, table, columns, "USING TTL ? AND TIMESTAMP ?");
     }
 
+    /** {@code UPDATE "ks"."t" USING TIMESTAMP ? SET "a" = ?, "b" = ? WHERE "k" = ?}: cells without a row marker */
+    public static String update(String keyspace, String table, List<String> columns, List<String> keyColumns)
+    {
+        return update(keyspace, table, columns, keyColumns, "USING TIMESTAMP ?");
+    }
+
+    /** {@code UPDATE "ks"."t" USING TTL ? AND TIMESTAMP ? SET "a" = ? WHERE "k" = ?} */
+    public static String updateWithTtl(String keyspace, String table, List<String> columns, List<String> keyColumns)
+    {
+        return update(keyspace, table, columns, keyColumns, "USING TTL ? AND TIMESTAMP ?");
+    }
+
+    private static String update(String keyspace, String table, List<String> columns, List<String> keyColumns, String using)
+    {
+        return "UPDATE " + table(keyspace, table) + " " + using + " SET "
+               + columns.stream().map(c -> quote(c) + " = ?").collect(Collectors.joining(", ")) + " WHERE " + where(keyColumns);
+    }
+
+    /** {@code WRITETIME("x")}: its column in a result is named {@code writetime(x)}. */
+    public static String writetimeOf(String column)
+    {
+        return "WRITETIME(" + quote(column) + ")";
+    }
+
+    /** The name of {@link #writetimeOf}'s column in a result. */
+    public static String writetimeColumn(String column)
+    {
+        return "writetime(" + column + ")";
+    }
+
+    /**
+     * {@code SELECT "x", "y", WRITETIME("x"), TTL("x") FROM "ks"."t" WHERE "a" = ?}: values, and the write time and TTL
+     * left of {@code cellColumns} (simple columns: a collection's cells have one each)
+     */
+    public static String selectCells(String keyspace, String table, List<String> columns, List<String> cellColumns,
+                                     List<String> whereColumns)
+    {
+        String meta = cellColumns.stream().map(c -> ", " + writetimeOf(c) + ", " + ttlOf(c)).collect(Collectors.joining());
+        return "SELECT " + names(columns) + meta + " FROM " + table(keyspace, table) + " WHERE " + where(whereColumns);
+    }
+
     /** {@code TTL("x")}: its column in a result is named {@code ttl(x)} (Cassandra's WritetimeOrTTLSelector). */
     public static String ttlOf(String column)
     {

@@ -38,6 +38,12 @@ public interface CqlGateway
     /** Runs the statement; the rows of a SELECT (column name to value), empty for writes. */
     List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values);
 
+    /**
+     * Runs a SELECT on this node's own replica only (no other node, no read repair): what the executor reads of a
+     * source row it holds itself, as it holds every write whose task it runs.
+     */
+    List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values);
+
     /** One page of a SELECT and where the next one starts. */
     final class Page
     {

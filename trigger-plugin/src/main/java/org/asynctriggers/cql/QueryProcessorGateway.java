@@ -58,6 +58,19 @@ public final class QueryProcessorGateway implements CqlGateway
     }
 
     @Override
+    public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
+    {
+        CQLStatement cql = (CQLStatement) statement.handle;
+        ResultMessage result = cql.executeLocally(QueryState.forInternalCalls(), QueryOptions.forInternalCalls(writable(values)));
+        if (!(result instanceof ResultMessage.Rows))
+            return Collections.emptyList();
+        List<Map<String, ByteBuffer>> rows = new ArrayList<>();
+        for (UntypedResultSet.Row row : UntypedResultSet.create(((ResultMessage.Rows) result).result))
+            rows.add(toMap(row));
+        return rows;
+    }
+
+    @Override
     public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
     {
         CQLStatement cql = (CQLStatement) statement.handle;

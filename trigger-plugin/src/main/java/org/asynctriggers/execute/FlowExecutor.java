@@ -74,20 +74,8 @@ public final class FlowExecutor
         this.types = types;
         this.statements = new Statements(gateway);
         this.fanout = new FanoutPages(spec, statements, rowWriters);
-        this.lineage = new Lineage(spec, statements, fanout, new Lineage.Rows()
-        {
-            @Override
-            public boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl)
-            {
-                return FlowExecutor.this.write(task, target, values, fanoutRow, ttl);
-            }
-
-            @Override
-            public void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp)
-            {
-                FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp);
-            }
-        });
+        this.lineage = new Lineage(spec, statements, fanout, (task, target, values, fanoutRow, timestamp) ->
+            FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp));
         this.readColumns = neededNonKeyColumns(spec);
         this.ttlColumns = new ArrayList<>();
         for (String column : readColumns)
@@ -98,7 +86,7 @@ public final class FlowExecutor
         }
 
         if (!readColumns.isEmpty())
-            statements.prepare(sourceReadCql());
+            statements.prepare(spec.handler != null ? sourceReadCql() : sourceCellsCql());
         boolean traced = false;
         for (FlowSpec.Target target : spec.targets)
         {
@@ -157,17 +145,19 @@ public final class FlowExecutor
 
     private ExecutionResult run(Task task, long[] rows) throws Exception
     {
-        Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
-        Map<String, Long> expirations = new HashMap<>(task.expirations());
-        boolean fullKey = task.key().size() == spec.source.primaryKeySize();
-        if (task.operation() != Operation.DELETE && fullKey)
-            fillMissing(task, values, expirations);
-
+        boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
         if (handler != null)
         {
+            Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
+            if (task.operation() != Operation.DELETE && fullKey)
+                fillMissing(task, values, new HashMap<>(task.expirations()));
             handler.execute(new HandlerContext(spec, statements, types, task, values));
             return ExecutionResult.success();
         }
+
+        SourceCells source = SourceCells.of(task, spec.source.primaryKey());
+        if (task.operation() != Operation.DELETE && fullKey && (traced || lacksKeyColumn(source.values)))
+            source = readLocally(task, source);
 
         int first = Math.min(task.resumeTarget(), spec.targets.size());
         for (int i = first; i < spec.targets.size(); i++)
@@ -175,18 +165,16 @@ public final class FlowExecutor
             FlowSpec.Target target = spec.targets.get(i);
             ByteBuffer from = i == first ? task.resumePaging() : null;
             ByteBuffer next = null;
-            Expiry expiry = task.operation() == Operation.DELETE ? Expiry.NONE : Expiry.of(task, target, expirations, nowMillis.getAsLong());
-            if (expiry.expired && from == null)
-                logger.debug("Flow '{}': the source of {} expired before it ran; {} rows deleted, not written", spec.name, task, target);
             if (target.mode == FlowSpec.Mode.LINEAGE)
             {
                 if (task.operation() != Operation.DELETE && fullKey)
-                    next = lineage.write(task, target, values, from, rows, expiry);
+                    next = lineage.write(task, target, source, from, rows, nowMillis.getAsLong());
             }
             else
             {
+                SourceCells cells = source;
                 // a target without a fan-out is one row: eachRowOfPage applies it once and returns no next page
-                next = fanout.eachRowOfPage(task, target, values, from, rows, row -> apply(task, target, values, row, expiry));
+                next = fanout.eachRowOfPage(task, target, source.values, from, rows, row -> applyDirect(task, target, cells, row));
             }
             if (next != null)
                 return ExecutionResult.more(i, next, rows[0]);
@@ -199,18 +187,56 @@ public final class FlowExecutor
                             spec.name, task.operation().eventName(), task);
                 return ExecutionResult.success(rows[0]);
             }
-            if (task.operation() == Operation.DELETE)
-                for (FlowSpec.Target target : spec.targets)
-                    if (target.mode == FlowSpec.Mode.LINEAGE)
-                        lineage.recordDelete(task, target);
+            for (FlowSpec.Target target : spec.targets)
+                if (target.mode == FlowSpec.Mode.LINEAGE && source.hasDeletion())
+                    lineage.recordDelete(task, target, source.deletionTimestamp);
             lineage.converge(task);
         }
         return ExecutionResult.success(rows[0]);
     }
 
+    /** Whether a target's key or fan-out match needs a source column the task does not carry. */
+    private boolean lacksKeyColumn(Map<String, ByteBuffer> values)
+    {
+        for (FlowSpec.Target target : spec.targets)
+        {
+            for (String column : target.primaryKey())
+            {
+                Expression e = target.columns.get(column);
+                if (e.scope == Expression.Scope.SOURCE && !values.containsKey(e.column))
+                    return true;
+            }
+            if (target.fanout != null)
+                for (Expression e : target.fanout.match.values())
+                    if (!values.containsKey(e.column))
+                        return true;
+        }
+        return false;
+    }
+
     /**
-     * Step 1: read the source row for the columns a target needs that the update did not carry, with the TTL left of
-     * each (its local expiration time goes into {@code expirations}).
+     * The source row as this node's own replica holds it, over what the task carries: the executor holds every write
+     * whose task it runs (it captured it, or holds its backup entry), so this read sees the task's own cells or newer
+     * ones, each with its write time; never an older value stamped with the task's timestamp.
+     */
+    private SourceCells readLocally(Task task, SourceCells source)
+    {
+        if (readColumns.isEmpty())
+            return source;
+        List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
+        if (rows.isEmpty())
+            return source; // deleted since, or expired: the task's own cells (the delete's task cleans up)
+        return source.with(rows.get(0), readColumns, ttlColumns, Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
+    }
+
+    private String sourceCellsCql()
+    {
+        return Cql.selectCells(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
+    }
+
+    /**
+     * Step 1 of a handler: read the source row for the columns the update did not carry, with the TTL left of each
+     * (its local expiration time goes into {@code expirations}).
      */
     private void fillMissing(Task task, Map<String, ByteBuffer> values, Map<String, Long> expirations)
     {
@@ -236,44 +262,90 @@ public final class FlowExecutor
     }
 
     /**
-     * What the task does to one row of a direct target: deletes it, or writes it. A write whose source expired before
-     * it ran deletes the row at the task's timestamp instead: what the expired write would have left of it (its cells
-     * shadow every older cell of the row), so neither the expired values nor an older image come back.
+     * What the task does to one row of a direct target (docs/design.md, "Write shapes"): the row deletion it carries
+     * at its timestamp, then its row marker and cells, each at its own timestamp and TTL: the derived row mirrors the
+     * source cell by cell. A range or partition deletion deletes the derived rows of exactly the source rows it named.
      */
-    private void apply(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, Expiry expiry)
+    private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow)
     {
-        if (task.operation() == Operation.DELETE || expiry.expired)
-            delete(task, target, values, fanoutRow, task.timestamp());
+        boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
+        if (!fullKey)
+        {
+            if (task.operation() == Operation.DELETE)
+                delete(task, target, source.values, fanoutRow, task.timestamp());
+            return;
+        }
+        if (source.hasDeletion())
+            delete(task, target, source.values, fanoutRow, source.deletionTimestamp);
+        if (task.operation() == Operation.DELETE)
+            return;
+        List<ByteBuffer> key = keyOf(target, source.values, fanoutRow);
+        if (key == null)
+        {
+            logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
+            return;
+        }
+        DerivedRow row = new DerivedRow(target, key);
+        Set<String> mapped = new java.util.HashSet<>();
+        for (Map.Entry<String, Expression> e : target.columns.entrySet())
+        {
+            if (target.primaryKey().contains(e.getKey()))
+                continue;
+            Expression expr = e.getValue();
+            if (expr.scope == Expression.Scope.SOURCE)
+            {
+                mapped.add(expr.column);
+                SourceCells.Cell cell = source.cells.get(expr.column);
+                if (cell != null)
+                    row.cell(e.getKey(), cell);
+            }
+        }
+        if (source.hasLiveness())
+            row.marker(source.livenessTimestamp, source.livenessExpiresAt);
         else
-            write(task, target, values, fanoutRow, expiry.ttl);
+            markUnmapped(row, source, mapped);
+        if (row.isEmpty())
+            return;
+        if (fanoutRow != null)
+            for (Map.Entry<String, Expression> e : target.columns.entrySet())
+                if (e.getValue().scope == Expression.Scope.ROW && !target.primaryKey().contains(e.getKey()))
+                    row.cell(e.getKey(), new SourceCells.Cell(fanoutRow.get(e.getValue().column), task.timestamp(), 0));
+        row.write(statements, spec.writeConsistency, nowMillis.getAsLong());
     }
 
     /**
-     * Writes the columns whose value is known (a partial update never blanks the others) at the task's timestamp,
-     * with {@code ttl} seconds to live (0: none).
+     * An update without a row marker keeps its source row alive through its non-null cells: where none of them is a
+     * column the target maps, the derived row needs a marker to exist, at the newest of those cells' timestamps and
+     * living as long as the longest-lived of them.
      */
-    private boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl)
+    private static void markUnmapped(DerivedRow row, SourceCells source, Set<String> mapped)
     {
-        if (!target.keyKnownIn(values, fanoutRow))
+        long newest = Long.MIN_VALUE;
+        long expiresAt = -1;
+        for (Map.Entry<String, SourceCells.Cell> e : source.cells.entrySet())
         {
-            logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
-            return false;
-        }
-        List<String> columns = new ArrayList<>();
-        List<ByteBuffer> bound = new ArrayList<>();
-        for (Map.Entry<String, Expression> e : target.columns.entrySet())
-        {
-            if (!e.getValue().isKnownIn(values, fanoutRow))
+            SourceCells.Cell cell = e.getValue();
+            if (cell.value == null || mapped.contains(e.getKey()))
                 continue;
-            columns.add(e.getKey());
-            bound.add(e.getValue().valueIn(values, fanoutRow));
+            newest = Math.max(newest, cell.timestamp);
+            expiresAt = cell.expiresAt == 0 || expiresAt == 0 ? 0 : Math.max(expiresAt, cell.expiresAt);
         }
-        if (ttl > 0)
-            bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
-        bound.add(bigint(task.timestamp()));
-        String cql = ttl > 0 ? Cql.insertWithTtl(target.keyspace, target.table, columns) : Cql.insert(target.keyspace, target.table, columns);
-        statements.execute(cql, spec.writeConsistency, bound);
-        return true;
+        if (newest != Long.MIN_VALUE)
+            row.marker(newest, expiresAt);
+    }
+
+    /** The target key's values, in primary key order; null when one is unknown or null. */
+    static List<ByteBuffer> keyOf(FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
+    {
+        List<ByteBuffer> key = new ArrayList<>();
+        for (String column : target.primaryKey())
+        {
+            ByteBuffer value = target.columns.get(column).valueIn(values, fanoutRow);
+            if (value == null)
+                return null;
+            key.add(value);
+        }
+        return key;
     }
 
     /**

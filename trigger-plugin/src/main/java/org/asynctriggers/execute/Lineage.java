@@ -47,12 +47,9 @@ final class Lineage
      */
     static final int EXPIRED_IMAGE_GRACE_SECONDS = 10 * 24 * 3600;
 
-    /** How a lineage target's rows are written and deleted: as a direct target's ({@link FlowExecutor}). */
+    /** How a lineage target's rows are deleted: as a direct target's ({@link FlowExecutor}). */
     interface Rows
     {
-        /** Writes the row's known columns at the task's timestamp, {@code ttl} s to live (0: none); false (logged) when its key is unknown. */
-        boolean write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, int ttl);
-
         /** Deletes what the values name of the target at {@code timestamp}. */
         void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp);
     }
@@ -100,47 +97,111 @@ final class Lineage
     }
 
     /**
-     * Step 1 of a lineage target: record the image (its lineage columns' values) at the task's timestamp, then write
-     * the rows derived from it. No image (a lineage column is null) is recorded as the target's sentinel, so that
-     * older rows are cleaned up and an older task executed later cannot resurrect its rows.
+     * Step 1 of a lineage target: record the image (its lineage columns' values) at the image's own timestamp (the
+     * newest write time of its cells, carried by the task or read back with them, never the task's: a value read back
+     * from before a newer image must not outrank it), then write the rows derived from it. The row marker is at the
+     * image's timestamp; each other cell at the newer of its own timestamp and the image's, so that the deletion of an
+     * older image's rows (at this image's timestamp minus one) never reaches them, even where the two images derive the
+     * same row or this image names a row an older deletion removed; the TTL of each is its own, the marker's that of
+     * the image's shortest-lived cell. A lineage column set to null by this write is recorded as the target's
+     * sentinel at that cell's timestamp, so that older rows are cleaned up.
      * <p>
-     * With a TTL (docs/design.md, "TTL"), the rows get what remains of it and the entry that much plus
-     * {@link #EXPIRED_IMAGE_GRACE_SECONDS}. A source that expired before the task ran derives nothing: its sentinel is
-     * recorded (older images' rows go) and the rows its image names are deleted at its timestamp (an earlier attempt
-     * may have written them).
+     * A source whose image expired before the task ran derives nothing: its sentinel is recorded at the image's
+     * timestamp (older images' rows go) and the rows its image names are deleted at it (an earlier attempt may have
+     * written them).
      *
      * @return where the fan-out goes on, null when this target is done
      */
-    ByteBuffer write(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows, Expiry expiry)
+    ByteBuffer write(Task task, FlowSpec.Target target, SourceCells source, ByteBuffer from, long[] rows, long nowMillis)
     {
+        Map<String, ByteBuffer> values = source.values;
         List<ByteBuffer> image = image(target, values);
-        if (image == null || (target.fanout == null && !target.keyKnownIn(values, null)))
+        if (image == null || (target.fanout == null && FlowExecutor.keyOf(target, values, null) == null))
         {
-            record(task, target, List.of(), 0);
+            long nulled = nulledAt(target, source);
+            if (nulled != Long.MIN_VALUE && from == null)
+                record(task, target, List.of(), nulled, 0);
             return null;
         }
+        long imageTs = Long.MIN_VALUE;
+        long imageExpiresAt = 0;
+        for (String column : target.lineageColumns)
+        {
+            SourceCells.Cell cell = source.cells.get(column);
+            long ts = cell == null ? task.timestamp() : cell.timestamp;
+            imageTs = Math.max(imageTs, ts);
+            if (cell != null && cell.expiresAt != 0)
+                imageExpiresAt = imageExpiresAt == 0 ? cell.expiresAt : Math.min(imageExpiresAt, cell.expiresAt);
+        }
+        if (task.rowExpiresAt() != 0 && source.livenessTimestamp == imageTs)
+            imageExpiresAt = imageExpiresAt == 0 ? task.rowExpiresAt() : Math.min(imageExpiresAt, task.rowExpiresAt());
+        long at = imageTs;
+        Expiry expiry = imageExpiresAt == 0 ? Expiry.NONE : Expiry.remaining(imageExpiresAt, nowMillis);
         if (expiry.expired)
         {
             if (from == null)
-                record(task, target, List.of(), 0);
+                record(task, target, List.of(), at, 0);
             return fanout.eachRowOfPage(task, target, values, from, rows,
-                                        row -> targetRows.delete(task, target, values, row, task.timestamp()));
+                                        row -> targetRows.delete(task, target, values, row, at));
         }
         if (from == null) // a resumed fan-out recorded its image with its first page
-            record(task, target, image, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS));
-        return fanout.eachRowOfPage(task, target, values, from, rows, row -> targetRows.write(task, target, values, row, expiry.ttl));
+            record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS));
+        long markerExpiresAt = imageExpiresAt;
+        return fanout.eachRowOfPage(task, target, values, from, rows, row -> writeRow(task, target, source, row, at, markerExpiresAt, nowMillis));
     }
 
-    /** Records the target's sentinel for a deleted source row. */
-    void recordDelete(Task task, FlowSpec.Target target)
+    /** One row of the image: its marker at the image's timestamp, its cells at theirs or the image's, whichever is newer. */
+    private void writeRow(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow, long imageTs,
+                          long imageExpiresAt, long nowMillis)
     {
-        record(task, target, List.of(), 0);
+        List<ByteBuffer> key = FlowExecutor.keyOf(target, source.values, fanoutRow);
+        if (key == null)
+        {
+            logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
+            return;
+        }
+        DerivedRow row = new DerivedRow(target, key).marker(imageTs, imageExpiresAt);
+        for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
+        {
+            if (target.primaryKey().contains(e.getKey()))
+                continue;
+            org.asynctriggers.spec.Expression expr = e.getValue();
+            if (expr.scope == org.asynctriggers.spec.Expression.Scope.ROW)
+            {
+                if (fanoutRow != null)
+                    row.cell(e.getKey(), new SourceCells.Cell(fanoutRow.get(expr.column), imageTs, 0));
+                continue;
+            }
+            SourceCells.Cell cell = source.cells.get(expr.column);
+            if (cell != null)
+                row.cell(e.getKey(), new SourceCells.Cell(cell.value, Math.max(cell.timestamp, imageTs), cell.expiresAt));
+        }
+        row.write(statements, spec.writeConsistency, nowMillis);
+    }
+
+    /** When this write set a lineage column of the target to null (the newest such cell); MIN_VALUE: it did not. */
+    private static long nulledAt(FlowSpec.Target target, SourceCells source)
+    {
+        long at = Long.MIN_VALUE;
+        for (String column : target.lineageColumns)
+        {
+            SourceCells.Cell cell = source.cells.get(column);
+            if (cell != null && cell.value == null)
+                at = Math.max(at, cell.timestamp);
+        }
+        return at;
+    }
+
+    /** Records the target's sentinel for a deleted source row, at the deletion's timestamp. */
+    void recordDelete(Task task, FlowSpec.Target target, long deletedAt)
+    {
+        record(task, target, List.of(), deletedAt, 0);
     }
 
     /** @param ttl seconds the entry lives; 0: for ever */
-    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, int ttl)
+    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl)
     {
-        ByteBuffer ts = bigint(task.timestamp());
+        ByteBuffer ts = bigint(at);
         if (ttl > 0)
             statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts,
                                ByteBuffer.allocate(4).putInt(0, ttl), ts);
@@ -217,13 +278,14 @@ final class Lineage
         {
             LineageEntry newest = null;
             for (LineageEntry entry : group.getValue())
-                if (newest == null || entry.ts > newest.ts)
+                if (newest == null || entry.newerThan(newest))
                     newest = entry;
-            long deleteAt = newest.image.isEmpty() ? newest.ts : newest.ts - 1;
             for (LineageEntry entry : group.getValue())
             {
-                if (entry.ts >= newest.ts)
+                if (entry == newest)
                     continue;
+                // an image that lost a tie of timestamps is deleted at that timestamp (its rows carry it)
+                long deleteAt = newest.image.isEmpty() || entry.ts == newest.ts ? newest.ts : newest.ts - 1;
                 deleteRowsOf(task, group.getKey(), entry, deleteAt);
                 statements.execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
             }
@@ -265,6 +327,30 @@ final class Lineage
             this.target = target;
             this.image = image;
             this.ts = ts;
+        }
+
+        /**
+         * Cassandra's order of two writes of a cell: the newer timestamp; on a tie a deletion (the sentinel) wins, then the
+         * greater value (for an image of one column, the value Cassandra keeps; of several, the greater serialized image).
+         */
+        boolean newerThan(LineageEntry other)
+        {
+            if (ts != other.ts)
+                return ts > other.ts;
+            if (image.isEmpty() != other.image.isEmpty())
+                return image.isEmpty();
+            return compareImages(image, other.image) > 0;
+        }
+
+        private static int compareImages(List<ByteBuffer> a, List<ByteBuffer> b)
+        {
+            for (int i = 0; i < Math.min(a.size(), b.size()); i++)
+            {
+                int c = org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(a.get(i), b.get(i));
+                if (c != 0)
+                    return c;
+            }
+            return Integer.compare(a.size(), b.size());
         }
 
         /** null when the row cannot be read */

@@ -33,6 +33,12 @@ final class Statements
         return gateway.execute(prepare(cql), consistency, values);
     }
 
+    /** A SELECT on this node's own replica only. */
+    List<Map<String, ByteBuffer>> executeLocally(String cql, List<ByteBuffer> values)
+    {
+        return gateway.executeLocally(prepare(cql), values);
+    }
+
     void execute(String cql, ConsistencyLevel consistency, ByteBuffer... values)
     {
         execute(cql, consistency, List.of(values));

@@ -47,6 +47,19 @@ public final class Task implements Serializable
     private final LinkedHashMap<String, Long> expirations;
     /** The local expiration time of the source row's liveness set by this write (INSERT USING TTL); 0: none. */
     private final long rowExpiresAt;
+    /**
+     * Whether the task knows each cell's own timestamp, its row marker and its row deletion (docs/design.md, "Write
+     * shapes"). False in tasks stored by a plugin before it did (backup entries, spill files, dead letters): those read
+     * as every cell at {@link #timestamp}, a row marker for an insert, a row deletion for a delete.
+     */
+    private final boolean cellTimed;
+    /** column to the timestamp of its cell; null in tasks stored before cell timestamps */
+    private final LinkedHashMap<String, Long> timestamps;
+    private final long livenessTimestamp;
+    private final long deletionTimestamp;
+    private final boolean isStatic;
+    /** a range deletion's clustering bounds; null otherwise */
+    private final KeyRange range;
 
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, long createdNanos)
@@ -55,31 +68,43 @@ public final class Task implements Serializable
     }
 
     /**
+     * A task whose cells all carry its timestamp (an insert sets the row marker, a delete deletes what the key names).
      * @param expirations the local expiration time (s) of the write's expiring cells, by column
      * @param rowExpiresAt the local expiration time (s) of the row liveness the write set; 0: none
      */
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, Map<String, Long> expirations, long rowExpiresAt, long createdNanos)
     {
+        this(flow, flowVersion, new SourceChange(operation, key, timestamp, values, expirations, rowExpiresAt), createdNanos);
+    }
+
+    public Task(String flow, long flowVersion, SourceChange change, long createdNanos)
+    {
         this.flow = flow;
         this.flowVersion = flowVersion;
-        this.key = new ArrayList<>(key.size());
-        for (ByteBuffer component : key)
+        this.key = new ArrayList<>(change.key.size());
+        for (ByteBuffer component : change.key)
             this.key.add(bytes(component));
-        this.operation = operation;
-        this.timestamp = timestamp;
+        this.operation = change.operation;
+        this.timestamp = change.timestamp;
         this.values = new LinkedHashMap<>();
-        values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
+        change.values.forEach((column, value) -> this.values.put(column, value == null ? null : bytes(value)));
         this.createdNanos = createdNanos;
         this.attempts = 0;
-        java.util.UUID id = idOf(flow, key, timestamp);
+        this.cellTimed = true;
+        this.timestamps = new LinkedHashMap<>(change.timestamps);
+        this.livenessTimestamp = change.livenessTimestamp;
+        this.deletionTimestamp = change.deletionTimestamp;
+        this.isStatic = change.isStatic;
+        this.range = change.range;
+        this.expirations = new LinkedHashMap<>(change.expirations);
+        this.rowExpiresAt = change.rowExpiresAt;
+        java.util.UUID id = idOf(flow, change.key, timestamp, digest());
         this.idMsb = id.getMostSignificantBits();
         this.idLsb = id.getLeastSignificantBits();
         this.recovered = false;
         this.resumeTarget = 0;
         this.resumePaging = null;
-        this.expirations = new LinkedHashMap<>(expirations);
-        this.rowExpiresAt = rowExpiresAt;
     }
 
     /** Shares the immutable key and values: only the bookkeeping differs. */
@@ -100,6 +125,12 @@ public final class Task implements Serializable
         this.resumePaging = resumePaging;
         this.expirations = task.expirations;
         this.rowExpiresAt = task.rowExpiresAt;
+        this.cellTimed = task.cellTimed;
+        this.timestamps = task.timestamps;
+        this.livenessTimestamp = task.livenessTimestamp;
+        this.deletionTimestamp = task.deletionTimestamp;
+        this.isStatic = task.isStatic;
+        this.range = task.range;
     }
 
     /** The same task after one more failed execution, to be queued again. */
@@ -128,38 +159,104 @@ public final class Task implements Serializable
 
     public static Task of(FlowSpec flow, SourceChange change, long createdNanos)
     {
-        return new Task(flow.name, flow.version, change.key, change.operation, change.timestamp, change.values,
-                        change.expirations, change.rowExpiresAt, createdNanos);
+        return new Task(flow.name, flow.version, change, createdNanos);
     }
 
     /** A task captured by a replica as it applied the write, for a flow it knows by name only. */
     public static Task captured(String flow, SourceChange change, long createdNanos)
     {
-        return new Task(flow, 0, change.key, change.operation, change.timestamp, change.values,
-                        change.expirations, change.rowExpiresAt, createdNanos);
+        return new Task(flow, 0, change, createdNanos);
     }
 
     /**
-     * A name-based UUID of the flow, the source key and the write timestamp: what every replica computes alike for
-     * the same write, whatever else its index saw of it (a full row, or only the cells that changed in its memtable).
+     * A name-based UUID of the flow, the source key, the write timestamp and what the write holds (its cells, their
+     * timestamps and expirations, its row marker, deletion and range): what every replica computes alike for the same
+     * write, and different for two writes of one row with one timestamp (two clients, or a retry with other values),
+     * which must both run: Cassandra keeps, cell by cell, whichever wins the tie, and so do the derived rows only if
+     * both tasks write theirs.
      */
-    static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp)
+    static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp, byte[] digest)
     {
         java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
         byte[] name = flow.getBytes(java.nio.charset.StandardCharsets.UTF_8);
         writeChunk(out, name);
         for (ByteBuffer component : key)
             writeChunk(out, bytes(component));
-        for (int shift = 56; shift >= 0; shift -= 8)
-            out.write((int) (timestamp >>> shift));
+        writeLong(out, timestamp);
+        out.write(digest, 0, digest.length);
         return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
     }
 
-    private static void writeChunk(java.io.ByteArrayOutputStream out, byte[] chunk)
+    /** What the write holds, in a stable order (the columns sorted by name). */
+    private byte[] digest()
+    {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
+        out.write(operation.ordinal());
+        writeLong(out, livenessTimestamp);
+        writeLong(out, deletionTimestamp);
+        writeLong(out, rowExpiresAt);
+        out.write(isStatic ? 1 : 0);
+        for (String column : new java.util.TreeSet<>(values.keySet()))
+        {
+            writeChunk(out, column.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            byte[] value = values.get(column);
+            out.write(value == null ? 0 : 1);
+            if (value != null)
+                writeChunk(out, value);
+            writeLong(out, timestamps.getOrDefault(column, timestamp));
+            writeLong(out, expirations.getOrDefault(column, 0L));
+        }
+        if (range != null)
+            range.digestInto(out);
+        return out.toByteArray();
+    }
+
+    private static void writeLong(java.io.ByteArrayOutputStream out, long value)
+    {
+        for (int shift = 56; shift >= 0; shift -= 8)
+            out.write((int) (value >>> shift));
+    }
+
+    static void writeChunk(java.io.ByteArrayOutputStream out, byte[] chunk)
     {
         for (int shift = 24; shift >= 0; shift -= 8)
             out.write(chunk.length >>> shift);
         out.write(chunk, 0, chunk.length);
+    }
+
+    /** The timestamp of a column's cell in the write (its own, or the task's when the task does not know it). */
+    public long timestampOf(String column)
+    {
+        Long own = timestamps == null ? null : timestamps.get(column);
+        return own == null ? timestamp : own;
+    }
+
+    /** The timestamp of the row marker the write set ({@code INSERT}); {@link SourceChange#NONE}: none. */
+    public long livenessTimestamp()
+    {
+        if (!cellTimed)
+            return operation == Operation.INSERT ? timestamp : SourceChange.NONE;
+        return livenessTimestamp;
+    }
+
+    /** The timestamp of the row deletion the write carries; {@link SourceChange#NONE}: none. */
+    public long deletionTimestamp()
+    {
+        if (!cellTimed)
+            return operation == Operation.DELETE ? timestamp : SourceChange.NONE;
+        return deletionTimestamp;
+    }
+
+    /** The change is of the partition's static row (its key is the partition key alone). */
+    public boolean isStatic()
+    {
+        return isStatic;
+    }
+
+    /** A range deletion's clustering bounds; null for any other change. */
+    public KeyRange range()
+    {
+        return range;
     }
 
     /** The same on every replica of its write (see {@link #idOf}). */
@@ -268,7 +365,7 @@ public final class Task implements Serializable
 
     /** Only a task and what it holds may come out of a blob read back from a table. */
     private static final java.io.ObjectInputFilter ONLY_TASKS = java.io.ObjectInputFilter.Config.createFilter(
-        Task.class.getName() + ";" + Operation.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
+        Task.class.getName() + ";" + Operation.class.getName() + ";" + KeyRange.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
         + "java.util.HashMap;java.util.Map$Entry;[B;!*");
 
     /** The dead letters' {@code task} column. */

@@ -54,6 +54,12 @@ class KeyspaceContractTest
         }
 
         @Override
+        public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
+        {
+            return List.of();
+        }
+
+        @Override
         public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
         {
             throw new UnsupportedOperationException();

@@ -147,16 +147,19 @@ class FlowExecutorTest
         }
 
         @Test
-        void shouldReadTheSourceRowForColumnsAPartialUpdateLacks()
+        void shouldReadTheSourceRowOnThisReplicaWithItsWriteTimesForAKeyAPartialUpdateLacks()
         {
             gateway.insert("twitter", "tweets", row("tweet_id", 7L, "author_id", 42L, "body", "old"), 900);
             Task update = Fixtures.task(spec, Operation.UPDATE, 1000, List.of(bigint(7)), row("tweet_id", 7L, "body", "new"));
             assertSuccess(runAll(executor, update));
-            assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\", TTL(\"author_id\"), TTL(\"body\") FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"),
+            assertTrue(gateway.executed.contains("SELECT \"author_id\", \"body\", WRITETIME(\"author_id\"), TTL(\"author_id\"), "
+                                                 + "WRITETIME(\"body\"), TTL(\"body\") FROM \"twitter\".\"tweets\" WHERE \"tweet_id\" = ?"),
                        gateway.executed.toString());
             List<Map<String, ByteBuffer>> rows = gateway.rows("twitter", "timeline");
             assertEquals(1, rows.size());
             assertEquals("new", string(rows.get(0).get("body")), "the update's own value wins over the read");
+            FakeGateway.Cell author = gateway.table("twitter", "timeline").cells.values().iterator().next().get("author_id");
+            assertEquals(900, author.ts, "a value read back keeps the write time it was read with, never the task's");
         }
 
         @Test

@@ -27,7 +27,9 @@ import org.asynctriggers.cql.CqlGateway;
 public final class FakeGateway implements CqlGateway
 {
     private static final Pattern INSERT = Pattern.compile("INSERT INTO \"(\\w+)\"\\.\"(\\w+)\" \\((.*)\\) VALUES \\((.*)\\) USING (TIMESTAMP \\?|TTL \\d+|TTL \\? AND TIMESTAMP \\?)");
+    private static final Pattern UPDATE = Pattern.compile("UPDATE \"(\\w+)\"\\.\"(\\w+)\" USING (TIMESTAMP \\?|TTL \\? AND TIMESTAMP \\?) SET (.*) WHERE (.*)");
     private static final Pattern TTL_OF = Pattern.compile("TTL\\((\\w+)\\)");
+    private static final Pattern WRITETIME_OF = Pattern.compile("WRITETIME\\((\\w+)\\)");
     private static final Pattern DELETE = Pattern.compile("DELETE FROM \"(\\w+)\"\\.\"(\\w+)\" USING TIMESTAMP \\? WHERE (.*)");
     private static final Pattern SELECT = Pattern.compile("SELECT (.*) FROM \"(\\w+)\"\\.\"(\\w+)\"(?: WHERE (.*))?");
 
@@ -172,7 +174,7 @@ public final class FakeGateway implements CqlGateway
     public Prepared prepare(String cql)
     {
         Matcher m;
-        if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches())
+        if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches() || (m = UPDATE.matcher(cql)).matches())
             table(m.group(1), m.group(2));
         else if ((m = SELECT.matcher(cql)).matches())
             table(m.group(2), m.group(3));
@@ -255,13 +257,28 @@ public final class FakeGateway implements CqlGateway
             }
             Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
             for (String column : columns)
-            {
-                if (t.primaryKey().contains(column))
-                    continue;
-                Cell current = row.get(column);
-                if (current == null || current.ts < ts)
-                    row.put(column, new Cell(byName.get(column), ts, expiresAt));
-            }
+                if (!t.primaryKey().contains(column))
+                    writeCell(row, column, byName.get(column), ts, expiresAt);
+            return List.of();
+        }
+        if ((m = UPDATE.matcher(cql)).matches())
+        {
+            Table t = table(m.group(1), m.group(2));
+            boolean boundTtl = m.group(3).startsWith("TTL");
+            int ttl = boundTtl ? values.get(0).getInt(0) : 0;
+            long ts = values.get(boundTtl ? 1 : 0).getLong(0);
+            int at = boundTtl ? 2 : 1;
+            List<String> set = Arrays.stream(m.group(4).split(", ")).map(c -> c.replace(" = ?", "").replace("\"", "").trim())
+                                     .collect(Collectors.toList());
+            List<String> where = whereColumns(m.group(5));
+            if (!where.equals(t.primaryKey()))
+                throw new IllegalArgumentException("fake: UPDATE must name the whole key: [" + cql + "]");
+            List<ByteBuffer> key = new ArrayList<>(values.subList(at + set.size(), values.size()));
+            String id = id(key);
+            t.keys.put(id, key);
+            Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
+            for (int i = 0; i < set.size(); i++)
+                writeCell(row, set.get(i), values.get(at + i), ts, ttl == 0 || values.get(at + i) == null ? Long.MAX_VALUE : nowSeconds + ttl);
             return List.of();
         }
         if ((m = DELETE.matcher(cql)).matches())
@@ -280,6 +297,21 @@ public final class FakeGateway implements CqlGateway
             return rows;
         }
         throw new IllegalArgumentException("fake cannot execute [" + cql + "]");
+    }
+
+    /** Cassandra's reconciliation of two cells: the newer timestamp; on a tie a tombstone, then the greater value. */
+    private static void writeCell(Map<String, Cell> row, String column, ByteBuffer value, long ts, long expiresAt)
+    {
+        Cell current = row.get(column);
+        if (current == null || current.ts < ts)
+        {
+            row.put(column, new Cell(value, ts, expiresAt));
+            return;
+        }
+        if (current.ts > ts || current.value == null)
+            return;
+        if (value == null || org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(value, current.value) > 0)
+            row.put(column, new Cell(value, ts, expiresAt));
     }
 
     private void refuseUnreachable(ConsistencyLevel consistency)
@@ -307,8 +339,11 @@ public final class FakeGateway implements CqlGateway
             for (String c : columns)
             {
                 Matcher ttlOf = TTL_OF.matcher(c);
+                Matcher writetimeOf = WRITETIME_OF.matcher(c);
                 if (ttlOf.matches())
                     selected.put(Cql.ttlColumn(ttlOf.group(1)), ttlLeft(t, e.getKey(), ttlOf.group(1)));
+                else if (writetimeOf.matches())
+                    selected.put(Cql.writetimeColumn(writetimeOf.group(1)), writetime(t, e.getKey(), writetimeOf.group(1)));
                 else
                     selected.put(c, row.get(c));
             }
@@ -324,6 +359,22 @@ public final class FakeGateway implements CqlGateway
         if (cell == null || cell.value == null || cell.expiresAt == Long.MAX_VALUE || cell.ts <= t.deletedAt(t.keys.get(id)))
             return null;
         return ByteBuffer.allocate(4).putInt(0, (int) (cell.expiresAt - nowSeconds));
+    }
+
+    /** What WRITETIME() returns: the timestamp of a live cell, else null. */
+    private ByteBuffer writetime(Table t, String id, String column)
+    {
+        Cell cell = t.cells.getOrDefault(id, Map.of()).get(column);
+        if (cell == null || cell.value == null || cell.expiresAt <= nowSeconds || cell.ts <= t.deletedAt(t.keys.get(id)))
+            return null;
+        return Fixtures.bigint(cell.ts);
+    }
+
+    /** Reads on "this node's replica": the fake has one copy of everything. */
+    @Override
+    public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
+    {
+        return execute(statement, ConsistencyLevel.ONE, values);
     }
 
     /** The seconds left of a visible cell's TTL, as TTL() reads it; null without one. */

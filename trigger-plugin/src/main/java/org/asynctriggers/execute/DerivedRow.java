@@ -1,0 +1,126 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.spec.FlowSpec;
+
+import static org.asynctriggers.execute.Statements.bigint;
+
+/**
+ * The writes of one derived row (docs/design.md, "Write shapes"): an optional row marker and cells, each at its own
+ * timestamp and with what is left of its own TTL. CQL has one timestamp and one TTL per statement, so the cells are
+ * grouped by both: one statement per group (one in the common case of a single write), an {@code INSERT} for the group
+ * that carries the marker, an {@code UPDATE} (no marker) for the others. A cell whose source expired before the task
+ * ran is written as what Cassandra made of it, a tombstone at its timestamp; an expired marker as one that expires at once.
+ */
+final class DerivedRow
+{
+    private static final long NONE = Long.MIN_VALUE;
+
+    private final FlowSpec.Target target;
+    private final List<String> keyColumns;
+    private final List<ByteBuffer> key;
+    private long markerTimestamp = NONE;
+    private long markerExpiresAt;
+    private final Map<String, SourceCells.Cell> cells = new LinkedHashMap<>();
+
+    DerivedRow(FlowSpec.Target target, List<ByteBuffer> key)
+    {
+        this.target = target;
+        this.keyColumns = target.primaryKey();
+        this.key = key;
+    }
+
+    /** @param expiresAt local expiration time (s); 0: none */
+    DerivedRow marker(long timestamp, long expiresAt)
+    {
+        markerTimestamp = timestamp;
+        markerExpiresAt = expiresAt;
+        return this;
+    }
+
+    DerivedRow cell(String column, SourceCells.Cell cell)
+    {
+        cells.put(column, cell);
+        return this;
+    }
+
+    boolean isEmpty()
+    {
+        return markerTimestamp == NONE && cells.isEmpty();
+    }
+
+    /** Writes the row; {@code nowMillis} counts the TTLs left. */
+    void write(Statements statements, ConsistencyLevel consistency, long nowMillis)
+    {
+        // (timestamp, ttl) -> columns; ttl -1: expired marker
+        Map<List<Long>, List<String>> groups = new LinkedHashMap<>();
+        Map<String, ByteBuffer> written = new LinkedHashMap<>();
+        for (Map.Entry<String, SourceCells.Cell> e : cells.entrySet())
+        {
+            SourceCells.Cell cell = e.getValue();
+            ByteBuffer value = cell.value;
+            long ttl = 0;
+            if (value != null && cell.expiresAt != 0)
+            {
+                Expiry left = Expiry.remaining(cell.expiresAt, nowMillis);
+                if (left.expired)
+                    value = null;
+                else
+                    ttl = left.ttl;
+            }
+            written.put(e.getKey(), value);
+            groups.computeIfAbsent(List.of(cell.timestamp, ttl), g -> new ArrayList<>()).add(e.getKey());
+        }
+        List<Long> markerGroup = null;
+        if (markerTimestamp != NONE)
+        {
+            long ttl = 0;
+            if (markerExpiresAt != 0)
+            {
+                Expiry left = Expiry.remaining(markerExpiresAt, nowMillis);
+                ttl = left.expired ? 1 : left.ttl; // an expired marker: one that expires at once
+            }
+            markerGroup = List.of(markerTimestamp, ttl);
+            groups.putIfAbsent(markerGroup, new ArrayList<>());
+        }
+        for (Map.Entry<List<Long>, List<String>> group : groups.entrySet())
+        {
+            long ts = group.getKey().get(0);
+            int ttl = group.getKey().get(1).intValue();
+            List<String> columns = group.getValue();
+            List<ByteBuffer> bound = new ArrayList<>();
+            String cql;
+            if (group.getKey().equals(markerGroup))
+            {
+                List<String> all = new ArrayList<>(keyColumns);
+                all.addAll(columns);
+                bound.addAll(key);
+                for (String column : columns)
+                    bound.add(written.get(column));
+                cql = ttl > 0 ? Cql.insertWithTtl(target.keyspace, target.table, all) : Cql.insert(target.keyspace, target.table, all);
+                if (ttl > 0)
+                    bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
+                bound.add(bigint(ts));
+            }
+            else
+            {
+                if (ttl > 0)
+                    bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
+                bound.add(bigint(ts));
+                for (String column : columns)
+                    bound.add(written.get(column));
+                bound.addAll(key);
+                cql = ttl > 0 ? Cql.updateWithTtl(target.keyspace, target.table, columns, keyColumns)
+                              : Cql.update(target.keyspace, target.table, columns, keyColumns);
+            }
+            statements.execute(cql, consistency, bound);
+        }
+    }
+}
