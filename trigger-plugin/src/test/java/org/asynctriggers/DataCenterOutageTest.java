@@ -154,8 +154,8 @@ class DataCenterOutageTest
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME);
         start();
-        node.intake().captured("app", null, List.of(Task.captured("users_by_name", new SourceChange(
-            Operation.INSERT, List.of(bigint(1)), 10, row("id", 1L, "name", "ann", "email", "e")), System.nanoTime())), 0);
+        node.intake().captured("app", null, List.of(gateway.applied("app", "users", Task.captured("users_by_name", new SourceChange(
+            Operation.INSERT, List.of(bigint(1)), 10, row("id", 1L, "name", "ann", "email", "e")), System.nanoTime()))), 0);
 
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "RetriedTasks") >= 1L);
         synchronized (gateway)

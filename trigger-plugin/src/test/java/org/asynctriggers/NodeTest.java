@@ -65,11 +65,11 @@ class NodeTest
     }
 
     /** What the capture index hands the node on a replica that applied these changes. */
-    private static void capture(Node node, String flow, SourceChange... changes)
+    private void capture(Node node, String flow, SourceChange... changes)
     {
         List<Task> tasks = new java.util.ArrayList<>();
         for (SourceChange change : changes)
-            tasks.add(Task.captured(flow, change, System.nanoTime()));
+            tasks.add(gateway.applied("app", "users", Task.captured(flow, change, System.nanoTime())));
         node.intake().captured("app", null, tasks, 0);
     }
 
@@ -433,6 +433,7 @@ class NodeTest
         first = node(new TrackingThreadFactory(), gateway);
         first.control().firstCycle();
         deadLetter("users_by_name", userNamed(5, "eve", 10));
+        gateway.applied("app", "users", Task.captured("users_by_name", userNamed(5, "eve", 10), 0));
         requestRetry("127.0.0.1", "users_by_name");
         requestRetry("10.0.0.2", "users_by_name"); // another node's request: not ours to serve
 

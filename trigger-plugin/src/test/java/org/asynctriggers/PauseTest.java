@@ -96,8 +96,8 @@ class PauseTest
         List<Task> tasks = new ArrayList<>();
         for (long id = from; id <= to; id++)
         {
-            Task task = Task.captured(FLOW, new SourceChange(Operation.INSERT, List.of(Fixtures.bigint(id)), 10 + id,
-                                                             row("id", id, "name", "user" + id, "email", "e")), System.nanoTime());
+            Task task = gateway.applied("app", "users", Task.captured(FLOW, new SourceChange(Operation.INSERT, List.of(Fixtures.bigint(id)), 10 + id,
+                                                             row("id", id, "name", "user" + id, "email", "e")), System.nanoTime()));
             backupMap.add(task, id, System.currentTimeMillis());
             tasks.add(task);
         }

@@ -13,6 +13,22 @@ public interface ColumnTypes
     /** null when unknown */
     AbstractType<?> typeOf(String column);
 
+    /** The live schema's types of a table; none where no schema is loaded (a unit test), or the table is unknown. */
+    static ColumnTypes orNone(String keyspace, String table)
+    {
+        ColumnTypes live = fromSchema(keyspace, table);
+        return column -> {
+            try
+            {
+                return live.typeOf(column);
+            }
+            catch (RuntimeException | ExceptionInInitializerError | NoClassDefFoundError e)
+            {
+                return null;
+            }
+        };
+    }
+
     /** Reads the live schema of the node. */
     static ColumnTypes fromSchema(String keyspace, String table)
     {

@@ -51,6 +51,12 @@ public final class FlowExecutor
     /** those of them that can carry a TTL (not a collection or UDT whose cells are many, not a counter) */
     private final List<String> ttlColumns;
     private final boolean traced;
+    /**
+     * the source has clustering columns, so range and partition deletions: a direct task checks its cells against this
+     * replica, where a deletion newer than the write may have removed them ({@link SourceCells#with})
+     */
+    private final boolean clustered;
+    private final PartialDeletes partialDeletes;
     private final LongSupplier nowMillis;
 
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
@@ -77,6 +83,8 @@ public final class FlowExecutor
         this.lineage = new Lineage(spec, statements, fanout, (task, target, values, fanoutRow, timestamp) ->
             FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp));
         this.readColumns = neededNonKeyColumns(spec);
+        this.clustered = !spec.source.clustering.isEmpty();
+        this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
         this.ttlColumns = new ArrayList<>();
         for (String column : readColumns)
         {
@@ -85,8 +93,10 @@ public final class FlowExecutor
                 ttlColumns.add(column);
         }
 
-        if (!readColumns.isEmpty())
-            statements.prepare(spec.handler != null ? sourceReadCql() : sourceCellsCql());
+        if (spec.handler != null && !readColumns.isEmpty())
+            statements.prepare(sourceReadCql());
+        else if (spec.handler == null && (!readColumns.isEmpty() || !spec.source.clustering.isEmpty()))
+            statements.prepare(sourceCellsCql());
         boolean traced = false;
         for (FlowSpec.Target target : spec.targets)
         {
@@ -156,7 +166,7 @@ public final class FlowExecutor
         }
 
         SourceCells source = SourceCells.of(task, spec.source.primaryKey());
-        if (task.operation() != Operation.DELETE && fullKey && (traced || lacksKeyColumn(source.values)))
+        if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
             source = readLocally(task, source);
 
         int first = Math.min(task.resumeTarget(), spec.targets.size());
@@ -221,16 +231,15 @@ public final class FlowExecutor
      */
     private SourceCells readLocally(Task task, SourceCells source)
     {
-        if (readColumns.isEmpty())
-            return source;
         List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
-        if (rows.isEmpty())
-            return source; // deleted since, or expired: the task's own cells (the delete's task cleans up)
-        return source.with(rows.get(0), readColumns, ttlColumns, Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
+        return source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns, Math.floorDiv(nowMillis.getAsLong(), 1000),
+                           task.timestamp());
     }
 
     private String sourceCellsCql()
     {
+        if (readColumns.isEmpty()) // the row's existence alone
+            return Cql.select(spec.source.keyspace, spec.source.table, spec.source.primaryKey(), spec.source.primaryKey());
         return Cql.selectCells(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
     }
 
@@ -272,7 +281,7 @@ public final class FlowExecutor
         if (!fullKey)
         {
             if (task.operation() == Operation.DELETE)
-                delete(task, target, source.values, fanoutRow, task.timestamp());
+                partialDeletes.delete(task, target, source.values, fanoutRow, task.deletionTimestamp());
             return;
         }
         if (source.hasDeletion())

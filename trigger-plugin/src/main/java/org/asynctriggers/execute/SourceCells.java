@@ -62,30 +62,52 @@ final class SourceCells
     }
 
     /**
-     * These cells overlaid with a row read back with {@link Cql#selectCells} (values, WRITETIME, TTL): per column, the
-     * newer of the two; {@code nowSeconds} turns the TTLs left into expiration times. A value without a write time of
-     * its own (a collection) is taken at {@code fallbackTimestamp}.
+     * These cells checked against, and overlaid with, the source row as this replica holds it now, read with
+     * {@link Cql#selectCells} (values, WRITETIME, TTL; {@code read} null when the row is gone). The executor holds every
+     * write whose task it runs, so a cell of the task that this replica no longer holds was deleted since (a row,
+     * range or partition deletion, a column deletion, or its TTL): it is written as what the source made of it, a
+     * tombstone at its own timestamp, which a newer write still overrides; and the task's row marker, if the row is
+     * gone, as one that expires at once. Otherwise, per column, the newer cell of the two. {@code nowSeconds} turns the
+     * TTLs left into expiration times; a value without a write time of its own (a collection) is taken at
+     * {@code fallbackTimestamp}.
      */
     SourceCells with(Map<String, ByteBuffer> read, List<String> columns, List<String> timedColumns, long nowSeconds, long fallbackTimestamp)
     {
         Map<String, ByteBuffer> values = new LinkedHashMap<>(this.values);
         Map<String, Cell> cells = new LinkedHashMap<>(this.cells);
+        if (read == null)
+        {
+            for (Map.Entry<String, Cell> e : this.cells.entrySet())
+            {
+                values.put(e.getKey(), null);
+                cells.put(e.getKey(), new Cell(null, e.getValue().timestamp, 0));
+            }
+            long livenessExpiresAt = hasLiveness() ? Math.max(1, nowSeconds - 1) : 0; // expired: shadows as the source's does
+            return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
+        }
         for (String column : columns)
         {
             ByteBuffer value = read.get(column);
-            ByteBuffer writetime = timedColumns.contains(column) ? read.get(Cql.writetimeColumn(column)) : null;
+            boolean timed = timedColumns.contains(column);
+            ByteBuffer writetime = timed ? read.get(Cql.writetimeColumn(column)) : null;
+            Cell own = cells.get(column);
             if (writetime == null || writetime.remaining() != 8)
             {
-                // a null cell has no write time, a collection no single one: keep what the task knows, else take the value
-                if (!cells.containsKey(column) && value != null)
+                if (timed && own != null && own.value != null)
                 {
+                    // deleted since on this replica: what the source made of this cell
+                    values.put(column, null);
+                    cells.put(column, new Cell(null, own.timestamp, 0));
+                }
+                else if (!timed && own == null && value != null)
+                {
+                    // a collection has no single write time: its value as it is now
                     values.put(column, value);
                     cells.put(column, new Cell(value, fallbackTimestamp, 0));
                 }
                 continue;
             }
             long ts = writetime.getLong(writetime.position());
-            Cell own = cells.get(column);
             if (own != null && own.timestamp > ts)
                 continue;
             ByteBuffer ttl = read.get(Cql.ttlColumn(column));

@@ -153,7 +153,7 @@ class LineageConvergenceTest
         FakeGateway gateway = gateway();
         FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
         List<Write> writes = List.of(new Write(1000, 100L), new Write(2000, 100L));
-        Task older = writes.get(0).task(spec), newer = writes.get(1).task(spec);
+        Task older = gateway.applied("tw", "tweets", writes.get(0).task(spec)), newer = gateway.applied("tw", "tweets", writes.get(1).task(spec));
 
         int[] statements = new int[1];
         gateway.beforeEach = cql -> {
@@ -175,8 +175,9 @@ class LineageConvergenceTest
         FakeGateway gateway = gateway();
         FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
         List<Write> writes = List.of(new Write(1000, 100L), new Write(2000, 200L));
-        runToCompletion(executor, writes.get(1).task(spec));
-        runToCompletion(executor, writes.get(0).task(spec)); // the older author's task runs last
+        Task older = gateway.applied("tw", "tweets", writes.get(0).task(spec)), newer = gateway.applied("tw", "tweets", writes.get(1).task(spec));
+        runToCompletion(executor, newer);
+        runToCompletion(executor, older); // the older author's task runs last
         assertEquals(expected(writes, "timeline"), actual(gateway, "timeline"));
     }
 
@@ -240,7 +241,7 @@ class LineageConvergenceTest
         Random random = new Random(schedule.seed);
         List<Task> tasks = new ArrayList<>();
         for (Write write : writes)
-            tasks.add(write.task(spec));
+            tasks.add(gateway.applied("tw", "tweets", write.task(spec)));
         for (int i = 0; i < schedule.duplicates; i++) // a takeover or a late copy of the write runs a task again
             tasks.add(tasks.get(random.nextInt(writes.size())));
         new Interleaving(gateway, random, schedule.failures).run(executor, tasks);

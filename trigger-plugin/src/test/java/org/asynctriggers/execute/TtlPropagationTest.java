@@ -63,8 +63,8 @@ class TtlPropagationTest
 
         private Task tweet(long ts, String body, Map<String, Long> expirations, long rowExpiresAt)
         {
-            return new Task(spec.name, spec.version, List.of(bigint(7)), Operation.INSERT, ts,
-                            row("tweet_id", 7L, "author_id", 42L, "body", body), expirations, rowExpiresAt, 0);
+            return gateway.applied("twitter", "tweets", new Task(spec.name, spec.version, List.of(bigint(7)), Operation.INSERT, ts,
+                            row("tweet_id", 7L, "author_id", 42L, "body", body), expirations, rowExpiresAt, 0));
         }
 
         private List<Long> owners()
@@ -184,8 +184,8 @@ class TtlPropagationTest
         private Task named(String name, long ts, long expiresAt)
         {
             Map<String, Long> expirations = expiresAt == 0 ? Map.of() : Map.of("name", expiresAt, "email", expiresAt);
-            return new Task(spec.name, spec.version, List.of(bigint(1)), Operation.INSERT, ts,
-                            row("id", 1L, "name", name, "email", name + "@x"), expirations, expiresAt, 0);
+            return gateway.applied("app", "users", new Task(spec.name, spec.version, List.of(bigint(1)), Operation.INSERT, ts,
+                            row("id", 1L, "name", name, "email", name + "@x"), expirations, expiresAt, 0));
         }
 
         private List<String> names()

@@ -17,6 +17,7 @@ import java.util.stream.Collectors;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.task.Task;
 
 /**
  * In-memory {@link CqlGateway} with Cassandra's last-write-wins rules (cell timestamps, row and range tombstones
@@ -181,6 +182,37 @@ public final class FakeGateway implements CqlGateway
         else
             throw new IllegalArgumentException("fake cannot prepare [" + cql + "]");
         return new Prepared(cql, null);
+    }
+
+    /**
+     * Applies a task's source write to the source table, as the replica that captured it did before the task runs
+     * (the executor reads the row back on its own replica, where the write is): the row deletion, the row marker and
+     * each cell at its own timestamp. A key shorter than the table's deletes what it names. Returns the task.
+     */
+    public synchronized Task applied(String keyspace, String table, Task task)
+    {
+        Table t = table(keyspace, table);
+        List<ByteBuffer> key = task.key();
+        if (task.deletionTimestamp() != org.asynctriggers.task.SourceChange.NONE)
+            t.tombstones.add(Map.entry(List.copyOf(key), task.deletionTimestamp()));
+        if (key.size() < t.primaryKey().size())
+            return task;
+        String id = id(key);
+        t.keys.put(id, key);
+        long liveness = task.livenessTimestamp();
+        if (liveness != org.asynctriggers.task.SourceChange.NONE && liveness >= t.markers.getOrDefault(id, Long.MIN_VALUE))
+        {
+            t.markers.put(id, liveness);
+            if (task.rowExpiresAt() == 0)
+                t.markerExpiresAt.remove(id);
+            else
+                t.markerExpiresAt.put(id, task.rowExpiresAt());
+        }
+        Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
+        for (Map.Entry<String, ByteBuffer> e : task.values().entrySet())
+            if (!t.primaryKey().contains(e.getKey()))
+                writeCell(row, e.getKey(), e.getValue(), task.timestampOf(e.getKey()), task.expirations().getOrDefault(e.getKey(), Long.MAX_VALUE));
+        return task;
     }
 
     /** Direct writes for test setup. */

@@ -29,7 +29,8 @@ class TaskProcessorTest
 
     private Task insert()
     {
-        return Fixtures.task(spec, Operation.INSERT, 10, List.of(Fixtures.bigint(1)), Fixtures.row("id", 1L, "name", "ann", "email", "a@x"));
+        return gateway.applied("app", "users", Fixtures.task(spec, Operation.INSERT, 10, List.of(Fixtures.bigint(1)),
+                                                             Fixtures.row("id", 1L, "name", "ann", "email", "a@x")));
     }
 
     private final ManualRetryScheduler scheduler = new ManualRetryScheduler();
