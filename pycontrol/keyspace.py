@@ -47,8 +47,15 @@ FLOW_STATUS = Table("flow_status", (
 ), partition_key=("flow",), clustering=("node",))
 
 # The image a lineage target's rows were derived from, per source row (docs/design.md, "Lineage").
-LINEAGE = Table("lineage", (("flow", "text"), ("source_key", "blob"), ("target_key", "blob"), ("ts", "bigint")),
+# ``written``: the newest timestamp of the cells written to the image's rows, written at the image's own timestamp.
+LINEAGE = Table("lineage", (("flow", "text"), ("source_key", "blob"), ("target_key", "blob"), ("ts", "bigint"),
+                            ("written", "bigint")),
                 partition_key=("flow", "source_key"), clustering=("target_key",))
+
+# The source keys that have lineage entries, per source partition: a range or partition deletion of a source with
+# clustering columns finds through it the rows whose derived rows it deletes (docs/design.md, "Write shapes").
+LINEAGE_KEYS = Table("lineage_keys", (("flow", "text"), ("source_partition", "blob"), ("source_key", "blob")),
+                     partition_key=("flow", "source_partition"), clustering=("source_key",))
 
 DEAD_LETTERS = Table("dead_letters", (
     ("flow", "text"), ("id", "timeuuid"), ("node", "text"), ("op", "text"), ("ts", "bigint"), ("source_key", "blob"),
@@ -67,7 +74,16 @@ BACKFILL_PROGRESS = Table("backfill_progress", (
 ), partition_key=("flow",), clustering=("run", "range_start"),
     options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
 
-TABLES = (FLOWS, FLOW_STATUS, LINEAGE, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS)
+# ``ctl verify --ranges N``: one row per unit (token range) a verification run compared, and repaired with --repair;
+# ``result`` is that unit's comparison as JSON; a rerun resumes an incomplete run started for the same mode,
+# consistency level and specification (``spec_hash``).
+VERIFY_PROGRESS = Table("verify_progress", (
+    ("flow", "text"), ("run", "timestamp"), ("range_start", "bigint"), ("range_end", "bigint"), ("ranges", "int"),
+    ("mode", "text"), ("consistency", "text"), ("spec_hash", "text"), ("result", "text"), ("done_at", "timestamp"),
+), partition_key=("flow",), clustering=("run", "range_start"),
+    options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
+
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
 
 
 def missing_columns(table: Table, existing: Collection[str]) -> list[tuple[str, str]]:

@@ -125,17 +125,32 @@ public final class Cql
 
     public static String lineageInsert()
     {
-        return insert(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts"));
+        return insert(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts", "written"));
     }
 
     public static String lineageInsertWithTtl()
     {
-        return insertWithTtl(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts"));
+        return insertWithTtl(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts", "written"));
     }
 
     public static String lineageSelect()
     {
-        return select(KEYSPACE, "lineage", List.of("target_key", "ts"), List.of("flow", "source_key"));
+        return select(KEYSPACE, "lineage", List.of("target_key", "ts", "written"), List.of("flow", "source_key"));
+    }
+
+    public static String lineageKeyInsert()
+    {
+        return insert(KEYSPACE, "lineage_keys", List.of("flow", "source_partition", "source_key"));
+    }
+
+    public static String lineageKeysSelect()
+    {
+        return select(KEYSPACE, "lineage_keys", List.of("source_key"), List.of("flow", "source_partition"));
+    }
+
+    public static String lineageKeyDelete()
+    {
+        return delete(KEYSPACE, "lineage_keys", List.of("flow", "source_partition", "source_key"));
     }
 
     public static String lineageDelete()

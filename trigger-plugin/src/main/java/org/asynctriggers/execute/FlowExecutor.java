@@ -57,6 +57,7 @@ public final class FlowExecutor
      */
     private final boolean clustered;
     private final PartialDeletes partialDeletes;
+    private final ClusteringOrder clusteringOrder;
     private final LongSupplier nowMillis;
 
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
@@ -84,6 +85,7 @@ public final class FlowExecutor
             FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp));
         this.readColumns = neededNonKeyColumns(spec);
         this.clustered = !spec.source.clustering.isEmpty();
+        this.clusteringOrder = new ClusteringOrder(spec.source, types);
         this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
         this.ttlColumns = new ArrayList<>();
         for (String column : readColumns)
@@ -169,6 +171,7 @@ public final class FlowExecutor
         if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
             source = readLocally(task, source);
 
+        Map<Integer, LineageEntry> images = new HashMap<>();
         int first = Math.min(task.resumeTarget(), spec.targets.size());
         for (int i = first; i < spec.targets.size(); i++)
         {
@@ -178,7 +181,7 @@ public final class FlowExecutor
             if (target.mode == FlowSpec.Mode.LINEAGE)
             {
                 if (task.operation() != Operation.DELETE && fullKey)
-                    next = lineage.write(task, target, source, from, rows, nowMillis.getAsLong());
+                    next = lineage.write(task, target, source, from, rows, nowMillis.getAsLong(), images);
             }
             else
             {
@@ -193,14 +196,14 @@ public final class FlowExecutor
         {
             if (!fullKey)
             {
-                logger.warn("Flow '{}': a {} without a full source key cannot be traced through the lineage; skipped: {}",
-                            spec.name, task.operation().eventName(), task);
+                if (task.operation() == Operation.DELETE && !task.isStatic())
+                    lineage.deletePartial(task, clusteringOrder);
                 return ExecutionResult.success(rows[0]);
             }
             for (FlowSpec.Target target : spec.targets)
                 if (target.mode == FlowSpec.Mode.LINEAGE && source.hasDeletion())
-                    lineage.recordDelete(task, target, source.deletionTimestamp);
-            lineage.converge(task);
+                    lineage.recordDelete(task.serializedKey(), target, source.deletionTimestamp);
+            lineage.converge(task, task.key(), images, source.hasDeletion() ? source.deletionTimestamp : Long.MIN_VALUE);
         }
         return ExecutionResult.success(rows[0]);
     }

@@ -9,6 +9,7 @@ import java.util.Map;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.cql.KeyCodec;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
@@ -72,6 +73,12 @@ final class Lineage
         statements.prepare(Cql.lineageInsertWithTtl());
         statements.prepare(Cql.lineageSelect());
         statements.prepare(Cql.lineageDelete());
+        if (!spec.source.clustering.isEmpty())
+        {
+            statements.prepare(Cql.lineageKeyInsert());
+            statements.prepare(Cql.lineageKeysSelect());
+            statements.prepare(Cql.lineageKeyDelete());
+        }
     }
 
     /**
@@ -112,7 +119,8 @@ final class Lineage
      *
      * @return where the fan-out goes on, null when this target is done
      */
-    ByteBuffer write(Task task, FlowSpec.Target target, SourceCells source, ByteBuffer from, long[] rows, long nowMillis)
+    ByteBuffer write(Task task, FlowSpec.Target target, SourceCells source, ByteBuffer from, long[] rows, long nowMillis,
+                     Map<Integer, LineageEntry> mine)
     {
         Map<String, ByteBuffer> values = source.values;
         List<ByteBuffer> image = image(target, values);
@@ -120,7 +128,7 @@ final class Lineage
         {
             long nulled = nulledAt(target, source);
             if (nulled != Long.MIN_VALUE && from == null)
-                record(task, target, List.of(), nulled, 0);
+                record(task, target, List.of(), nulled, 0, nulled);
             return null;
         }
         long imageTs = Long.MIN_VALUE;
@@ -140,12 +148,24 @@ final class Lineage
         if (expiry.expired)
         {
             if (from == null)
-                record(task, target, List.of(), at, 0);
+                record(task, target, List.of(), at, 0, at);
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
+        long written = at;
+        for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
+        {
+            SourceCells.Cell cell = e.getValue().scope == org.asynctriggers.spec.Expression.Scope.SOURCE ? source.cells.get(e.getValue().column) : null;
+            if (cell != null && !target.primaryKey().contains(e.getKey()))
+                written = Math.max(written, cell.timestamp);
+        }
+        mine.put(target.index, new LineageEntry(lineageKey(target, image), target.index, image, at, written));
         if (from == null) // a resumed fan-out recorded its image with its first page
-            record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS));
+        {
+            record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS), written);
+            if (!spec.source.clustering.isEmpty())
+                statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(task.key()), task.serializedKey(), bigint(at));
+        }
         long markerExpiresAt = imageExpiresAt;
         return fanout.eachRowOfPage(task, target, values, from, rows, row -> writeRow(task, target, source, row, at, markerExpiresAt, nowMillis));
     }
@@ -192,21 +212,74 @@ final class Lineage
         return at;
     }
 
-    /** Records the target's sentinel for a deleted source row, at the deletion's timestamp. */
-    void recordDelete(Task task, FlowSpec.Target target, long deletedAt)
+    private ByteBuffer partitionOf(List<ByteBuffer> key)
     {
-        record(task, target, List.of(), deletedAt, 0);
+        return KeyCodec.encode(key.subList(0, spec.source.partitionKey.size()));
     }
 
-    /** @param ttl seconds the entry lives; 0: for ever */
-    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl)
+    /**
+     * A range, partition or clustering-prefix deletion of a source with clustering columns: every source row it covers
+     * that has lineage (found in {@code async_triggers.lineage_keys}) is deleted as a row deletion at the deletion's
+     * timestamp would be: its sentinels recorded, its entries converged, and then its key forgotten at that timestamp.
+     */
+    void deletePartial(Task task, ClusteringOrder order)
+    {
+        long at = task.deletionTimestamp();
+        List<ByteBuffer> prefix = task.key();
+        int partitionSize = spec.source.partitionKey.size();
+        CqlGateway.Prepared select = statements.prepare(Cql.lineageKeysSelect());
+        List<ByteBuffer> covered = new ArrayList<>();
+        ByteBuffer from = null;
+        do
+        {
+            CqlGateway.Page page = statements.gateway.fetchPage(select, lineageRead, List.of(flowNameBytes, partitionOf(prefix)), spec.pageSize, from);
+            for (Map<String, ByteBuffer> row : page.rows)
+            {
+                ByteBuffer sourceKey = row.get("source_key");
+                List<ByteBuffer> key = KeyCodec.decode(sourceKey);
+                if (key.size() != spec.source.primaryKeySize() || !key.subList(0, prefix.size()).equals(prefix))
+                    continue;
+                if (task.range() == null || order.contains(task.range(), key.subList(partitionSize, key.size())))
+                    covered.add(sourceKey);
+            }
+            from = page.next;
+        }
+        while (from != null);
+        for (ByteBuffer sourceKey : covered)
+        {
+            for (FlowSpec.Target target : spec.targets)
+                if (target.mode == FlowSpec.Mode.LINEAGE)
+                    recordDelete(sourceKey, target, at);
+            converge(task, KeyCodec.decode(sourceKey), Map.of(), at);
+            statements.execute(Cql.lineageKeyDelete(), lineageWrite, bigint(at), flowNameBytes, partitionOf(prefix), sourceKey);
+        }
+    }
+
+    /** Records the target's sentinel for a deleted source row, at the deletion's timestamp. */
+    void recordDelete(ByteBuffer sourceKey, FlowSpec.Target target, long deletedAt)
+    {
+        record(sourceKey, target, List.of(), deletedAt, 0, deletedAt);
+    }
+
+    private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl, long written)
+    {
+        record(task.serializedKey(), target, image, at, ttl, written);
+    }
+
+    /**
+     * Writes a lineage entry at the image's timestamp. Its {@code written} (the newest timestamp of the cells written to
+     * the image's rows) is written at that same timestamp: tasks of one image all write it at one timestamp, and on a
+     * tie Cassandra keeps the greater value, the newest of them.
+     * @param ttl seconds the entry lives; 0: for ever
+     */
+    private void record(ByteBuffer sourceKey, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl, long written)
     {
         ByteBuffer ts = bigint(at);
         if (ttl > 0)
-            statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts,
-                               ByteBuffer.allocate(4).putInt(0, ttl), ts);
+            statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, sourceKey, lineageKey(target, image), ts,
+                               bigint(written), ByteBuffer.allocate(4).putInt(0, ttl), ts);
         else
-            statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, task.serializedKey(), lineageKey(target, image), ts, ts);
+            statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, sourceKey, lineageKey(target, image), ts, bigint(written), ts);
     }
 
     private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)
@@ -235,11 +308,10 @@ final class Lineage
     }
 
     /** The source row as far as a lineage entry knows it: the source key and the entry's image. */
-    private Map<String, ByteBuffer> imageValues(Task task, FlowSpec.Target target, List<ByteBuffer> image)
+    private Map<String, ByteBuffer> imageValues(List<ByteBuffer> key, FlowSpec.Target target, List<ByteBuffer> image)
     {
         Map<String, ByteBuffer> values = new LinkedHashMap<>();
         List<String> keyNames = spec.source.primaryKey();
-        List<ByteBuffer> key = task.key();
         for (int i = 0; i < keyNames.size(); i++)
             values.put(keyNames.get(i), key.get(i));
         for (int i = 0; i < target.lineageColumns.size(); i++)
@@ -252,14 +324,26 @@ final class Lineage
      * derive from the source row: they and the entry are deleted. Whichever task reads last sees all entries.
      * <p>
      * The deletion is at the newest timestamp minus one when the newest entry is an image: the newest image's own rows
-     * are written at the newest timestamp and outlive it, even where an old image derives the same row (a follower of
+     * carry at least the newest timestamp and outlive it, even where an old image derives the same row (a follower of
      * both the old and the new author of a tweet) and even when the newest task has not written them yet. When the
      * newest entry is a sentinel (the source row was deleted, or has no image), nothing derives from it and the
-     * deletion is at its timestamp, as the source's own delete wins a tie.
+     * deletion is at its timestamp, as the source's own delete wins a tie; an image that lost a tie of timestamps is
+     * deleted at that timestamp. An old image whose rows got newer cells than that (a task that ran on a replica
+     * which had not yet seen the newer image, and wrote a newer cell of another column to the old image's rows) has
+     * its rows deleted at the newest of those cells instead, where the rows are not shared with the newest image (a
+     * fan-out's are). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
+     *
+     * <p>
+     * A task that deletes the source row (a row, range or partition deletion, at {@code deletedAt}) also deletes the
+     * rows of a newer image at that timestamp, as the source's deletion did its older cells: the newer image's own cells
+     * carry at least its timestamp and stay, what it kept of older ones goes.
+     *
+     * @param mine per target index, the image this task wrote, if any
+     * @param deletedAt the row deletion the task carries; {@link Long#MIN_VALUE}: none
      */
-    void converge(Task task)
+    void converge(Task task, List<ByteBuffer> key, Map<Integer, LineageEntry> mine, long deletedAt)
     {
-        ByteBuffer sourceKey = task.serializedKey();
+        ByteBuffer sourceKey = KeyCodec.encode(key);
         List<Map<String, ByteBuffer>> entries = statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, sourceKey));
         Map<Integer, List<LineageEntry>> byTarget = new LinkedHashMap<>();
         for (Map<String, ByteBuffer> row : entries)
@@ -284,16 +368,29 @@ final class Lineage
             {
                 if (entry == newest)
                     continue;
-                // an image that lost a tie of timestamps is deleted at that timestamp (its rows carry it)
-                long deleteAt = newest.image.isEmpty() || entry.ts == newest.ts ? newest.ts : newest.ts - 1;
-                deleteRowsOf(task, group.getKey(), entry, deleteAt);
+                long deleteAt = deletionOf(group.getKey(), entry, newest);
+                deleteRowsOf(key, group.getKey(), entry, deleteAt);
                 statements.execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
             }
+            if (deletedAt != Long.MIN_VALUE && !newest.image.isEmpty() && newest.ts > deletedAt)
+                deleteRowsOf(key, group.getKey(), newest, deletedAt);
+            LineageEntry own = mine.get(group.getKey());
+            if (own != null && own != newest && !own.targetKey.equals(newest.targetKey)
+                && group.getValue().stream().noneMatch(e -> e.targetKey.equals(own.targetKey)))
+                deleteRowsOf(key, group.getKey(), own, deletionOf(group.getKey(), own, newest)); // deleted before this task wrote it
         }
     }
 
+    /** When an old image's rows are deleted, given the newest entry of the target. */
+    private long deletionOf(int index, LineageEntry old, LineageEntry newest)
+    {
+        long at = newest.image.isEmpty() || old.ts == newest.ts ? newest.ts : newest.ts - 1;
+        boolean shared = index >= 0 && index < spec.targets.size() && spec.targets.get(index).fanout != null;
+        return shared ? at : Math.max(at, old.written);
+    }
+
     /** Deletes the rows an old image of a target derived, at {@code deleteAt}. */
-    private void deleteRowsOf(Task task, int index, LineageEntry entry, long deleteAt)
+    private void deleteRowsOf(List<ByteBuffer> key, int index, LineageEntry entry, long deleteAt)
     {
         if (entry.image.isEmpty())
             return; // a sentinel derived nothing
@@ -309,69 +406,7 @@ final class Lineage
                         spec.name, index, target.lineageColumns);
             return;
         }
-        Map<String, ByteBuffer> old = imageValues(task, target, entry.image);
-        fanout.eachRow(task, target, old, row -> targetRows.delete(task, target, old, row, deleteAt));
-    }
-
-    /** One row of {@code async_triggers.lineage}: a target's image (empty: its sentinel) and when it was written. */
-    private static final class LineageEntry
-    {
-        final ByteBuffer targetKey;
-        final int target;
-        final List<ByteBuffer> image;
-        final long ts;
-
-        private LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts)
-        {
-            this.targetKey = targetKey;
-            this.target = target;
-            this.image = image;
-            this.ts = ts;
-        }
-
-        /**
-         * Cassandra's order of two writes of a cell: the newer timestamp; on a tie a deletion (the sentinel) wins, then the
-         * greater value (for an image of one column, the value Cassandra keeps; of several, the greater serialized image).
-         */
-        boolean newerThan(LineageEntry other)
-        {
-            if (ts != other.ts)
-                return ts > other.ts;
-            if (image.isEmpty() != other.image.isEmpty())
-                return image.isEmpty();
-            return compareImages(image, other.image) > 0;
-        }
-
-        private static int compareImages(List<ByteBuffer> a, List<ByteBuffer> b)
-        {
-            for (int i = 0; i < Math.min(a.size(), b.size()); i++)
-            {
-                int c = org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(a.get(i), b.get(i));
-                if (c != 0)
-                    return c;
-            }
-            return Integer.compare(a.size(), b.size());
-        }
-
-        /** null when the row cannot be read */
-        static LineageEntry of(Map<String, ByteBuffer> row)
-        {
-            ByteBuffer key = row.get("target_key");
-            ByteBuffer ts = row.get("ts");
-            if (key == null || ts == null || ts.remaining() != 8 || !key.hasRemaining())
-                return null;
-            try
-            {
-                List<ByteBuffer> components = KeyCodec.decode(key);
-                ByteBuffer index = components.get(0);
-                if (index.remaining() != 4)
-                    return null;
-                return new LineageEntry(key, index.getInt(index.position()), components.subList(1, components.size()), longOf(ts));
-            }
-            catch (RuntimeException e) // a corrupt blob: a length past its end, or a cut-off length
-            {
-                return null;
-            }
-        }
+        Map<String, ByteBuffer> old = imageValues(key, target, entry.image);
+        fanout.eachRow(null, target, old, row -> targetRows.delete(null, target, old, row, deleteAt));
     }
 }

@@ -10,7 +10,6 @@ import java.util.function.Function;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.marshal.AbstractType;
-import org.apache.cassandra.utils.ByteBufferUtil;
 import org.asynctriggers.cql.ColumnTypes;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
@@ -41,6 +40,7 @@ final class PartialDeletes
     private final Statements statements;
     private final ColumnTypes sourceTypes;
     private final Function<FlowSpec.Target, ColumnTypes> targetTypes;
+    private final ClusteringOrder order;
 
     PartialDeletes(FlowSpec spec, Statements statements, ColumnTypes sourceTypes, Function<FlowSpec.Target, ColumnTypes> targetTypes)
     {
@@ -48,6 +48,7 @@ final class PartialDeletes
         this.statements = statements;
         this.sourceTypes = sourceTypes == null ? c -> null : sourceTypes;
         this.targetTypes = targetTypes;
+        this.order = new ClusteringOrder(spec.source, this.sourceTypes);
     }
 
     /**
@@ -190,10 +191,7 @@ final class PartialDeletes
             if (found != null && !found.equals(values.get(column)))
                 return false;
         }
-        KeyRange range = task.range();
-        if (range == null)
-            return true;
-        return !before(clustering, range.start(), range.startInclusive()) && !after(clustering, range.end(), range.endInclusive());
+        return task.range() == null || order.contains(task.range(), clustering);
     }
 
     /** The value of a source key column as the target row holds it (the target column mapped from it); null: not held. */
@@ -206,36 +204,5 @@ final class PartialDeletes
                 return row.get(column);
         }
         return null;
-    }
-
-    /** Whether a clustering sorts before a start bound (so outside the range). */
-    private boolean before(List<ByteBuffer> clustering, List<ByteBuffer> start, boolean inclusive)
-    {
-        int c = compare(clustering, start);
-        return c < 0 || (c == 0 && !inclusive);
-    }
-
-    /** Whether a clustering sorts after an end bound (so outside the range). */
-    private boolean after(List<ByteBuffer> clustering, List<ByteBuffer> end, boolean inclusive)
-    {
-        int c = compare(clustering, end);
-        return c > 0 || (c == 0 && !inclusive);
-    }
-
-    /** The source table's order of a clustering and a bound, on the bound's components (a shorter bound is a prefix). */
-    private int compare(List<ByteBuffer> clustering, List<ByteBuffer> bound)
-    {
-        for (int i = 0; i < bound.size(); i++)
-        {
-            ByteBuffer a = clustering.get(i);
-            ByteBuffer b = bound.get(i);
-            if (a == null)
-                return 0; // the target does not hold this component: treat the row as inside (never a live row of another key)
-            AbstractType<?> type = sourceTypes.typeOf(spec.source.clustering.get(i));
-            int c = type == null ? ByteBufferUtil.compareUnsigned(a, b) : type.compare(a, b);
-            if (c != 0)
-                return c;
-        }
-        return 0;
     }
 }

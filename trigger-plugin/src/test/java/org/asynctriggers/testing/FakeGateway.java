@@ -60,6 +60,8 @@ public final class FakeGateway implements CqlGateway
         public final Map<String, Long> markerExpiresAt = new HashMap<>();
         private final FakeGateway gateway;
         public final List<Map.Entry<List<ByteBuffer>, Long>> tombstones = new ArrayList<>();
+        /** range tombstones: a key prefix, then bounds on the next component (null: unbounded) */
+        public final List<RangeTombstone> ranges = new ArrayList<>();
 
         Table(FakeGateway gateway, List<String> partitionKey, List<String> clustering)
         {
@@ -81,6 +83,9 @@ public final class FakeGateway implements CqlGateway
             for (Map.Entry<List<ByteBuffer>, Long> t : tombstones)
                 if (key.subList(0, t.getKey().size()).equals(t.getKey()))
                     max = Math.max(max, t.getValue());
+            for (RangeTombstone r : ranges)
+                if (r.covers(key))
+                    max = Math.max(max, r.ts);
             return max;
         }
 
@@ -109,6 +114,35 @@ public final class FakeGateway implements CqlGateway
         }
     }
 
+    /** {@code DELETE ... WHERE "p" = ? AND "c" >= ? AND "c" < ?}: a prefix and a slice of the next component */
+    public static final class RangeTombstone
+    {
+        final List<ByteBuffer> prefix;
+        final ByteBuffer start, end;
+        final boolean startInclusive, endInclusive;
+        public final long ts;
+
+        RangeTombstone(List<ByteBuffer> prefix, ByteBuffer start, boolean startInclusive, ByteBuffer end, boolean endInclusive, long ts)
+        {
+            this.prefix = prefix;
+            this.start = start;
+            this.startInclusive = startInclusive;
+            this.end = end;
+            this.endInclusive = endInclusive;
+            this.ts = ts;
+        }
+
+        boolean covers(List<ByteBuffer> key)
+        {
+            if (key.size() <= prefix.size() || !key.subList(0, prefix.size()).equals(prefix))
+                return false;
+            ByteBuffer v = key.get(prefix.size());
+            int s = start == null ? 1 : org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(v, start);
+            int e = end == null ? -1 : org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(v, end);
+            return (s > 0 || (s == 0 && startInclusive)) && (e < 0 || (e == 0 && endInclusive));
+        }
+    }
+
     public final Map<String, Table> tables = new HashMap<>();
     /** the fake's clock for TTLs, in seconds since the epoch */
     public volatile long nowSeconds = 1_700_000_000L;
@@ -132,6 +166,7 @@ public final class FakeGateway implements CqlGateway
     public FakeGateway withAsyncTriggersKeyspace()
     {
         table(Cql.KEYSPACE, "lineage", List.of("flow", "source_key"), List.of("target_key"));
+        table(Cql.KEYSPACE, "lineage_keys", List.of("flow", "source_partition"), List.of("source_key"));
         table(Cql.KEYSPACE, "flows", List.of("name"), List.of());
         table(Cql.KEYSPACE, "flow_status", List.of("flow"), List.of("node"));
         table(Cql.KEYSPACE, "dead_letters", List.of("flow"), List.of("id"));
@@ -193,6 +228,14 @@ public final class FakeGateway implements CqlGateway
     {
         Table t = table(keyspace, table);
         List<ByteBuffer> key = task.key();
+        org.asynctriggers.task.KeyRange range = task.range();
+        if (range != null)
+        {
+            int next = key.size() - t.partitionKey.size();
+            t.ranges.add(new RangeTombstone(List.copyOf(key), range.start().size() > next ? range.start().get(next) : null, range.startInclusive(),
+                                            range.end().size() > next ? range.end().get(next) : null, range.endInclusive(), task.deletionTimestamp()));
+            return task;
+        }
         if (task.deletionTimestamp() != org.asynctriggers.task.SourceChange.NONE)
             t.tombstones.add(Map.entry(List.copyOf(key), task.deletionTimestamp()));
         if (key.size() < t.primaryKey().size())
@@ -316,10 +359,40 @@ public final class FakeGateway implements CqlGateway
         if ((m = DELETE.matcher(cql)).matches())
         {
             Table t = table(m.group(1), m.group(2));
-            List<String> where = whereColumns(m.group(3));
-            if (!t.primaryKey().subList(0, where.size()).equals(where) || where.size() < t.partitionKey.size())
+            List<String> clauses = Arrays.asList(m.group(3).split(" AND "));
+            List<String> equal = new ArrayList<>();
+            for (String clause : clauses)
+                if (clause.endsWith(" = ?"))
+                    equal.add(clause.replace(" = ?", "").replace("\"", "").trim());
+            if (!t.primaryKey().subList(0, equal.size()).equals(equal) || equal.size() < t.partitionKey.size())
                 throw new IllegalArgumentException("fake: bad delete [" + cql + "]");
-            t.tombstones.add(Map.entry(List.copyOf(values.subList(1, values.size())), values.get(0).getLong(0)));
+            long ts = values.get(0).getLong(0);
+            List<ByteBuffer> prefix = List.copyOf(values.subList(1, 1 + equal.size()));
+            if (clauses.size() == equal.size())
+            {
+                t.tombstones.add(Map.entry(prefix, ts));
+                return List.of();
+            }
+            ByteBuffer start = null, end = null;
+            boolean startInclusive = false, endInclusive = false;
+            int at = 1 + equal.size();
+            for (String clause : clauses.subList(equal.size(), clauses.size()))
+            {
+                String column = clause.replaceAll(" [<>]=? \\?$", "").replace("\"", "").trim();
+                if (!column.equals(t.primaryKey().get(equal.size())))
+                    throw new IllegalArgumentException("fake: a range delete bounds the column after the prefix: [" + cql + "]");
+                if (clause.contains(" >"))
+                {
+                    start = values.get(at++);
+                    startInclusive = clause.contains(">=");
+                }
+                else
+                {
+                    end = values.get(at++);
+                    endInclusive = clause.contains("<=");
+                }
+            }
+            t.ranges.add(new RangeTombstone(prefix, start, startInclusive, end, endInclusive, ts));
             return List.of();
         }
         if ((m = SELECT.matcher(cql)).matches())

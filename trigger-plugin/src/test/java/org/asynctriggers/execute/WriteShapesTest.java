@@ -1,0 +1,202 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeSet;
+import java.util.stream.Collectors;
+
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.KeyRange;
+import org.asynctriggers.task.SourceChange;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.junit.jupiter.api.Nested;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
+import static org.asynctriggers.execute.FlowExecutorTest.runAll;
+import static org.asynctriggers.testing.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.longOf;
+import static org.asynctriggers.testing.Fixtures.row;
+import static org.asynctriggers.testing.Fixtures.string;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The derived rows of each CQL write shape (docs/design.md, "Write shapes"), on the fake: partial updates whose task
+ * runs on a replica that missed a write, equal timestamps, and range, partition and prefix deletions of a source with
+ * clustering columns, for a target laid out as the source, one laid out otherwise, and a lineage index.
+ */
+class WriteShapesTest
+{
+    static Task change(FlowSpec spec, Operation op, List<ByteBuffer> key, long ts, Map<String, ByteBuffer> values, KeyRange range)
+    {
+        Map<String, Long> timestamps = new LinkedHashMap<>();
+        values.keySet().forEach(c -> timestamps.put(c, ts));
+        return Task.of(spec, new SourceChange(op, key, ts, values, timestamps, Map.of(), 0,
+                                              op == Operation.INSERT ? ts : SourceChange.NONE, op == Operation.DELETE ? ts : SourceChange.NONE,
+                                              false, range), 0);
+    }
+
+    @Nested
+    class PartialUpdates
+    {
+        private final FakeGateway gateway = Fixtures.usersGateway();
+        private final FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        private Task write(Operation op, long ts, Object... values)
+        {
+            Map<String, ByteBuffer> row = row(values);
+            row.put("id", bigint(1));
+            return change(spec, op, List.of(bigint(1)), ts, row, null);
+        }
+
+        private List<String> index()
+        {
+            return gateway.rows("app", "users_by_name").stream()
+                          .map(r -> string(r.get("name")) + "/" + string(r.get("email"))).sorted().collect(Collectors.toList());
+        }
+
+        @Test
+        void shouldFollowTheRenameWhenAnEmailUpdateRanOnAReplicaThatMissedIt()
+        {
+            assertSuccess(runAll(executor, gateway.applied("app", "users", write(Operation.INSERT, 10, "name", "ann", "email", "a@x"))));
+            Task rename = write(Operation.UPDATE, 20, "name", "bea", "email", "b@x"); // written at ONE to the other replica only
+            // the email update reaches this replica, which still has "ann", and its task runs here
+            assertSuccess(runAll(executor, gateway.applied("app", "users", write(Operation.UPDATE, 30, "email", "new@x"))));
+            assertEquals(List.of("ann/new@x"), index(), "what this replica knows");
+
+            gateway.applied("app", "users", rename);           // read repair (or the rename's hint) lands here
+            assertSuccess(runAll(executor, rename));           // and its task runs
+            assertEquals(List.of("bea/new@x"), index(), "the later name with the later email; no row of the old name");
+        }
+
+        @Test
+        void shouldRecordAReadBackImageAtItsOwnWriteTimeNotTheTasks()
+        {
+            gateway.applied("app", "users", write(Operation.INSERT, 10, "name", "ann", "email", "a@x"));
+            Task email = gateway.applied("app", "users", write(Operation.UPDATE, 30, "email", "new@x"));
+            Task rename = gateway.applied("app", "users", write(Operation.UPDATE, 20, "name", "bea"));
+            assertSuccess(runAll(executor, email));
+            assertSuccess(runAll(executor, rename));
+            assertEquals(List.of("bea/new@x"), index());
+        }
+
+        @Test
+        void shouldGiveEqualTimestampWritesOfOneRowDistinctTasksThatBothRun()
+        {
+            Task one = gateway.applied("app", "users", write(Operation.INSERT, 10, "name", "ann", "email", "a@x"));
+            Task two = gateway.applied("app", "users", write(Operation.INSERT, 10, "name", "ann", "email", "z@x"));
+            assertNotEquals(one.id(), two.id(), "two writes with one timestamp are two tasks");
+            assertSuccess(runAll(executor, one));
+            assertSuccess(runAll(executor, two));
+            assertEquals(List.of("ann/z@x"), index(), "Cassandra keeps the greater value of a tie, and so does the index");
+        }
+    }
+
+    @Nested
+    class RangeDeletes
+    {
+        private final FakeGateway gateway = new FakeGateway().withAsyncTriggersKeyspace()
+                                                             .table("app", "posts", List.of("u"), List.of("p"))
+                                                             .table("app", "posts_copy", List.of("u"), List.of("p"))
+                                                             .table("app", "posts_by_tag", List.of("tag"), List.of("u", "p"))
+                                                             .table("app", "posts_by_tag_u", List.of("u"), List.of("tag", "p"));
+        private final FlowSpec spec = FlowSpecParser.parse("{\"name\": \"posts\","
+            + "\"source\": {\"keyspace\": \"app\", \"table\": \"posts\", \"partition_key\": [\"u\"], \"clustering\": [\"p\"],"
+            + "  \"columns\": {\"u\": \"bigint\", \"p\": \"bigint\", \"tag\": \"text\"}},"
+            + "\"targets\": ["
+            + " {\"keyspace\": \"app\", \"table\": \"posts_copy\", \"partition_key\": [\"u\"], \"clustering\": [\"p\"],"
+            + "  \"columns\": {\"u\": \"source.u\", \"p\": \"source.p\", \"tag\": \"source.tag\"}, \"mode\": \"direct\"},"
+            + " {\"keyspace\": \"app\", \"table\": \"posts_by_tag\", \"partition_key\": [\"tag\"], \"clustering\": [\"u\", \"p\"],"
+            + "  \"columns\": {\"tag\": \"source.tag\", \"u\": \"source.u\", \"p\": \"source.p\"}, \"mode\": \"lineage\", \"lineage_columns\": [\"tag\"]},"
+            + " {\"keyspace\": \"app\", \"table\": \"posts_by_tag_u\", \"partition_key\": [\"u\"], \"clustering\": [\"tag\", \"p\"],"
+            + "  \"columns\": {\"u\": \"source.u\", \"tag\": \"source.tag\", \"p\": \"source.p\"}, \"mode\": \"lineage\", \"lineage_columns\": [\"tag\"]}"
+            + "]}", null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        RangeDeletes()
+        {
+            for (long u = 1; u <= 2; u++)
+                for (long p = 1; p <= 8; p++)
+                    assertSuccess(runAll(executor, gateway.applied("app", "posts", change(spec, Operation.INSERT, List.of(bigint(u), bigint(p)), 10,
+                                                                                          row("u", u, "p", p, "tag", "t" + (p % 3)), null))));
+        }
+
+        private TreeSet<String> keys(String table)
+        {
+            return gateway.rows("app", table).stream().map(r -> longOf(r.get("u")) + ":" + longOf(r.get("p")))
+                          .collect(Collectors.toCollection(TreeSet::new));
+        }
+
+        private TreeSet<String> source()
+        {
+            return keys("posts");
+        }
+
+        private void run(Task task)
+        {
+            assertSuccess(runAll(executor, gateway.applied("app", "posts", task)));
+        }
+
+        @Test
+        void shouldDeleteExactlyTheDerivedRowsOfARangeDeletion()
+        {
+            run(change(spec, Operation.DELETE, List.of(bigint(1)), 20, row("u", 1L), new KeyRange(List.of(bigint(5)), true, List.of(), true)));
+            assertEquals(12, source().size(), "posts 5-8 of user 1 are gone");
+            for (String table : List.of("posts_copy", "posts_by_tag", "posts_by_tag_u"))
+                assertEquals(source(), keys(table), table);
+            assertTrue(gateway.executed.contains("DELETE FROM \"app\".\"posts_copy\" USING TIMESTAMP ? WHERE \"u\" = ? AND \"p\" >= ?"),
+                       "a target laid out as the source gets the same range tombstone");
+        }
+
+        @Test
+        void shouldDeleteExactlyTheDerivedRowsOfAPartitionDeletion()
+        {
+            run(change(spec, Operation.DELETE, List.of(bigint(2)), 20, row("u", 2L), null));
+            for (String table : List.of("posts_copy", "posts_by_tag", "posts_by_tag_u"))
+                assertEquals(source(), keys(table), table);
+            assertEquals(8, keys("posts_by_tag").size());
+        }
+
+        @Test
+        void shouldNotBringBackARowWhoseTaskRunsAfterTheRangeDeletion()
+        {
+            Task late = gateway.applied("app", "posts", change(spec, Operation.UPDATE, List.of(bigint(1), bigint(6)), 15,
+                                                              row("u", 1L, "p", 6L, "tag", "late"), null));
+            run(change(spec, Operation.DELETE, List.of(bigint(1)), 20, row("u", 1L), new KeyRange(List.of(bigint(5)), true, List.of(bigint(7)), false)));
+            assertSuccess(runAll(executor, late)); // its write was older than the deletion; its task runs after it
+            for (String table : List.of("posts_copy", "posts_by_tag", "posts_by_tag_u"))
+                assertEquals(source(), keys(table), table);
+        }
+
+        @Test
+        void shouldKeepWhatAWriteNewerThanTheDeletionBroughtAndDropWhatItKeptOfOlderCells()
+        {
+            run(change(spec, Operation.DELETE, List.of(bigint(1)), 20, row("u", 1L), null));
+            run(change(spec, Operation.INSERT, List.of(bigint(1), bigint(3)), 30, row("u", 1L, "p", 3L, "tag", "back"), null));
+            for (String table : List.of("posts_copy", "posts_by_tag", "posts_by_tag_u"))
+                assertEquals(source(), keys(table), table);
+            List<String> tags = gateway.rows("app", "posts_by_tag").stream().filter(r -> longOf(r.get("u")) == 1)
+                                       .map(r -> string(r.get("tag"))).collect(Collectors.toList());
+            assertEquals(List.of("back"), tags);
+        }
+
+        @Test
+        void shouldSearchATargetLaidOutOtherwiseForTheRowsOfARangeDeletion()
+        {
+            List<String> before = new ArrayList<>(keys("posts_by_tag_u"));
+            run(change(spec, Operation.DELETE, List.of(bigint(2)), 20, row("u", 2L), new KeyRange(List.of(), true, List.of(bigint(4)), true)));
+            assertEquals(source(), keys("posts_by_tag_u"));
+            assertEquals(before.size() - 4, keys("posts_by_tag_u").size());
+        }
+    }
+}
