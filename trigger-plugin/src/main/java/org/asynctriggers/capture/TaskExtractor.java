@@ -125,7 +125,9 @@ public final class TaskExtractor
             for (int i = 0; i < changes.size(); i++)
             {
                 SourceChange seen = changes.get(i);
-                if (seen.timestamp == change.timestamp && seen.key.equals(change.key))
+                // a range deletion is never merged: two of one prefix and timestamp are two ranges (a repeat has the same task id)
+                if (seen.timestamp == change.timestamp && seen.key.equals(change.key) && seen.isStatic == change.isStatic
+                    && seen.range == null && change.range == null)
                 {
                     changes.set(i, seen.mergedWith(change));
                     return;

@@ -167,6 +167,8 @@ public final class FlowExecutor
             return ExecutionResult.success();
         }
 
+        if (task.isStatic())
+            return runStatic(task);
         SourceCells source = SourceCells.of(task, spec.source.primaryKey());
         if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
             source = readLocally(task, source);
@@ -206,6 +208,42 @@ public final class FlowExecutor
             lineage.converge(task, task.key(), images, source.hasDeletion() ? source.deletionTimestamp : Long.MIN_VALUE);
         }
         return ExecutionResult.success(rows[0]);
+    }
+
+    /**
+     * A change of the partition's static row (docs/design.md, "Write shapes"): a static column is a column of every row
+     * of its partition, so the change is applied to the derived rows of each row the partition holds on this replica,
+     * as an update of that row with the static cells at their own timestamps. Each row runs to its end here (a
+     * partition's rows, not a fan-out's).
+     */
+    private ExecutionResult runStatic(Task task) throws Exception
+    {
+        List<String> clustering = spec.source.clustering;
+        List<String> partition = spec.source.partitionKey;
+        List<Map<String, ByteBuffer>> rows = statements.executeLocally(
+            Cql.select(spec.source.keyspace, spec.source.table, clustering, partition), task.key());
+        long written = 0;
+        for (Map<String, ByteBuffer> row : rows)
+        {
+            List<ByteBuffer> key = new ArrayList<>(task.key());
+            Map<String, ByteBuffer> clusteringValues = new LinkedHashMap<>();
+            for (String column : clustering)
+            {
+                key.add(row.get(column));
+                clusteringValues.put(column, row.get(column));
+            }
+            if (key.contains(null))
+                continue; // the partition's static row alone: no row derives from it
+            Task rowTask = task.forRowOfPartition(key, clusteringValues);
+            long[] count = new long[1];
+            ExecutionResult result = run(rowTask, count);
+            while (result.isSuccess() && result.hasMore())
+                result = run(rowTask.resumeAt(result.resumeTarget(), result.resumePaging()), count);
+            if (!result.isSuccess())
+                return result;
+            written += count[0];
+        }
+        return ExecutionResult.success(written);
     }
 
     /** Whether a target's key or fan-out match needs a source column the task does not carry. */

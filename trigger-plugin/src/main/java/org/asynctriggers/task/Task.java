@@ -247,6 +247,20 @@ public final class Task implements Serializable
         return deletionTimestamp;
     }
 
+    /**
+     * A static row's change as it bears on one row of its partition ({@code key}: the full primary key; {@code
+     * clustering}: the clustering columns' names and values): the same cells at the same timestamps, no row marker or
+     * deletion of its own, as an update of that row.
+     */
+    public Task forRowOfPartition(List<ByteBuffer> key, Map<String, ByteBuffer> clustering)
+    {
+        Map<String, ByteBuffer> values = new LinkedHashMap<>(values());
+        values.putAll(clustering);
+        Map<String, Long> times = timestamps == null ? Map.of() : timestamps;
+        return new Task(flow, flowVersion, new SourceChange(Operation.UPDATE, key, timestamp, values, times, expirations(), 0,
+                                                            SourceChange.NONE, SourceChange.NONE, false), createdNanos);
+    }
+
     /** The change is of the partition's static row (its key is the partition key alone). */
     public boolean isStatic()
     {

@@ -199,4 +199,51 @@ class WriteShapesTest
             assertEquals(before.size() - 4, keys("posts_by_tag_u").size());
         }
     }
+
+    @Nested
+    class StaticColumns
+    {
+        private final FakeGateway gateway = new FakeGateway().withAsyncTriggersKeyspace()
+                                                             .table("app", "events", List.of("p"), List.of("c"))
+                                                             .table("app", "events_copy", List.of("p"), List.of("c"));
+        private final FlowSpec spec = FlowSpecParser.parse("{\"name\": \"copy\","
+            + "\"source\": {\"keyspace\": \"app\", \"table\": \"events\", \"partition_key\": [\"p\"], \"clustering\": [\"c\"],"
+            + "  \"columns\": {\"p\": \"bigint\", \"c\": \"bigint\", \"s\": \"text\", \"v\": \"text\"}},"
+            + "\"targets\": [{\"keyspace\": \"app\", \"table\": \"events_copy\", \"partition_key\": [\"p\"], \"clustering\": [\"c\"],"
+            + "  \"columns\": {\"p\": \"source.p\", \"c\": \"source.c\", \"s\": \"source.s\", \"v\": \"source.v\"}}]}", null, 1);
+        private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
+
+        private Task staticWrite(long ts, String value)
+        {
+            Map<String, ByteBuffer> values = row("p", 1L, "s", value);
+            return Task.of(spec, new SourceChange(Operation.UPDATE, List.of(bigint(1)), ts, values, Map.of("s", ts), Map.of(), 0,
+                                                  SourceChange.NONE, SourceChange.NONE, true), 0);
+        }
+
+        private List<String> statics()
+        {
+            return gateway.rows("app", "events_copy").stream().map(r -> longOf(r.get("c")) + "=" + string(r.get("s"))).sorted()
+                          .collect(Collectors.toList());
+        }
+
+        @Test
+        void shouldGiveAStaticChangeToTheDerivedRowOfEveryRowOfThePartition()
+        {
+            for (long c = 1; c <= 3; c++)
+                assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(c)), 10,
+                                                                                        row("p", 1L, "c", c, "v", "v" + c), null))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertEquals(List.of("1=shared", "2=shared", "3=shared"), statics());
+        }
+
+        @Test
+        void shouldGiveANewRowThePartitionsStaticValue()
+        {
+            gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"), null));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(2)), 30,
+                                                                                    row("p", 1L, "c", 2L, "v", "b"), null))));
+            assertEquals(List.of("1=shared", "2=shared"), statics(), "the new row's task reads the static value back, with its write time");
+        }
+    }
 }

@@ -60,6 +60,8 @@ public final class FakeGateway implements CqlGateway
         public final Map<String, Long> markerExpiresAt = new HashMap<>();
         private final FakeGateway gateway;
         public final List<Map.Entry<List<ByteBuffer>, Long>> tombstones = new ArrayList<>();
+        /** static columns' cells by partition, copied into every row of the partition as it is written */
+        public final Map<String, Map<String, Cell>> statics = new HashMap<>();
         /** range tombstones: a key prefix, then bounds on the next component (null: unbounded) */
         public final List<RangeTombstone> ranges = new ArrayList<>();
 
@@ -228,6 +230,20 @@ public final class FakeGateway implements CqlGateway
     {
         Table t = table(keyspace, table);
         List<ByteBuffer> key = task.key();
+        if (task.isStatic())
+        {
+            String partition = id(key);
+            Map<String, Cell> shared = t.statics.computeIfAbsent(partition, k -> new HashMap<>());
+            for (Map.Entry<String, ByteBuffer> e : task.values().entrySet())
+                if (!t.partitionKey.contains(e.getKey()))
+                {
+                    writeCell(shared, e.getKey(), e.getValue(), task.timestampOf(e.getKey()), Long.MAX_VALUE);
+                    for (Map.Entry<String, List<ByteBuffer>> row : t.keys.entrySet())
+                        if (id(row.getValue().subList(0, key.size())).equals(partition))
+                            t.cells.computeIfAbsent(row.getKey(), k -> new HashMap<>()).put(e.getKey(), shared.get(e.getKey()));
+                }
+            return task;
+        }
         org.asynctriggers.task.KeyRange range = task.range();
         if (range != null)
         {
@@ -251,7 +267,7 @@ public final class FakeGateway implements CqlGateway
             else
                 t.markerExpiresAt.put(id, task.rowExpiresAt());
         }
-        Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>());
+        Map<String, Cell> row = t.cells.computeIfAbsent(id, k -> new HashMap<>(t.statics.getOrDefault(id(key.subList(0, t.partitionKey.size())), Map.of())));
         for (Map.Entry<String, ByteBuffer> e : task.values().entrySet())
             if (!t.primaryKey().contains(e.getKey()))
                 writeCell(row, e.getKey(), e.getValue(), task.timestampOf(e.getKey()), task.expirations().getOrDefault(e.getKey(), Long.MAX_VALUE));
