@@ -16,10 +16,35 @@ CLASS = "org.asynctriggers.CaptureIndex"
 PREFIX = "async_capture_"
 
 
+def captured_columns(spec: Mapping) -> list[str] | None:
+    """The non-key source columns a flow's tasks carry: those its targets map and its fan-outs match on. None for a
+    flow with a Java handler, which gets every column. A task carries no other value: a column the flow does not use
+    only tells, empty, that the write set it (docs/design.md, "Write shapes")."""
+    if spec.get("handler"):
+        return None
+    source = spec["source"]
+    key = set(source["partition_key"]) | set(source.get("clustering") or [])
+    used: set[str] = set()
+    for target in spec.get("targets") or []:
+        exprs = list(target["columns"].values()) + list(((target.get("fanout") or {}).get("match") or {}).values())
+        for expr in exprs:
+            scope, _, column = str(expr).partition(".")
+            if scope == "source" and column not in key:
+                used.add(column)
+        used.update(c for c in target.get("lineage_columns") or [] if c not in key)
+    return sorted(used)
+
+
 def options_json(specs: Iterable[Mapping]) -> str:
-    """The 'flows' option: each flow on the table with the events it handles and whether it keeps backup entries."""
-    flows = {s["name"]: {"events": sorted(s["events"]), "backup": bool(s.get("backup", {}).get("enabled", True))}
-             for s in specs}
+    """The 'flows' option: each flow on the table with the events it handles, whether it keeps backup entries, and
+    the columns its tasks carry."""
+    flows = {}
+    for s in specs:
+        flow = {"events": sorted(s["events"]), "backup": bool(s.get("backup", {}).get("enabled", True))}
+        columns = captured_columns(s)
+        if columns is not None:
+            flow["columns"] = columns
+        flows[s["name"]] = flow
     return json.dumps(flows, sort_keys=True, separators=(",", ":"))
 
 

@@ -167,6 +167,7 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
     # column changes, and cannot be computed from a delete: the plugin keeps lineage of those columns.
     key_refs = [write.columns[c] for c in target.primary_key] + list(fanout.match.values() if fanout else ())
     moving = sorted({r.column for r in key_refs if r.scope == "source" and r.column not in src.primary_key})
+    _check_derivable(flow, src, target, fanout, write, moving)
     return {
         "keyspace": ks, "table": name,
         "partition_key": list(target.partition_key), "clustering": list(target.clustering),
@@ -175,6 +176,34 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
         "mode": "lineage" if moving else "direct",
         "lineage_columns": moving,
     }
+
+
+def _check_derivable(flow: Flow, src: TableSchema, target: TableSchema, fanout: FanOut | None, write: Write,
+                     moving: list[str]) -> None:
+    """Refuse the targets whose rows the flow could not keep equal to the source's (docs/design.md, "Write shapes"):
+    one whose primary key leaves out a source key column (two source rows would derive one target row, and deleting
+    either would delete it), and, where the source has clustering columns and the flow handles deletes, a directly
+    keyed one whose partition key comes from a source clustering column (a range or partition deletion names no
+    value of it, so its rows could not be found)."""
+    keyed_by = {write.columns[c].column for c in target.primary_key if write.columns[c].scope == "source"}
+    left_out = [c for c in src.primary_key if c not in keyed_by]
+    if left_out:
+        raise ValidationError(flow.name, f"the write to '{target.qualified}' does not carry the source's primary key "
+                                         f"column(s) {', '.join(left_out)} of '{src.qualified}' in its own primary key: "
+                                         "two source rows would derive one target row, and deleting either would "
+                                         "delete it; add them to the target's primary key")
+    if moving or not src.clustering or "delete" not in flow.events:
+        return
+    partition_sources = [write.columns[c] for c in target.partition_key]
+    if fanout is not None and any(r.scope == "row" for r in partition_sources):
+        partition_sources += list(fanout.match.values())
+    from_clustering = sorted({r.column for r in partition_sources if r.scope == "source" and r.column in src.clustering})
+    if from_clustering:
+        raise ValidationError(flow.name, f"the partition key of '{target.qualified}' comes from the clustering "
+                                         f"column(s) {', '.join(from_clustering)} of '{src.qualified}': a range or "
+                                         "partition deletion of the source names no value of them, so its derived "
+                                         "rows could not be found; partition the target by the source's partition "
+                                         "key, or drop 'delete' from the flow's events")
 
 
 def _check_same_type(flow: Flow, table: TableSchema, column: str, ref: Ref, ref_type: str) -> None:
@@ -275,7 +304,21 @@ def check_cycles(specs: Iterable[Mapping]) -> None:
 def compile_all(flows: Iterable[Flow], schema: Schema, deployed: Mapping[str, Mapping] | None = None) -> list[dict]:
     """Compile the given flows and check that, together with the deployed ones they do not replace, they are
     acyclic. Raises ValidationError before anything is changed."""
+    flows = list(flows)
+    names = {getattr(f, "name", None) for f in flows}
+    others = [s for name, s in (deployed or {}).items() if name not in names]
+    check_cycles(others + [e for e in map(_edges, flows) if e is not None])   # a cycle first: the plainest reason
     specs = [compile_flow(f, schema) for f in flows]
-    others = [s for name, s in (deployed or {}).items() if name not in {s["name"] for s in specs}]
     check_cycles(others + specs)
     return specs
+
+
+def _edges(flow: Flow) -> dict | None:
+    """A flow's source and target tables, as check_cycles reads a spec; None when the flow is too malformed to tell
+    (compile_flow then says why)."""
+    try:
+        ks, name = flow.source_table
+        targets = [dict(zip(("keyspace", "table"), write.target_table)) for _, write in flow.writes()]
+    except Exception:  # noqa: BLE001 - any malformed part is compile_flow's to report, with its own message
+        return None
+    return {"name": flow.name, "source": {"keyspace": ks, "table": name}, "targets": targets}

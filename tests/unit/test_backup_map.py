@@ -14,8 +14,9 @@ from async_triggers.flows import Backup, Flow, Write, source
 # a source with a composite partition key (tenant text, day date) and a clustering column
 EVENTS = schema.TableSchema("shop", "events", ("tenant", "day"), ("seq",),
                             {"tenant": "text", "day": "date", "seq": "int", "body": "text"})
-LATEST = schema.TableSchema("shop", "latest", ("tenant",), (), {"tenant": "text", "body": "text"})
-COUNTS = schema.TableSchema("shop", "by_day", ("day",), ("tenant",), {"day": "date", "tenant": "text"})
+LATEST = schema.TableSchema("shop", "latest", ("tenant",), ("day", "seq"),
+                            {"tenant": "text", "day": "date", "seq": "int", "body": "text"})
+COUNTS = schema.TableSchema("shop", "by_day", ("day",), ("tenant", "seq"), {"day": "date", "tenant": "text", "seq": "int"})
 SCHEMA = schema.of(EVENTS, LATEST, COUNTS)
 
 COMPANION_CQL = (
@@ -31,12 +32,13 @@ COMPANION_CQL = (
 
 def latest_flow(**changes) -> Flow:
     flow = Flow(name="latest", source="shop.events",
-                steps=[Write("shop.latest", tenant=source.tenant, body=source.body)])
+                steps=[Write("shop.latest", tenant=source.tenant, day=source.day, seq=source.seq, body=source.body)])
     return dataclasses.replace(flow, **changes)
 
 
 def by_day_flow() -> Flow:
-    return Flow(name="by_day", source="shop.events", steps=[Write("shop.by_day", day=source.day, tenant=source.tenant)])
+    return Flow(name="by_day", source="shop.events",
+                steps=[Write("shop.by_day", day=source.day, tenant=source.tenant, seq=source.seq)])
 
 
 def rejects(flow: Flow, message: str, schema_=SCHEMA):
@@ -97,8 +99,9 @@ def test_should_name_every_flow_of_the_table_in_its_capture_index_and_replace_th
     # by_day is deployed already; latest is deployed now: the new index captures both, then the old one goes
     [index] = render.capture_indexes([latest], others=[by_day], existing={("shop", "events"): ["async_capture_old"]})
     assert index["flows"] == ["by_day", "latest"]
-    assert json.loads(index["options"]) == {"by_day": {"backup": True, "events": ["delete", "insert", "update"]},
-                                            "latest": {"backup": True, "events": ["delete", "insert", "update"]}}
+    assert json.loads(index["options"]) == {
+        "by_day": {"backup": True, "columns": [], "events": ["delete", "insert", "update"]},
+        "latest": {"backup": True, "columns": ["body"], "events": ["delete", "insert", "update"]}}
     assert index["drop"] == ["async_capture_old"]
     assert index["name"] == capture_index.name("shop", "events", index["options"]) and len(index["name"]) <= 48
     statements = [s.cql for s in render.deploy_statements([latest], 2, version=1, others=[by_day],
@@ -114,7 +117,7 @@ def test_should_name_every_flow_of_the_table_in_its_capture_index_and_replace_th
 def test_should_capture_only_the_events_a_flow_handles_and_no_entry_without_backup():
     [spec] = validate.compile_all([latest_flow(events=("insert",), backup=Backup(enabled=False))], SCHEMA)
     [index] = render.capture_indexes([spec])
-    assert json.loads(index["options"]) == {"latest": {"backup": False, "events": ["insert"]}}
+    assert json.loads(index["options"]) == {"latest": {"backup": False, "columns": ["body"], "events": ["insert"]}}
 
 
 def test_should_render_a_backup_map_that_parses_back_to_its_layout(tmp_path):
@@ -157,9 +160,10 @@ def test_should_reject_a_source_table_whose_backup_map_name_is_too_long():
     long = "t" * 210
     tables = [schema.TableSchema("shop", name, ("tenant",), (), {"tenant": "text", "body": "text"})
               for name in (ok, long)]
-    s = schema.of(LATEST, *tables)
-    validate.compile_all([Flow(name="ok", source=f"shop.{ok}", steps=[Write("shop.latest", tenant=source.tenant)])], s)
-    rejects(Flow(name="long", source=f"shop.{long}", steps=[Write("shop.latest", tenant=source.tenant)]),
+    by_tenant = schema.TableSchema("shop", "by_tenant", ("tenant",), (), {"tenant": "text", "body": "text"})
+    s = schema.of(by_tenant, *tables)
+    validate.compile_all([Flow(name="ok", source=f"shop.{ok}", steps=[Write("shop.by_tenant", tenant=source.tenant)])], s)
+    rejects(Flow(name="long", source=f"shop.{long}", steps=[Write("shop.by_tenant", tenant=source.tenant)]),
             f"flow 'long': the name of source table 'shop.{long}' is too long for its backup map: "
             f"'async_backup_{long}' would have 223 characters, Cassandra allows 222 (so a source table name may "
             "have at most 209)", s)
@@ -281,4 +285,4 @@ def test_should_keep_capturing_the_other_flows_of_the_table_with_an_index_of_the
         'DROP INDEX IF EXISTS "shop"."async_capture_0123"',
         'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
     ]
-    assert json.loads(remaining) == {"by_day": {"backup": True, "events": ["delete", "insert", "update"]}}
+    assert json.loads(remaining) == {"by_day": {"backup": True, "columns": [], "events": ["delete", "insert", "update"]}}

@@ -121,8 +121,9 @@ def test_should_reject_a_cycle_across_flows():
 
 
 def test_should_reject_a_cycle_with_an_already_deployed_flow():
-    deployed = validate.compile_flow(Flow(name="b", source="twitter.timeline", steps=[
-        Write("twitter.tweets", tweet_id=source.tweet_id, author_id=source.user_id)]), SCHEMA)
+    # as deployed by a version that let a target leave a source key column out (this one refuses it)
+    deployed = {"name": "b", "source": {"keyspace": "twitter", "table": "timeline"},
+                "targets": [{"keyspace": "twitter", "table": "tweets"}]}
     a = Flow(name="a", source="twitter.tweets", steps=[
         Write("twitter.timeline", user_id=source.author_id, tweet_id=source.tweet_id)])
     with pytest.raises(ValidationError, match=r"flows form a cycle: .*\(flows: a, b\)"):

@@ -3,7 +3,9 @@ package org.asynctriggers;
 import java.util.Collection;
 import java.util.Collections;
 
+import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.db.Mutation;
+import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.db.partitions.Partition;
 import org.apache.cassandra.triggers.ITrigger;
 import org.asynctriggers.queue.QueueFullException;
@@ -15,12 +17,19 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Stateless. Cassandra runs it before it sends a write to the replicas, so it is where a flow with the {@code block}
  * policy may hold the write while this node's queue of the flow is full, and fail it with OVERLOADED naming the flow
- * (nothing was written then). It returns no mutation, so it never turns a write into a logged batch; tasks are captured
+ * (nothing was written then); and where a write's backup entries would not fit in one commit log record, which it
+ * refuses naming the flow (capture/EntrySize). It returns no mutation, so it never turns a write into a logged batch; tasks are captured
  * by the replicas themselves ({@link CaptureIndex}). A fault of its own is logged and never fails a write.
  */
 public class AsyncTrigger implements ITrigger
 {
     private static final Logger logger = LoggerFactory.getLogger(AsyncTrigger.class);
+
+    /** What the backup entries of one write may take: the commit log's largest record, less room for its framing. */
+    static long entryLimit()
+    {
+        return DatabaseDescriptor.getMaxMutationSize() - 64 * 1024;
+    }
 
     @Override
     public Collection<Mutation> augment(Partition update)
@@ -28,8 +37,9 @@ public class AsyncTrigger implements ITrigger
         try
         {
             Node.get().flows().admit(update.metadata().keyspace, update.metadata().name);
+            Node.get().flows().checkEntrySize(update, entryLimit());
         }
-        catch (QueueFullException e)
+        catch (QueueFullException | InvalidRequestException e)
         {
             throw e;
         }

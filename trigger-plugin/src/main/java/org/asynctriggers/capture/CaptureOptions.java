@@ -31,10 +31,13 @@ public final class CaptureOptions
         public final String name;
         final Set<Operation> events;
         public final boolean backup;
+        /** the non-key columns its tasks carry the values of; null: every column (a flow with a Java handler) */
+        public final Set<String> columns;
 
-        FlowCapture(String name, Set<Operation> events, boolean backup)
+        FlowCapture(String name, Set<Operation> events, boolean backup, Set<String> columns)
         {
             this.name = name;
+            this.columns = columns == null ? null : Set.copyOf(columns);
             this.events = Collections.unmodifiableSet(events.isEmpty() ? EnumSet.noneOf(Operation.class) : EnumSet.copyOf(events));
             this.backup = backup;
         }
@@ -95,7 +98,7 @@ public final class CaptureOptions
     {
         String who = "capture index: flow '" + name + "': ";
         if (node == null || !node.isObject())
-            throw new FlowSpecException(who + "must be an object with 'events' and 'backup', found: " + node);
+            throw new FlowSpecException(who + "must be an object with 'events', 'backup' and 'columns', found: " + node);
         JsonNode events = node.get("events");
         if (events == null || !events.isArray())
             throw new FlowSpecException(who + "'events' must be a list, found: " + events);
@@ -110,6 +113,20 @@ public final class CaptureOptions
         JsonNode backup = node.get("backup");
         if (backup != null && !backup.isBoolean())
             throw new FlowSpecException(who + "'backup' must be true or false, found: " + backup);
-        return new FlowCapture(name, ops, backup == null || backup.booleanValue());
+        JsonNode columns = node.get("columns");
+        Set<String> carried = null;
+        if (columns != null)
+        {
+            if (!columns.isArray())
+                throw new FlowSpecException(who + "'columns' must be a list of column names, found: " + columns);
+            carried = new java.util.HashSet<>();
+            for (JsonNode column : columns)
+            {
+                if (!column.isTextual())
+                    throw new FlowSpecException(who + "'columns' must be a list of column names, found: " + column);
+                carried.add(column.asText());
+            }
+        }
+        return new FlowCapture(name, ops, backup == null || backup.booleanValue(), carried);
     }
 }

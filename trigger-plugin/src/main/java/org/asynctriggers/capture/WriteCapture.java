@@ -34,6 +34,7 @@ public final class WriteCapture implements Index.Indexer
     private final CaptureSink sink;
     private final ErrorLog errors;
     private TaskExtractor.Collector changes;
+    private final List<String> keyColumns;
 
     /** Errors of one capture index, logged at most once every 10 s. */
     public static final class ErrorLog
@@ -60,6 +61,9 @@ public final class WriteCapture implements Index.Indexer
         this.ctx = ctx;
         this.sink = sink;
         this.errors = errors;
+        List<String> keys = new ArrayList<>();
+        table.primaryKeyColumns().forEach(c -> keys.add(c.name.toString()));
+        this.keyColumns = keys;
     }
 
     private TaskExtractor.Collector changes()
@@ -111,28 +115,42 @@ public final class WriteCapture implements Index.Indexer
             {
                 if (!flow.handles(change.operation))
                     continue;
-                Task task = Task.captured(flow.name, change, now);
+                Task task = Task.captured(flow.name, flow.columns == null ? change : change.keeping(flow.columns, keyColumns), now);
                 tasks.add(task);
                 if (flow.backup)
                     backedUp.add(task);
             }
         }
+        int entries = 0;
         if (!backedUp.isEmpty())
-            writeEntries(backedUp);
-        sink.captured(table.keyspace, key.getToken(), tasks, backedUp.size());
+        {
+            try
+            {
+                entries = writeEntries(backedUp);
+            }
+            catch (RuntimeException | AssertionError e)
+            {
+                // the tasks still go to the node: its queue is then their only copy (the coordinator's trigger refuses
+                // writes whose entries would not fit in a commit log record; a hint or a replay may still bring one)
+                errors.log("backup entries of a write of " + table + " could not be written here; its tasks run without them", e);
+            }
+        }
+        sink.captured(table.keyspace, key.getToken(), tasks, entries);
     }
 
-    private void writeEntries(List<Task> backedUp)
+    /** @return how many entries were written */
+    private int writeEntries(List<Task> backedUp)
     {
         TableMetadata companion = Schema.instance.getTableMetadata(table.keyspace, BackupTable.companionOf(table.name));
         if (companion == null)
         {
             errors.log("table " + table.keyspace + '.' + BackupTable.companionOf(table.name) + " is missing: tasks of "
                        + table + " have no backup entries (redeploy its flows)", null);
-            return;
+            return 0;
         }
         PartitionUpdate entries = BackupTable.entries(companion, key, backedUp, System.currentTimeMillis());
         BackupTable.applyLocally(entries, ctx);
+        return backedUp.size();
     }
 
     private void guard(Runnable step)

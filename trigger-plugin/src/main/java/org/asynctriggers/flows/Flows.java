@@ -19,6 +19,9 @@ import org.asynctriggers.metrics.CassandraMetrics;
 import org.asynctriggers.metrics.FlowMetrics;
 import org.asynctriggers.spec.FlowRegistry;
 import org.asynctriggers.spec.FlowSpec;
+import org.apache.cassandra.db.partitions.Partition;
+import org.apache.cassandra.exceptions.InvalidRequestException;
+import org.asynctriggers.capture.EntrySize;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -108,6 +111,34 @@ public final class Flows implements FlowRegistry
         for (Flow flow : flows)
             if (!flow.isPaused()) // a paused flow's tasks wait in the backup maps: its queue never holds a write back
                 flow.policy.admit(flow.spec.name, flow.queue, flow.metrics);
+    }
+
+    /**
+     * On the coordinator (the trigger): refuses a write whose backup entries would not fit in one commit log record
+     * ({@link EntrySize}), naming the flow whose entries take the most. Throws InvalidRequestException.
+     */
+    public void checkEntrySize(Partition update, long limit)
+    {
+        List<Flow> flows = byTable.get(tableKey(update.metadata().keyspace, update.metadata().name));
+        if (flows == null)
+            return;
+        long total = 0;
+        String largest = null;
+        long largestBytes = -1;
+        for (Flow flow : flows)
+        {
+            if (!flow.spec.backup.enabled)
+                continue;
+            long bytes = EntrySize.of(update, List.of(new EntrySize.FlowColumns(flow.spec.name, flow.spec.capturedColumns())));
+            total += bytes;
+            if (bytes > largestBytes)
+            {
+                largestBytes = bytes;
+                largest = flow.spec.name;
+            }
+        }
+        if (total > limit)
+            throw new InvalidRequestException(EntrySize.refusal(update.metadata().keyspace, update.metadata().name, largest, total, limit));
     }
 
     /** Nothing queued, spilled, waiting for a retry or running here, in any flow that is not paused. */

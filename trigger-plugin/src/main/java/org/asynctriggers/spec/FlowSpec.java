@@ -194,6 +194,30 @@ public final class FlowSpec
         this.targets = List.copyOf(targets);
     }
 
+    /**
+     * The non-key source columns this flow's tasks carry the values of: those its targets map, its fan-outs match on
+     * and its lineage is computed from; null for a flow with a Java handler (every column). What ctl puts in the capture
+     * index's options ({@code columns}).
+     */
+    public Set<String> capturedColumns()
+    {
+        if (handler != null)
+            return null;
+        Set<String> used = new java.util.HashSet<>();
+        for (Target target : targets)
+        {
+            for (Expression e : target.columns.values())
+                if (e.scope == Expression.Scope.SOURCE)
+                    used.add(e.column);
+            if (target.fanout != null)
+                for (Expression e : target.fanout.match.values())
+                    used.add(e.column);
+            used.addAll(target.lineageColumns);
+        }
+        used.removeAll(source.primaryKey());
+        return used;
+    }
+
     public boolean handles(Operation op)
     {
         return events.contains(op);

@@ -83,6 +83,24 @@ public final class SourceChange
     }
 
     /**
+     * This change as a flow that uses only {@code columns} (besides the key) carries it: the values of the others
+     * dropped, each left as an empty value if it was set (a tombstone stays null), so that the flow still knows that the
+     * write set it, and when (docs/design.md, "Write shapes"). The write's cells of the other flows' columns never
+     * weigh on this flow's tasks and backup entries.
+     */
+    public SourceChange keeping(java.util.Set<String> columns, List<String> keyColumns)
+    {
+        Map<String, ByteBuffer> kept = new LinkedHashMap<>();
+        for (Map.Entry<String, ByteBuffer> e : values.entrySet())
+        {
+            boolean used = columns.contains(e.getKey()) || keyColumns.contains(e.getKey());
+            kept.put(e.getKey(), used || e.getValue() == null ? e.getValue() : java.nio.ByteBuffer.allocate(0));
+        }
+        return new SourceChange(operation, key, timestamp, kept, timestamps, expirations, rowExpiresAt, livenessTimestamp,
+                                deletionTimestamp, isStatic, range);
+    }
+
+    /**
      * The same write seen twice (a replica's index hears a contended memtable update once per attempt): what either
      * saw of its cells; an insert wins over an update (a later attempt sees the row marker already there).
      */
