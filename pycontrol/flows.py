@@ -111,7 +111,7 @@ OVERFLOW_POLICIES = ("block", "spill", "discard", "elastic")
 
 @dataclasses.dataclass(frozen=True)
 class Overflow:
-    """What a node does with a task when the flow's queue is full (AsterixDB's policies, seed 001 §4.5):
+    """What a node does with a task when the flow's queue is full (AsterixDB's data feeds, section 4.5):
     ``spill`` to local disk (default), ``block`` the writer up to ``block_timeout_ms`` then fail its write,
     ``discard`` (counted), or ``elastic`` (grow the pool up to ``max_workers``, then block)."""
     policy: str = "spill"

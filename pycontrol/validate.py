@@ -273,7 +273,7 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
 
 
 def check_cycles(specs: Iterable[Mapping]) -> None:
-    """Reject flows whose source -> target edges form a cycle (seed 000 assumes an acyclic data flow)."""
+    """Reject flows whose source -> target edges form a cycle (the report assumes an acyclic data flow)."""
     edges: dict[str, set[str]] = {}
     by_edge: dict[tuple[str, str], str] = {}
     for spec in specs:

@@ -1,4 +1,4 @@
-"""The report's experiments (seed 000, §6) on a local cluster, one module each, and the small benchmarks that print
+"""The report's experiments ("Building Data Flows Using Distributed Key-Value Stores", §6) on a local cluster, one module each, and the small benchmarks that print
 their figures (``ack_latency``, ``backup_size``).
 
     ctl bench run capacity|bulk|saturating|80pct|burst|fault|scale [--smoke] [--out DIR]

@@ -1,4 +1,4 @@
-"""The report's published numbers (seed 000, "Building Data Flows Using Distributed Key-Value Stores", §6), for the
+"""The report's published numbers ("Building Data Flows Using Distributed Key-Value Stores", §6), for the
 report generator to print beside ours.
 
 Transcribed exactly: every number is a ``Decimal`` made from the text as printed (``Decimal("0.80")`` keeps its
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from decimal import Decimal as D
 
-SOURCE = "seed 000: Building Data Flows Using Distributed Key-Value Stores, section 6"
+SOURCE = "Building Data Flows Using Distributed Key-Value Stores, section 6"
 APPROACHES = ("synchronous", "external_queue", "integrated")
 LABELS = {"synchronous": "Synchronous", "external_queue": "Ext. Queue", "integrated": "Integrated"}  # Tables 1-2
 RESOURCE_LABELS = {**LABELS, "external_queue": "External Queue"}                                  # Tables 3-4

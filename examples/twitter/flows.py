@@ -1,4 +1,4 @@
-"""The report's Twitter flow (seed 000, Figure 1): a tweet goes to its author's timeline and, through a
+"""The report's Twitter flow (Figure 1 of "Building Data Flows Using Distributed Key-Value Stores"): a tweet goes to its author's timeline and, through a
 fan-out over the author's followers, to every follower's timeline. Schema: schema.cql beside this file."""
 from async_triggers.flows import FanOut, Flow, Queue, Write, row, source
 

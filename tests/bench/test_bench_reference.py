@@ -19,7 +19,7 @@ def seed_text() -> str:
     folder = Path(os.environ.get("ASYNC_TRIGGERS_SEEDS", ROOT.parent / "shared" / "seeds"))
     found = sorted(folder.glob("000_*.txt"))
     if not found:
-        pytest.skip(f"seed 000 is not in {folder}: the transcription cannot be compared with it")
+        pytest.skip(f"the report is not in {folder}: the transcription cannot be compared with it")
     return found[0].read_text()
 
 

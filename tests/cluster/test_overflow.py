@@ -1,5 +1,5 @@
 """A full queue on a real cluster: with the spill policy, a burst far larger than the queue loses nothing and
-is executed once there is room (seed 001's Spill policy)."""
+is executed once there is room (the Spill policy of AsterixDB's data feeds)."""
 import json
 
 import pytest
