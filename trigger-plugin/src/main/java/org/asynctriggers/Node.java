@@ -93,8 +93,23 @@ public final class Node
         StatusReporter statusReporter = new StatusReporter(b.gateway, flows::metrics, b.nodeName, b.wallClockMillis, backlog::statusOf);
         DeadLetterRetries deadLetterRetries = new DeadLetterRetries(b.gateway, b.nodeName, name -> {
             org.asynctriggers.flows.Flow flow = flows.get(name);
-            // a paused flow's queue would hold the retried task in memory only (its entry is long gone): it waits
-            return flow == null || flow.isPaused() ? null : flow.queue;
+            // a paused flow waits: the retry's entry would then wait for the resume, which the request does too
+            if (flow == null || flow.isPaused())
+                return null;
+            return new DeadLetterRetries.RetryTarget()
+            {
+                @Override
+                public org.asynctriggers.queue.FlowQueue queue()
+                {
+                    return flow.queue;
+                }
+
+                @Override
+                public void keep(org.asynctriggers.task.Task task)
+                {
+                    flow.keepInBackup(task, b.wallClockMillis.getAsLong());
+                }
+            };
         }, b.nanoClock, b.wallClockMillis);
         this.status = new NodeStatus(flows::names, () -> control().isReady(), () -> intake().parked());
         this.control = new ControlLoop(b.threadFactory, b.nodeReady, () -> status.register(mbeans), config, flows, () -> {

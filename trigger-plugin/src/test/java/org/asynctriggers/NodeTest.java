@@ -450,6 +450,32 @@ class NodeTest
     }
 
     @Test
+    void shouldWriteARetriedDeadLetterABackupEntryOfItsOwnBeforeTheDeadLetterGoes() throws Exception
+    {
+        gateway.table("app", "async_backup_users", List.of("key_0"), List.of("flow", "id"));
+        deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);
+        // the node holds the flow without running its tasks, as one about to be stopped or killed would
+        first = builder(new TrackingThreadFactory(), gateway)
+                    .backupTables(spec -> new org.asynctriggers.backup.BackupTable("app", "users", 1, gateway)).build();
+        first.control().firstCycle();
+        deadLetter("users_by_name", userNamed(6, "fay", 10));
+        gateway.applied("app", "users", Task.captured("users_by_name", userNamed(6, "fay", 10), 0));
+        requestRetry("127.0.0.1", "users_by_name");
+        List<String> order = new java.util.concurrent.CopyOnWriteArrayList<>();
+        gateway.beforeEach = cql -> {
+            if (cql.startsWith("INSERT INTO \"app\".\"async_backup_users\"") || cql.equals(Cql.deadLetterDelete()))
+                order.add(cql.startsWith("INSERT") ? "entry" : "dead letter deleted");
+        };
+
+        first.control().cycle();
+
+        waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "CompletedTasks") == 1L);
+        assertEquals(List.of("entry", "dead letter deleted"), order, "the task is durable again before its dead letter goes");
+        assertEquals("fay", Fixtures.string(gateway.rows("app", "users_by_name").get(0).get("name")));
+        assertEquals(0, gateway.rows("app", "async_backup_users").size(), "its own entry is completed when it ran");
+    }
+
+    @Test
     void shouldKeepARetryRequestUntilItsFlowRunsHere() throws Exception
     {
         deploy("users_by_name", Fixtures.USERS_BY_NAME, 1);

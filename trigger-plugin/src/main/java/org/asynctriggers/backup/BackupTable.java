@@ -64,7 +64,7 @@ public final class BackupTable
     private final int partitionKeySize;
     private final CqlGateway gateway;
     private final List<String> where = new ArrayList<>();
-    private volatile CqlGateway.Prepared resume, delete;
+    private volatile CqlGateway.Prepared resume, delete, insert;
 
     public BackupTable(String keyspace, String table, int partitionKeySize, CqlGateway gateway)
     {
@@ -114,6 +114,28 @@ public final class BackupTable
             throw new IllegalStateException("backup map " + entries.metadata() + " does not exist");
         CommitLogPosition position = outer.getPosition() == null ? null : CommitLog.instance.add(new Mutation(entries));
         cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), position), false);
+    }
+
+    /**
+     * Writes a task's entry on every replica of its source row through the normal write path, at the source write's
+     * timestamp (what a replica that captures the write writes itself): for a task that exists outside any write, a
+     * dead letter queued again. At {@link InternalConsistency#DEAD_LETTERS}: the dead letter it replaces was as durable.
+     */
+    public void insertEntry(Task task, long capturedMillis)
+    {
+        CqlGateway.Prepared statement = insert;
+        if (statement == null)
+        {
+            List<String> columns = new ArrayList<>(where);
+            columns.add("task");
+            columns.add("captured");
+            insert = statement = gateway.prepare(Cql.insert(keyspace, companion, columns));
+        }
+        List<ByteBuffer> values = new ArrayList<>(entryKey(task));
+        values.add(task.serialize());
+        values.add(ByteBuffer.allocate(8).putLong(0, capturedMillis));
+        values.add(ByteBuffer.allocate(8).putLong(0, task.timestamp()));
+        gateway.execute(statement, InternalConsistency.DEAD_LETTERS, values);
     }
 
     /** Records where a chunked fan-out goes on (at LOCAL_ONE; a lost update only makes a takeover redo more rows). */

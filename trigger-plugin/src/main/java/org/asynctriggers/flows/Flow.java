@@ -105,6 +105,14 @@ public final class Flow
         retries.entries(entries);
     }
 
+    /** Writes a task's backup entry on its source row's replicas (a retried dead letter); nothing for a flow without entries. */
+    public void keepInBackup(org.asynctriggers.task.Task task, long capturedMillis)
+    {
+        BackupTable table = backupTable;
+        if (table != null)
+            table.insertEntry(task, capturedMillis);
+    }
+
     TaskEntries entries()
     {
         return entries;

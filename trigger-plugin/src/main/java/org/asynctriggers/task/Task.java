@@ -110,6 +110,11 @@ public final class Task implements Serializable
     /** Shares the immutable key and values: only the bookkeeping differs. */
     private Task(Task task, long createdNanos, int attempts, boolean recovered, int resumeTarget, byte[] resumePaging)
     {
+        this(task, createdNanos, attempts, recovered, resumeTarget, resumePaging, task.idMsb, task.idLsb);
+    }
+
+    private Task(Task task, long createdNanos, int attempts, boolean recovered, int resumeTarget, byte[] resumePaging, long idMsb, long idLsb)
+    {
         this.flow = task.flow;
         this.flowVersion = task.flowVersion;
         this.key = task.key;
@@ -118,8 +123,8 @@ public final class Task implements Serializable
         this.values = task.values;
         this.createdNanos = createdNanos;
         this.attempts = attempts;
-        this.idMsb = task.idMsb;
-        this.idLsb = task.idLsb;
+        this.idMsb = idMsb;
+        this.idLsb = idLsb;
         this.recovered = recovered;
         this.resumeTarget = resumeTarget;
         this.resumePaging = resumePaging;
@@ -143,6 +148,21 @@ public final class Task implements Serializable
     public Task restarted(long createdNanos)
     {
         return new Task(this, createdNanos, 0, recovered, resumeTarget, resumePaging);
+    }
+
+    /**
+     * The task of a dead letter an operator asked to retry, under an id of its own (derived from its first id and the
+     * dead letter's, so the same on every attempt to serve the request): its first entry was completed, and the
+     * completion's tombstone would hide a new entry under that id. A fresh start, with all its attempts and age again.
+     */
+    public Task retried(ByteBuffer deadLetterId, long createdNanos)
+    {
+        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(40);
+        writeLong(out, idMsb);
+        writeLong(out, idLsb);
+        writeChunk(out, bytes(deadLetterId));
+        java.util.UUID id = java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+        return new Task(this, createdNanos, 0, recovered, resumeTarget, resumePaging, id.getMostSignificantBits(), id.getLeastSignificantBits());
     }
 
     /** A task read from a backup map on this node (takeover, recovery, safety net): queued now, its entry at hand. */

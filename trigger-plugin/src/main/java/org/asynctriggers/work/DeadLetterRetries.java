@@ -20,17 +20,27 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Serves {@code ctl trigger dlq retry}: polls this node's partition of {@code async_triggers.dead_letter_retries}
- * on the control thread, queues each requested dead letter's task again into the running version of its flow, then
- * deletes the request and the dead letter. A request stays until it can be served (flow not running here, queue
- * full), so nothing is lost by asking at a bad time.
+ * on the control thread, writes each requested dead letter's task a backup entry of its own (under a new id: the
+ * first entry's completion would hide it) so that a stop or a crash before it runs does not lose it, queues it again
+ * into the running version of its flow, then deletes the request and the dead letter. A request stays until it can be
+ * served (flow not running here, queue full), so nothing is lost by asking at a bad time.
  */
 public final class DeadLetterRetries
 {
+    /** A running flow as a retry sees it: its queue, and how it keeps a task durable until it runs. */
+    public interface RetryTarget
+    {
+        FlowQueue queue();
+
+        /** Writes the task's backup entry (a flow without entries keeps none: its queue is the only copy). */
+        void keep(Task task);
+    }
+
     private static final Logger logger = LoggerFactory.getLogger(DeadLetterRetries.class);
 
     private final CqlGateway gateway;
     private final Supplier<String> node;
-    private final Function<String, FlowQueue> runningQueue;
+    private final Function<String, RetryTarget> runningQueue;
     private final LongSupplier nanoClock;
     private final LongSupplier wallClockMillis;
     private CqlGateway.Prepared selectRequests, selectTask, deleteRequest, deleteDeadLetter;
@@ -38,7 +48,7 @@ public final class DeadLetterRetries
     /** requests (flow/id) whose flow is not running here, already reported */
     private final Set<String> waiting = new HashSet<>();
 
-    public DeadLetterRetries(CqlGateway gateway, Supplier<String> node, Function<String, FlowQueue> runningQueue, LongSupplier nanoClock,
+    public DeadLetterRetries(CqlGateway gateway, Supplier<String> node, Function<String, RetryTarget> runningQueue, LongSupplier nanoClock,
                       LongSupplier wallClockMillis)
     {
         this.gateway = gateway;
@@ -103,7 +113,7 @@ public final class DeadLetterRetries
         ByteBuffer blob = rows.isEmpty() ? null : rows.get(0).get("task");
         if (blob != null)
         {
-            FlowQueue running = runningQueue.apply(flow);
+            RetryTarget running = runningQueue.apply(flow);
             if (running == null)
             {
                 if (waiting.add(key))
@@ -111,8 +121,9 @@ public final class DeadLetterRetries
                                 + "(or is paused); the request stays until it runs", hex(id), flow);
                 return;
             }
-            Task task = Task.deserialize(blob).restarted(nanoClock.getAsLong());
-            if (!running.offer(task))
+            Task task = Task.deserialize(blob).retried(id, nanoClock.getAsLong());
+            running.keep(task); // durable before the dead letter goes; a failure leaves the request for the next poll
+            if (!running.queue().offer(task))
             {
                 logger.debug("Queue of flow '{}' full or closed; dead letter {} retried at a later poll", flow, hex(id));
                 return;
