@@ -20,6 +20,8 @@ public final class EntrySize
 {
     /** what one entry costs besides its values: the task's serialized form, its key, flow name, id, times */
     static final int PER_ENTRY = 2048;
+    /** what each cell of the row costs in a task besides its value: its name (twice), timestamp, expiration */
+    static final int PER_CELL = 32;
 
     private EntrySize()
     {
@@ -69,7 +71,9 @@ public final class EntrySize
             {
                 if (!data.column().isSimple())
                     continue;
-                if (flow.columns == null || flow.columns.contains(data.column().name.toString()))
+                String name = data.column().name.toString();
+                bytes += PER_CELL + 2L * name.length(); // every cell's name, timestamp and expiration, carried or not
+                if (flow.columns == null || flow.columns.contains(name))
                     bytes += ((Cell<?>) data).valueSize();
             }
             total += bytes;
@@ -77,11 +81,11 @@ public final class EntrySize
         return total;
     }
 
-    /** The message a refused write gets, naming the flow that carries the most. */
+    /** The message a refused write gets, naming the flow whose entries take the most. */
     public static String refusal(String keyspace, String table, String flow, long bytes, long limit)
     {
-        return "async triggers: this write to " + keyspace + "." + table + " would give flow '" + flow + "' backup entries of "
-               + bytes + " bytes, more than the commit log takes in one record (max_mutation_size: " + limit + " bytes); "
-               + "write smaller rows, or let the flow map fewer of its columns";
+        return "async triggers: this write to " + keyspace + "." + table + " would give its flows backup entries of "
+               + bytes + " bytes (flow '" + flow + "' takes the most), more than the commit log takes in one record "
+               + "(max_mutation_size: " + limit + " bytes); write smaller rows, or let the flows map fewer of its columns";
     }
 }

@@ -135,7 +135,8 @@ public final class WriteCapture implements Index.Indexer
                 errors.log("backup entries of a write of " + table + " could not be written here; its tasks run without them", e);
             }
         }
-        sink.captured(table.keyspace, key.getToken(), tasks, entries);
+        if (!tasks.isEmpty())
+            sink.captured(table.keyspace, key.getToken(), tasks, entries);
     }
 
     /** @return how many entries were written */
@@ -159,7 +160,7 @@ public final class WriteCapture implements Index.Indexer
         {
             step.run();
         }
-        catch (RuntimeException | AssertionError e)
+        catch (RuntimeException | AssertionError | LinkageError e)
         {
             errors.log("could not capture a write of " + table + " on this replica", e);
         }

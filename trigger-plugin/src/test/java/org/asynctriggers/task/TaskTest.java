@@ -6,6 +6,7 @@ import java.io.ObjectInputStream;
 import java.io.ObjectOutputStream;
 import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Set;
 
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.cql.KeyCodec;
@@ -16,6 +17,7 @@ import static org.asynctriggers.testing.Fixtures.row;
 import static org.asynctriggers.testing.Fixtures.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -186,5 +188,137 @@ class TaskTest
         }
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> Task.deserialize(ByteBuffer.wrap(bytes.toByteArray())));
         assertTrue(e.getMessage().startsWith("not a serialized task: "), e.getMessage());
+    }
+
+    // ---- the task id: the same for the same write on every replica, different for any other write ----
+
+    private static final List<ByteBuffer> ROW = List.of(bigint(1), text("k"));
+
+    /** A write of one row: an INSERT of v (at 10) and w (at 12), with its own row marker. */
+    private static SourceChange write(java.util.Map<String, ByteBuffer> values, java.util.Map<String, Long> timestamps)
+    {
+        return new SourceChange(Operation.INSERT, ROW, 12, values, timestamps, java.util.Map.of(), 0, 10, SourceChange.NONE, false);
+    }
+
+    private static java.util.UUID idOf(SourceChange change)
+    {
+        return Task.captured("f", change, 0).id();
+    }
+
+    private static final SourceChange WRITE = write(row("v", "x", "w", "y"), java.util.Map.of("v", 10L, "w", 12L));
+
+    @Test
+    void shouldGiveEqualWritesOneIdWhateverTheBookkeeping()
+    {
+        SourceChange reordered = write(row("w", "y", "v", "x"), java.util.Map.of("w", 12L, "v", 10L));
+        assertEquals(idOf(WRITE), idOf(reordered), "columns in another order: the same write");
+        assertEquals(idOf(WRITE), new Task("f", 7, WRITE, 99).id(), "the flow's version and the capture time are no part of it");
+        assertEquals(idOf(WRITE), Task.captured("f", WRITE, 0).failedOnce().recovered(5, 1, null).id());
+    }
+
+    @Test
+    void shouldGiveAnotherWriteOfTheRowAnotherId()
+    {
+        java.util.UUID id = idOf(WRITE);
+        assertNotEquals(id, idOf(write(row("v", "x", "w", "z"), java.util.Map.of("v", 10L, "w", 12L))), "another value, one timestamp");
+        assertNotEquals(id, idOf(write(row("v", "x", "w", null), java.util.Map.of("v", 10L, "w", 12L))), "a tombstone instead of a value");
+        assertNotEquals(id, idOf(write(row("v", "x"), java.util.Map.of("v", 10L))), "fewer cells");
+        assertNotEquals(id, idOf(write(row("v", "x", "w", "y"), java.util.Map.of("v", 11L, "w", 12L))), "a cell at another timestamp");
+        assertNotEquals(id, Task.captured("g", WRITE, 0).id(), "another flow");
+        assertNotEquals(id, idOf(new SourceChange(Operation.INSERT, ROW, 13, WRITE.values, WRITE.timestamps, java.util.Map.of(), 0, 10,
+                                                  SourceChange.NONE, false)), "another write timestamp");
+        assertNotEquals(id, idOf(new SourceChange(Operation.INSERT, ROW, 12, WRITE.values, WRITE.timestamps, java.util.Map.of(), 0, 11,
+                                                  SourceChange.NONE, false)), "another row marker");
+        assertNotEquals(id, idOf(new SourceChange(Operation.INSERT, ROW, 12, WRITE.values, WRITE.timestamps, java.util.Map.of(), 0, 10,
+                                                  5, false)), "a row deletion as well");
+        assertNotEquals(id, idOf(new SourceChange(Operation.INSERT, ROW, 12, WRITE.values, WRITE.timestamps, java.util.Map.of("v", 1_700_000_000L),
+                                                  0, 10, SourceChange.NONE, false)), "a TTL on a cell");
+    }
+
+    @Test
+    void shouldTellAStaticRowsChangeFromTheRowsOfItsPartition()
+    {
+        java.util.Map<String, ByteBuffer> values = row("id", 1L, "s", "x");
+        SourceChange partition = new SourceChange(Operation.UPDATE, List.of(bigint(1)), 10, values, java.util.Map.of("s", 10L),
+                                                  java.util.Map.of(), 0, SourceChange.NONE, SourceChange.NONE, false);
+        SourceChange statik = new SourceChange(Operation.UPDATE, List.of(bigint(1)), 10, values, java.util.Map.of("s", 10L),
+                                               java.util.Map.of(), 0, SourceChange.NONE, SourceChange.NONE, true);
+        assertNotEquals(idOf(partition), idOf(statik));
+    }
+
+    private static SourceChange rangeDelete(KeyRange range)
+    {
+        return new SourceChange(Operation.DELETE, List.of(bigint(1)), 40, row("id", 1L), java.util.Map.of(), java.util.Map.of(), 0,
+                                SourceChange.NONE, 40, false, range);
+    }
+
+    @Test
+    void shouldGiveEachRangeOfOnePrefixAndTimestampItsOwnId()
+    {
+        KeyRange range = new KeyRange(List.of(bigint(5)), true, List.of(bigint(9)), false);
+        java.util.UUID id = idOf(rangeDelete(range));
+        assertEquals(id, idOf(rangeDelete(new KeyRange(List.of(bigint(5)), true, List.of(bigint(9)), false))));
+        assertNotEquals(id, idOf(rangeDelete(new KeyRange(List.of(bigint(5)), false, List.of(bigint(9)), false))), "start excluded");
+        assertNotEquals(id, idOf(rangeDelete(new KeyRange(List.of(bigint(5)), true, List.of(bigint(9)), true))), "end included");
+        assertNotEquals(id, idOf(rangeDelete(new KeyRange(List.of(bigint(5)), true, List.of(bigint(8)), false))), "another end");
+        assertNotEquals(id, idOf(rangeDelete(new KeyRange(List.of(), true, List.of(bigint(9)), false))), "unbounded start");
+        assertNotEquals(id, idOf(rangeDelete(null)), "the whole partition");
+    }
+
+    @Test
+    void shouldKeepItsIdRangeAndStaticFlagThroughSerialization()
+    {
+        KeyRange range = new KeyRange(List.of(bigint(5), text("a")), false, List.of(bigint(9)), true);
+        Task ranged = Task.captured("f", rangeDelete(range), 0);
+        Task copy = Task.deserialize(ranged.failedOnce().serialize());
+        assertEquals(ranged.id(), copy.id());
+        assertEquals(List.of(bigint(5), text("a")), copy.range().start());
+        assertFalse(copy.range().startInclusive());
+        assertEquals(List.of(bigint(9)), copy.range().end());
+        assertTrue(copy.range().endInclusive());
+        assertEquals(40, copy.deletionTimestamp());
+        assertEquals(SourceChange.NONE, copy.livenessTimestamp());
+
+        Task statik = Task.captured("f", new SourceChange(Operation.UPDATE, List.of(bigint(1)), 10, row("id", 1L, "s", "x"),
+                                                          java.util.Map.of("s", 9L), java.util.Map.of(), 0, SourceChange.NONE,
+                                                          SourceChange.NONE, true), 0);
+        Task again = Task.deserialize(statik.serialize());
+        assertEquals(statik.id(), again.id());
+        assertTrue(again.isStatic());
+        assertEquals(9, again.timestampOf("s"));
+        assertEquals(idOf(WRITE), Task.deserialize(Task.captured("f", WRITE, 0).serialize()).id());
+    }
+
+    @Test
+    void shouldKeepTheKeyAndTheFlowsColumnsAndLeaveTheOthersAsSetOrDeleted()
+    {
+        KeyRange range = new KeyRange(List.of(bigint(5)), true, List.of(bigint(9)), false);
+        SourceChange change = new SourceChange(Operation.UPDATE, ROW, 12, row("id", 1L, "k", "k", "v", "x", "w", "y", "gone", null),
+                                               java.util.Map.of("v", 10L, "w", 11L, "gone", 12L), java.util.Map.of("w", 1_700_000_000L),
+                                               1_700_000_005L, 9, 8, true, range);
+        SourceChange kept = change.keeping(Set.of("v"), List.of("id", "k"));
+        assertEquals(List.of("id", "k", "v", "w", "gone"), List.copyOf(kept.values.keySet()), "every column the write set stays, in order");
+        assertEquals(bigint(1), kept.values.get("id"));
+        assertEquals(text("k"), kept.values.get("k"));
+        assertEquals(text("x"), kept.values.get("v"));
+        assertEquals(ByteBuffer.allocate(0), kept.values.get("w"), "set, not carried: an empty value");
+        assertNull(kept.values.get("gone"), "a tombstone stays null");
+        assertEquals(change.timestamps, kept.timestamps);
+        assertEquals(change.expirations, kept.expirations);
+        assertEquals(List.of(change.operation, change.key, change.timestamp, change.rowExpiresAt, change.livenessTimestamp,
+                             change.deletionTimestamp, change.isStatic, change.range),
+                     List.of(kept.operation, kept.key, kept.timestamp, kept.rowExpiresAt, kept.livenessTimestamp,
+                             kept.deletionTimestamp, kept.isStatic, kept.range));
+        assertEquals(change.values, change.keeping(Set.of("v", "w", "gone"), List.of("id", "k")).values, "every column carried: unchanged");
+    }
+
+    @Test
+    void shouldGiveTwoWritesDifferingOnlyInColumnsAFlowDoesNotCarryOneIdForThatFlow()
+    {
+        SourceChange other = write(row("v", "x", "w", "z"), java.util.Map.of("v", 10L, "w", 12L));
+        List<String> key = List.of("id", "k");
+        assertEquals(idOf(WRITE.keeping(Set.of("v"), key)), idOf(other.keeping(Set.of("v"), key)),
+                     "the flow's tasks of both hold the same: running one is running both");
+        assertNotEquals(idOf(WRITE.keeping(Set.of("w"), key)), idOf(other.keeping(Set.of("w"), key)));
     }
 }
