@@ -102,7 +102,8 @@ class EntrySizeTest
         builder.row(1).add("v", "a".repeat(10));
         builder.row(2).add("v", "b".repeat(20));
         long perRow = EntrySize.PER_ENTRY + 2 * 4;
-        assertEquals((perRow + 50) + (perRow + 4 + 10) + (perRow + 4 + 20), EntrySize.of(builder.build(), List.of(EVERY_COLUMN)));
+        long cell = EntrySize.PER_CELL + 2; // a one-letter column's name, twice, with its timestamp and expiration
+        assertEquals((perRow + cell + 50) + (perRow + 4 + cell + 10) + (perRow + 4 + cell + 20), EntrySize.of(builder.build(), List.of(EVERY_COLUMN)));
     }
 
     @Test
@@ -133,7 +134,7 @@ class EntrySizeTest
             wide.addRegularColumn(String.format("column_name_number_%04d", i), Int32Type.instance);
         TableMetadata table = wide.build();
         PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(table, 1L).timestamp(10);
-        org.apache.cassandra.db.partitions.PartitionUpdate.SimpleBuilder.RowBuilder row = builder.row();
+        org.apache.cassandra.db.rows.Row.SimpleBuilder row = builder.row();
         for (int i = 0; i < 1000; i++)
             row.add(String.format("column_name_number_%04d", i), i);
         PartitionUpdate update = builder.build();
