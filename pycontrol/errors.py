@@ -53,7 +53,7 @@ class ConnectionFailed(ClusterError):
 
 
 class VerifyError(AsyncTriggersError):
-    """A verification job could not run (not: it found missing rows)."""
+    """A verification job could not run (not: it found rows that differ)."""
 
 
 class BackfillError(AsyncTriggersError):

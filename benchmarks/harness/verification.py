@@ -18,18 +18,19 @@ def verify_settled(bed: Testbed, spec: dict, app: str) -> tuple[dict, list[dict]
             time.sleep(bed.cfg.verify_wait_s)
         result = verify_timelines(bed, spec)
         checks.append({"after_s": round(time.time() - started, 1), "missing": result["missing"],
-                       "unexpected": result["unexpected"]})
-        if result["missing"] == 0:
+                       "unexpected": result["unexpected"], "wrong_value": result["wrong_value"]})
+        if result["missing"] == result["wrong_value"] == 0:   # a wrong value is an update not propagated (yet)
             break
-        bed.progress(f"  {app}: {result['missing']} propagations missing {checks[-1]['after_s']} s after the "
-                     "drain; checking again")
+        bed.progress(f"  {app}: {result['missing']} propagations missing, {result['wrong_value']} with an older value "
+                     f"{checks[-1]['after_s']} s after the drain; checking again")
     return result, checks
 
 
 def verify_timelines(bed: Testbed, spec: dict) -> dict:
-    """Expected, present, missing and unexpected rows of twitter.timeline."""
+    """Expected, present, missing, unexpected and wrong-value rows of twitter.timeline."""
     from async_triggers.spark_jobs import verify
     bed.progress("  verifying every propagation with Spark")
     got = verify.verify_with_session(bed.spark_session(), spec)
     t = next(r for r in got if r.table == "twitter.timeline")
-    return {"expected": t.expected, "present": t.present, "missing": t.missing, "unexpected": t.unexpected}
+    return {"expected": t.expected, "present": t.present, "missing": t.missing, "unexpected": t.unexpected,
+            "wrong_value": t.wrong_value}

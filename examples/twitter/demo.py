@@ -36,6 +36,11 @@ class DemoReport:
     present: int
     missing: int
     unexpected: int
+    wrong_value: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return self.missing == self.unexpected == self.wrong_value == 0
 
     def lines(self) -> list[str]:
         return [
@@ -45,7 +50,7 @@ class DemoReport:
             f"median write latency  {self.median_ack_ms:.2f} ms (p99 {self.p99_ack_ms:.2f} ms)",
             f"fan-out drained in    {self.drain_seconds:.1f} s after the last acknowledgement",
             f"timeline rows         expected {self.expected}, present {self.present}",
-            f"missing = {self.missing}, unexpected = {self.unexpected}",
+            f"missing = {self.missing}, unexpected = {self.unexpected}, wrong value = {self.wrong_value}",
         ]
 
 
@@ -94,4 +99,5 @@ def run(settings: config.Settings, nodes: int = 2, users: int = 20_000, tweets: 
     t = timeline[0]
     return DemoReport(users=graph["n_users"], celebrity=celebrity, tweets=stats.count,
                       median_ack_ms=stats.median_ms, p99_ack_ms=stats.percentile_ms(99), drain_seconds=drained,
-                      expected=t.expected, present=t.present, missing=t.missing, unexpected=t.unexpected)
+                      expected=t.expected, present=t.present, missing=t.missing, unexpected=t.unexpected,
+                      wrong_value=t.wrong_value)

@@ -72,22 +72,25 @@ class RunResult:
     differs: int
     seconds: float
     error: str | None = None
-    # a failed run is checked once more after the cluster settled again: (missing, unexpected, differs)
-    recheck: tuple[int, int, int] | None = None
+    # a failed run is checked once more after the cluster settled again: (missing, unexpected, wrong value, differs)
+    recheck: tuple[int, int, int, int] | None = None
+    wrong_value: int = 0     # rows present with a value their source does not imply (verify's third kind)
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.gave_up == 0 and self.missing == self.unexpected == self.differs == 0
+        return (self.error is None and self.gave_up == 0
+                and self.missing == self.unexpected == self.wrong_value == self.differs == 0)
 
     def line(self) -> str:
         what = "reference (no fault)" if self.fault_seed is None else f"seed {self.fault_seed} " + "; ".join(self.faults)
         drained = f"drained in {self.drained_s:.0f}s" if self.drained_s is not None else "not drained"
         verdict = "ok" if self.ok else f"FAILED{': ' + self.error if self.error else ''}"
         if self.recheck is not None:
-            verdict += " (checked again {}s later: missing {} unexpected {} differs {})".format(RECHECK_AFTER_S, *self.recheck)
+            verdict += " (checked again {}s later: missing {} unexpected {} wrong value {} differs {})".format(
+                RECHECK_AFTER_S, *self.recheck)
         return (f"run {self.index:>2} {what} | writes {self.writes} (retried {self.retried}, gave up {self.gave_up}) | "
-                f"{drained} | missing {self.missing} unexpected {self.unexpected} differs {self.differs} | "
-                f"{self.seconds:.0f}s | {verdict}")
+                f"{drained} | missing {self.missing} unexpected {self.unexpected} wrong value {self.wrong_value} "
+                f"differs {self.differs} | {self.seconds:.0f}s | {verdict}")
 
 
 def _session(conn):
@@ -186,12 +189,13 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     faults = Counter(f.split()[0] for r in results for f in r.faults)
     summary = {"runs": len(results) - 1, "faults": sum(faults.values()), "by_kind": dict(faults),
                "missing": sum(r.missing for r in results), "unexpected": sum(r.unexpected for r in results),
+               "wrong_value": sum(r.wrong_value for r in results),
                "differs": sum(r.differs for r in results), "gave_up": sum(r.gave_up for r in results),
                "failed_runs": [r.index for r in results if not r.ok]}
     (config.out / "summary.json").write_text(json.dumps(summary, indent=2) + "\n")
     report(f"summary: {summary['runs']} faulty run(s), {summary['faults']} fault(s) injected "
            f"({', '.join(f'{k} {v}' for k, v in sorted(faults.items())) or 'none'}), missing {summary['missing']}, "
-           f"unexpected {summary['unexpected']}, differs {summary['differs']}, writes given up {summary['gave_up']}, "
+           f"unexpected {summary['unexpected']}, wrong value {summary['wrong_value']}, differs {summary['differs']}, writes given up {summary['gave_up']}, "
            f"failed runs: {summary['failed_runs'] or 'none'}")
     session.cluster.shutdown()
     spark.stop()
@@ -235,6 +239,7 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         result.drained_s = time.monotonic() - healed
         check_result = check_run(write_reference=index == 0)
         result.missing, result.unexpected = check_result["missing"], check_result["unexpected"]
+        result.wrong_value = check_result["wrong_value"]
         result.differs = check_result["differs"]
     except ClusterError as e:
         result.error = str(e).splitlines()[0]
@@ -246,7 +251,7 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
             time.sleep(RECHECK_AFTER_S)
             drain()
             again = check_run(write_reference=False)
-            result.recheck = (again["missing"], again["unexpected"], again["differs"])
+            result.recheck = (again["missing"], again["unexpected"], again["wrong_value"], again["differs"])
             rows += [{**r, "when": "second check"} for r in evidence.explain(session, again)]
         except Exception as e:  # noqa: BLE001 - the evidence is a bonus: the run's verdict stands without it
             rows.append({"error": f"evidence not gathered: {e!r}"})

@@ -72,12 +72,13 @@ def explain_row(session, flow: str, table: str, row: Mapping) -> dict:
 
 
 def explain(session, check: Mapping) -> list[dict]:
-    """Every sampled missing or unexpected row of the check, explained (see the module); a row that cannot be read
-    says why, and the others are still explained."""
+    """Every sampled missing, unexpected or wrong-value row of the check, explained (see the module); a row that
+    cannot be read says why, and the others are still explained."""
     out = []
     for result in check.get("verified", ()):
-        for kind in ("missing", "unexpected"):
-            for row in result.get(f"{kind}_sample", ()):
+        for kind in ("missing", "unexpected", "wrong_value"):
+            for sample in result.get(f"{kind}_sample", ()):
+                row = sample["key"] if kind == "wrong_value" else sample   # a wrong value: key, expected, found
                 try:
                     out.append({"kind": kind, **explain_row(session, result["flow"], result["table"], row)})
                 except Exception as e:  # noqa: BLE001 - evidence: one unreadable row must not hide the others

@@ -26,5 +26,5 @@ def demo(ctx: typer.Context,
     typer.echo("\n".join(report.lines()))
     typer.echo(f"demo finished in {time.monotonic() - started:.0f} s; the cluster '{name}' is still up "
                f"(ctl cluster status --name {name}; ctl cluster down --name {name})")
-    if report.missing:
+    if not report.ok:      # anything missing, unexpected or wrong: ctl verify's verdict
         raise typer.Exit(1)

@@ -4,7 +4,7 @@ JSON object with --json) and the exit code of their outcome (async_triggers.erro
 | code | meaning |
 | --- | --- |
 | 0 | done; a check found nothing wrong |
-| 1 | a check found a problem (missing rows), or an operation failed (cluster unreachable, refused credentials, Spark could not run, a deploy failed) |
+| 1 | a check found a problem (rows missing, unexpected or with a wrong value), or an operation failed (cluster unreachable, refused credentials, Spark could not run, a deploy failed) |
 | 2 | bad input: an unknown flow, a bad option value, an invalid flow file (also Click's usage errors) |
 | 130 | interrupted |
 """

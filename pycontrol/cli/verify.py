@@ -1,24 +1,46 @@
-"""`ctl verify FLOW`: the Spark job that checks every propagation happened."""
+"""`ctl verify FLOW [FLOW ...]` / `ctl verify --all`: the Spark job that checks (and with --repair repairs) what the
+flows derived (async_triggers.spark_jobs.verify)."""
 from __future__ import annotations
 
 import typer
 
-from .exit_codes import OK, PROBLEM, errors_to_exit
+from .exit_codes import fail, errors_to_exit
 from .options import connection_options
 
 
 @connection_options
-def verify(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed flow."),
+def verify(ctx: typer.Context, flows: list[str] = typer.Argument(None, help="Deployed flows (or --all)."),
+           all_flows: bool = typer.Option(False, "--all", help="Every deployed flow (Java handler flows skipped)."),
            master: str = typer.Option("local[*]", help="Spark master."),
-           as_json: bool = typer.Option(False, "--json")):
-    """Compare the flow's target tables with what the source tables imply: expected/present/missing/unexpected.
-    Exit 1 when rows are missing (or the check could not run), 2 for a flow that is not deployed."""
+           consistency: str = typer.Option("LOCAL_QUORUM", help="Consistency level of every read (ONE, QUORUM, "
+                                                                "LOCAL_QUORUM, ALL, ...)."),
+           ranges: int = typer.Option(1, help="Compare token range by token range; each range done is recorded in "
+                                              "async_triggers.verify_progress and a rerun resumes."),
+           restart: bool = typer.Option(False, "--restart", help="With --ranges: start over instead of resuming."),
+           repair: bool = typer.Option(False, "--repair", help="Write what is missing or wrong (at the source row's "
+                                                               "write time), delete what is unexpected (at its own); "
+                                                               "run it on a drained flow."),
+           as_json: bool = typer.Option(False, "--json", help="JSON lines: one line per flow, a list with one object "
+                                                              "per target table.")):
+    """Compare each flow's target tables with what its source tables imply: expected, present, missing,
+    unexpected and wrong-value rows, with samples. Exit 0 when nothing differs (after --repair: when everything
+    found was repaired), 1 when something differs or the check could not run, 2 for a flow that is not deployed
+    or a bad option."""
     from async_triggers import connection as connection_mod
     from async_triggers.spark_jobs import verify as verify_job
+    if bool(flows) == all_flows:
+        raise fail("name the flows to verify, or --all (not both)", 2, as_json)
     with errors_to_exit():
         # the job runs in this process; its connection is ours, password included, never an argument
         conn = connection_mod.with_password(ctx.obj.connection)
-        args = verify_job._parser().parse_args(["--flow", flow, "--master", master, "--home", str(ctx.obj.home)])
-        name, results, elapsed = verify_job.run(args, connection=conn)
-    typer.echo(verify_job.report(name, results, elapsed, as_json))
-    raise typer.Exit(OK if all(r.ok for r in results) else PROBLEM)
+        argv = ["--all"] if all_flows else [a for f in flows for a in ("--flow", f)]
+        argv += ["--master", master, "--home", str(ctx.obj.home), "--consistency", consistency,
+                 "--ranges", str(ranges)] + ["--restart"] * restart + ["--repair"] * repair
+        args = verify_job._parser().parse_args(argv)
+        results = verify_job.run(args, connection=conn)
+    out, err, code = verify_job.outcome(results, as_json)
+    for line in out:
+        typer.echo(line)
+    for line in err:
+        typer.echo(line, err=True)
+    raise typer.Exit(code)

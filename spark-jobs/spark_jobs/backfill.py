@@ -173,8 +173,9 @@ def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def read_source(spark, spec: Mapping, fallback_micros: int):
-    """The source table: its key columns, the columns the flow reads, their write options and ring columns."""
+def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str, str] | None = None):
+    """The source table: its key columns, the columns the flow reads, their write options and ring columns.
+    ``options``: more reader options (a verification's consistency level)."""
     from .session import read_table
 
     key = source_key_columns(spec)
@@ -184,7 +185,7 @@ def read_source(spark, spec: Mapping, fallback_micros: int):
     exprs += [f"writetime({_quoted(c)}) AS wt_{i}" for i, c in enumerate(dated)]
     exprs += [f"ttl({_quoted(c)}) AS ttl_{i}" for i, c in enumerate(dated)]
     src = spec["source"]
-    df = read_table(spark, src["keyspace"], src["table"]).selectExpr(*exprs)
+    df = read_table(spark, src["keyspace"], src["table"], options=options).selectExpr(*exprs)
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 

@@ -97,8 +97,9 @@ def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_ke
     return sent
 
 
-def converge(spark, session, spec: Mapping, progress: Callable[[str], None]) -> int:
-    """Deletes every stale image of ``spec``'s lineage and its rows; returns how many images it removed."""
+def converge(spark, session, spec: Mapping, progress: Callable[[str], None], label: str | None = None) -> int:
+    """Deletes every stale image of ``spec``'s lineage and its rows; returns how many images it removed.
+    ``label`` starts the progress line (default: ``backfill <flow>``)."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
 
@@ -117,5 +118,5 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None]) -> 
                     entry["delete_at"])
         session.execute(delete_entry, (entry["delete_at"], spec["name"], bytes(entry["source_key"]),
                                        bytes(entry["target_key"])))
-    progress(f"backfill {spec['name']}: lineage converged, {len(stale)} older image(s) and their rows removed")
+    progress(f"{label or 'backfill ' + spec['name']}: lineage converged, {len(stale)} older image(s) and their rows removed")
     return len(stale)

@@ -3,7 +3,7 @@
 For one run's rows (the tweet ids in ``[id_from, id_to)``):
 
 - every flow is verified as ``async_triggers.spark_jobs.verify`` does (expected rows from the current source and fan-out
-  tables; missing and unexpected rows of each target), on that run's rows only;
+  tables; missing, unexpected and wrong-value rows of each target), on that run's rows only;
 - the run's tables, ids made relative to the run, are compared with those of the campaign's fault-free
   reference run (same inputs): rows only in the reference, rows only in this run. The reference run writes its
   snapshot (Parquet) instead.
@@ -82,6 +82,7 @@ def check(spark, flows: Iterable[str], tables: Sequence[tuple[str, str]], id_col
         "compared": compared,
         "missing": sum(r["missing"] for r in verified),
         "unexpected": sum(r["unexpected"] for r in verified),
+        "wrong_value": sum(r["wrong_value"] for r in verified),
         "differs": sum(c["only_in_reference"] + c["only_in_run"] for c in compared),
     }
 
@@ -117,7 +118,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     result = check(spark, args.flows.split(","), tables, args.id_column, args.id_from, args.id_to,
                    Path(args.reference), args.write_reference)
     print(json.dumps(result, default=str))
-    return 0 if result["missing"] == result["unexpected"] == result["differs"] == 0 else 1
+    return 0 if result["missing"] == result["unexpected"] == result["wrong_value"] == result["differs"] == 0 else 1
 
 
 if __name__ == "__main__":

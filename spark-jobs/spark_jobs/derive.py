@@ -89,6 +89,23 @@ def fanout_columns(spec: Mapping) -> "OrderedDict[str, list[str]]":
 
 
 # --- pure transforms -------------------------------------------------------------------------------------------
+#
+# Every column is addressed by its position, never resolved by name inside Spark: a target column named like a
+# source column (``status`` -> ``status``), a fan-out column named like a source column, names with dots or spaces,
+# and quoted names that differ only in case (Spark resolves names case-insensitively) all stay distinct.
+
+def position(df, column: str, what: str) -> int:
+    """The index of ``column`` (exact, case-sensitive) among ``df``'s columns; a DeriveError naming it otherwise."""
+    try:
+        return list(df.columns).index(column)
+    except ValueError:
+        raise DeriveError(f"{what} has no column {column!r} (columns: {', '.join(df.columns)})") from None
+
+
+def renamed(df, prefix: str):
+    """``df`` with its columns renamed by position: ``<prefix>0``, ``<prefix>1``, ..."""
+    return df.toDF(*[f"{prefix}{i}" for i in range(len(df.columns))])
+
 
 def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], columns: Sequence[str] | None = None,
                 carry: Sequence[str] = ()):
@@ -98,42 +115,52 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
     columns passed through unchanged after them (the backfill's write timestamp and TTL of each source row)."""
     from pyspark.sql import functions as F
 
-    # prefix both sides so that source.user_id and row.user_id never collide in the join
-    src = source_df.select(*[F.col(c).alias(f"{_SOURCE}__{c}") for c in source_df.columns])
     fan = target.get("fanout")
+    fan_df = name = None
     if fan:
         name = qualified(fan)
         if name not in fanout_dfs:
             raise DeriveError(f"no DataFrame given for the fan-out table {name}")
-        fdf = fanout_dfs[name]
-        fdf = fdf.select(*[F.col(c).alias(f"{_ROW}__{c}") for c in fdf.columns])
+        fan_df = fanout_dfs[name]
+
+    def ref(scope: str, column: str) -> str:   # source columns are s0, s1, ...; fan-out columns r0, r1, ...
+        if scope == _SOURCE:
+            return f"s{position(source_df, column, 'the source')}"
+        return f"r{position(fan_df, column, f'the fan-out table {name}')}"
+
+    src = renamed(source_df, "s")
+    if fan:
         cond = None
         for fan_col, expr in fan["match"].items():
             scope, src_col = parse_ref(expr)
             if scope != _SOURCE:
                 raise DeriveError(f"a fan-out matches on source.<column>, found: {expr!r}")
-            c = F.col(f"{_ROW}__{fan_col}") == F.col(f"{_SOURCE}__{src_col}")
+            c = F.col(ref(_ROW, fan_col)) == F.col(ref(_SOURCE, src_col))
             cond = c if cond is None else cond & c
-        joined = src.join(fdf, on=cond, how="inner")
+        joined = src.join(renamed(fan_df, "r"), on=cond, how="inner")
     else:
         joined = src
     wanted = list(columns) if columns is not None else list(target["columns"])
     projected = []
-    for col in wanted:
+    for i, col in enumerate(wanted):
+        if col not in target["columns"]:
+            raise DeriveError(f"{qualified(target)} maps no column {col!r}")
         scope, ref_col = parse_ref(target["columns"][col])
         if scope == _ROW and not fan:
             raise DeriveError(f"{qualified(target)}.{col} = {target['columns'][col]} needs a fan-out")
-        projected.append(F.col(f"{scope}__{ref_col}").alias(col))
-    projected.extend(F.col(f"{_SOURCE}__{c}").alias(c) for c in carry)
+        projected.append(F.col(ref(scope, ref_col)).alias(f"o{i}"))
+    projected.extend(F.col(ref(_SOURCE, c)).alias(f"c{i}") for i, c in enumerate(carry))
     out = joined.select(*projected)
-    for k in primary_key(target):
-        out = out.where(F.col(k).isNotNull())
-    return out
+    for i, col in enumerate(wanted):
+        if col in primary_key(target):
+            out = out.where(F.col(f"o{i}").isNotNull())
+    return out.toDF(*wanted, *carry)
 
 
-def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object]) -> "OrderedDict[str, object]":
+def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
+                  carry: Sequence[str] = ()) -> "OrderedDict[str, object]":
     """Per target table (``"keyspace.table"``), the distinct rows the flow should have written: the union of
-    :func:`target_rows` over the targets writing that table, on :func:`compared_columns`.
+    :func:`target_rows` over the targets writing that table, on :func:`compared_columns` (then ``carry``).
 
     ``source_df`` holds the source table (at least :func:`source_columns`); ``fanout_dfs`` maps each fan-out
     table's qualified name to its DataFrame (at least :func:`fanout_columns`).
@@ -143,7 +170,22 @@ def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object]) ->
         cols = compared_columns(group)
         df = None
         for t in group:
-            part = target_rows(t, source_df, fanout_dfs, cols)
-            df = part if df is None else df.unionByName(part)
+            part = target_rows(t, source_df, fanout_dfs, cols, carry)
+            df = part if df is None else df.union(part)     # by position: the parts have the same columns
         out[name] = df.distinct()
+    return out
+
+
+def trace_columns(spec: Mapping, targets: Sequence[Mapping]) -> list[str] | None:
+    """The target primary key columns that carry the source partition key, in its order: for each source partition
+    key column, a key column every target of the table maps from it. From them, a target row gives the token of the
+    source row it derives from (so a token range of the source is compared with exactly the target rows it
+    derives). None when the table's key does not carry the whole source partition key."""
+    key = primary_key(targets[0])
+    out = []
+    for p in spec["source"]["partition_key"]:
+        found = [c for c in key if all(t["columns"].get(c) == f"{_SOURCE}.{p}" for t in targets)]
+        if not found:
+            return None
+        out.append(found[0])
     return out

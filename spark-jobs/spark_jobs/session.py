@@ -224,10 +224,22 @@ def describe_error(e: BaseException, limit: int = 300) -> str:
     return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
-def read_table(spark, keyspace: str, table: str, columns: Iterable[str] | None = None):
-    """A Cassandra table as a DataFrame, selecting only ``columns`` (the connector prunes the rest)."""
-    df = spark.read.format(CASSANDRA_FORMAT).options(keyspace=keyspace, table=table).load()
-    return df.select(*columns) if columns is not None else df
+def read_table(spark, keyspace: str, table: str, columns: Iterable[str] | None = None,
+               options: Mapping[str, str] | None = None):
+    """A Cassandra table as a DataFrame, selecting only ``columns`` (the connector prunes the rest). ``options``: more
+    reader options (any connector setting, e.g. ``spark.cassandra.input.consistency.level`` for this read).
+
+    Columns are picked by position, so any column name works (dots, spaces, names that differ only in case, which
+    Spark would otherwise resolve case-insensitively); a name the table lacks is Spark's error as before."""
+    df = spark.read.format(CASSANDRA_FORMAT).options(keyspace=keyspace, table=table, **(options or {})).load()
+    if columns is None:
+        return df
+    columns, names = list(columns), list(df.columns)
+    if any(c not in names for c in columns):
+        return df.select(*columns)
+    from pyspark.sql import functions as F
+    positional = df.toDF(*[f"_{i}" for i in range(len(names))])
+    return positional.select(*[F.col(f"_{names.index(c)}").alias(c) for c in columns])
 
 
 def write_table(df, keyspace: str, table: str) -> None:

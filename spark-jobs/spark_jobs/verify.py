@@ -1,13 +1,34 @@
-"""Verify a flow: derive, from the flow specification and the current source and fan-out tables, the rows its
-targets should hold, and compare them with what the target tables hold.
+"""Verify flows, the project's oracle: derive, from each flow's specification and the current source and fan-out
+tables, the rows its targets should hold, and compare them with what the target tables hold, key by key.
 
-    python -m async_triggers.spark_jobs.verify --flow twitter_timeline --contact-points 127.0.0.1,127.0.0.2
-    python -m async_triggers.spark_jobs.verify --spec spec.json --json
+    ctl verify twitter_timeline users_by_name            # or: ctl verify --all
+    python -m async_triggers.spark_jobs.verify --flow twitter_timeline --consistency ALL --json
+    python -m async_triggers.spark_jobs.verify --spec spec.json
 
-Exit code (ctl's table, async_triggers.cli.exit_codes): 0 when no expected row is missing, 1 when some are or when
-the verification could not run (Cassandra unreachable, Spark failed), 2 for bad input (an unknown flow, a bad
-option, an unreadable specification file). Connection options as in ctl (``--hosts``, ``--port``, ``--username``,
-``--ssl-ca``...; the password from ASYNC_TRIGGERS_PASSWORD or a cqlshrc file, never an argument).
+Per target table (``compare.Result``): ``expected`` keys, ``present`` (found with the expected values),
+``missing`` (expected, absent), ``unexpected`` (present, should not be), ``wrong_value`` (in both, a value differs;
+counted once, as a wrong value only), so ``expected == present + missing + wrong_value``; and samples of each kind.
+
+Options: ``--consistency`` (default LOCAL_QUORUM) the level of every read (the connector's input consistency);
+``--ranges N`` compares token range by token range, recording each range done in ``async_triggers.verify_progress``
+so that a rerun resumes (``--restart`` starts over; see ``verify_run``); ``--repair`` repairs what differs
+(``repair``: missing and wrong rows written at their source row's write time and remaining TTL, unexpected rows
+deleted at their own write time; docs/design.md, "Verify and repair").
+
+Exit code (ctl's table, async_triggers.cli.exit_codes): 0 when no flow differs in any way (missing, unexpected or
+wrong value), and after ``--repair`` when everything found was repaired; 1 when a flow differs, a repair left
+something, or a verification could not run (Cassandra unreachable, Spark failed); 2 for bad input (an unknown
+flow, a bad option, an unreadable specification file). Connection options as in ctl (``--hosts``, ``--port``,
+``--username``, ``--ssl-ca``...; the password from ASYNC_TRIGGERS_PASSWORD or a cqlshrc file, never an argument).
+
+Output: a text report per flow, its last line the verdict. With ``--json``, JSON lines: **one line per flow**, each
+a JSON list with one object per target table: ``flow``, ``seconds``, ``consistency``, ``ranges``, ``run`` (the
+checkpointed run's start, null for a single comparison), ``table``, ``key_columns``, ``expected``, ``present``,
+``missing``, ``unexpected``, ``wrong_value``, ``ok``, ``missing_sample`` (expected rows), ``unexpected_sample``
+(rows found), ``wrong_value_sample`` (``{"key", "expected", "found", "columns"}``), and with ``--repair``
+``repaired`` (``{"written", "deleted", "not_repaired"}``) and ``lineage_removed``. Progress goes to stderr, and so
+do errors (with ``--json`` one object ``{"error", "exit_code", "flow"}`` each); a flow ``--all`` skips (a Java
+handler) is named on stderr.
 
 What "expected" means (the assumptions a verification can only state, not check):
 
@@ -25,6 +46,8 @@ What "expected" means (the assumptions a verification can only state, not check)
 - "Unexpected" is judged against the whole target table: every row of a table the flow writes that the flow
   would not produce. A table also written by another flow or by clients directly shows their rows as
   unexpected; in the seeds' examples each target table is written by one flow only.
+- The tables are read while the flow runs: verify a drained flow (``ctl trigger wait``), or rows on their way show
+  as differences.
 """
 from __future__ import annotations
 
@@ -32,95 +55,24 @@ import argparse
 import dataclasses
 import json
 import sys
-import time
 from typing import Iterable, Mapping, Sequence
 
 from async_triggers.errors import AsyncTriggersError
 
+from .compare import SAMPLE_SIZE, Result, compare  # noqa: F401
 from .derive import (compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
                      qualified, source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
+from .verify_report import exit_code, format_report, json_line, summary  # noqa: F401
+from .verify_run import DEFAULT_CONSISTENCY, READ_LEVELS, FlowReport, Options, verify_flow
 
-SAMPLE_SIZE = 10
-
-
-@dataclasses.dataclass(frozen=True)
-class Result:
-    """The comparison of one target table.
-
-    Rows are compared as tuples of (primary key columns + mapped value columns), duplicates ignored:
-
-    - ``expected``: distinct rows the flow should have produced;
-    - ``present``: expected rows found in the table with exactly these values;
-    - ``missing``: expected rows not found with exactly these values, so ``expected == present + missing``;
-    - ``unexpected``: rows of the table (projected on the compared columns) that match no expected row;
-    - ``wrong_value``: keys counted both as missing and as unexpected: the row is there, a value differs.
-      A row with a wrong value therefore counts once in ``missing`` AND once in ``unexpected``.
-    """
-    table: str
-    key_columns: tuple[str, ...]
-    expected: int
-    present: int
-    missing: int
-    unexpected: int
-    wrong_value: int = 0
-    missing_sample: tuple[dict, ...] = ()
-    unexpected_sample: tuple[dict, ...] = ()
-
-    @property
-    def ok(self) -> bool:
-        return self.missing == 0
-
-    def as_dict(self) -> dict:
-        return dataclasses.asdict(self)
-
-
-def compare(expected_df, actual_df, key_columns: Sequence[str], table: str = "",
-            sample_size: int = SAMPLE_SIZE) -> Result:
-    """Compare the expected rows of one table with the table's actual rows (see :class:`Result` for the
-    counts). The comparison is on all columns of ``expected_df``; ``actual_df`` may hold more columns, which are
-    ignored. Nulls compare equal to nulls (set semantics), as a null cell and an absent cell are the same in
-    Cassandra."""
-    cols = list(expected_df.columns)
-    absent = [c for c in cols if c not in actual_df.columns]
-    if absent:
-        raise VerifyError(f"table {table or '?'} has no column(s) {', '.join(absent)}")
-    from pyspark.sql import functions as F
-
-    keys = list(key_columns)
-    # one full outer join on every compared column (null-safe, like set operations) classifies each distinct row
-    exp = expected_df.select(*cols).distinct().withColumn("__in_expected", F.lit(True))
-    act = actual_df.select(*[F.col(c).alias(f"__actual_{c}") for c in cols]).distinct() \
-        .withColumn("__in_actual", F.lit(True))
-    joined = exp.join(act, on=[exp[c].eqNullSafe(act[f"__actual_{c}"]) for c in cols], how="full_outer")
-    status = (F.when(F.col("__in_expected") & F.col("__in_actual"), "present")
-              .when(F.col("__in_expected"), "missing").otherwise("unexpected"))
-    rows = joined.select(status.alias("status"), *[F.coalesce(F.col(c), F.col(f"__actual_{c}")).alias(c)
-                                                   for c in keys]).cache()
-    try:
-        counts = {r["status"]: r["count"] for r in rows.groupBy("status").count().collect()}
-        n_present, n_missing, n_unexpected = (counts.get(k, 0) for k in ("present", "missing", "unexpected"))
-        n_expected = n_present + n_missing
-
-        def keys_of(kind):
-            return rows.where(F.col("status") == kind).select(*keys)
-
-        def sample(kind, n):
-            if not n:
-                return ()
-            return tuple(r.asDict() for r in keys_of(kind).orderBy(*keys).limit(sample_size).collect())
-
-        wrong = keys_of("missing").intersect(keys_of("unexpected")).count() if n_missing and n_unexpected else 0
-        miss_sample, unexp_sample = sample("missing", n_missing), sample("unexpected", n_unexpected)
-    finally:
-        rows.unpersist()
-    return Result(table=table, key_columns=tuple(keys), expected=n_expected, present=n_expected - n_missing,
-                  missing=n_missing, unexpected=n_unexpected, wrong_value=wrong,
-                  missing_sample=miss_sample, unexpected_sample=unexp_sample)
+# the connector's writetime()/ttl() (a repair reads them) and Cassandra's case-sensitive column names
+SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraSparkExtensions",
+                "spark.sql.caseSensitive": "true"}
 
 
 def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
-                  actual_dfs: Mapping[str, object]) -> list[Result]:
+                  actual_dfs: Mapping[str, object], sample_size: int = SAMPLE_SIZE) -> list[Result]:
     """:func:`expected_rows` then :func:`compare` for every target table; ``actual_dfs`` maps each target
     table's qualified name to its DataFrame."""
     results = []
@@ -128,118 +80,126 @@ def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
         if name not in actual_dfs:
             raise VerifyError(f"no DataFrame given for the target table {name}")
         key = primary_key(targets_by_table(spec)[name][0])
-        results.append(compare(exp, actual_dfs[name], key, table=name))
+        results.append(compare(exp, actual_dfs[name], key, table=name, sample_size=sample_size))
     return results
 
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
 
-def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
-    """The deployed specification of ``flow`` from ``async_triggers.flows``, read through the connector."""
-    from pyspark.sql import functions as F
-
-    from .session import read_table
-
+def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_triggers") -> dict[str, dict]:
+    """The deployed specifications of ``flows`` (all deployed flows for None, by name) from ``async_triggers.flows``,
+    read through the connector; an UnknownFlowError naming every flow not deployed."""
     from async_triggers.errors import UnknownFlowError
 
-    from .session import describe_error
+    from .session import describe_error, read_table
     try:
-        rows = read_table(spark, keyspace, "flows", ["name", "spec"]).where(F.col("name") == flow).collect()
+        rows = {r["name"]: r["spec"] for r in read_table(spark, keyspace, "flows", ["name", "spec"]).collect()}
     except Exception as e:
-        if f"Couldn't find {keyspace}" in describe_error(e):   # nothing was ever deployed on this cluster
-            raise UnknownFlowError([flow]) from None
-        raise
-    if not rows:
-        deployed = [r["name"] for r in read_table(spark, keyspace, "flows", ["name"]).collect()]
-        raise UnknownFlowError([flow], deployed)
-    try:
-        return json.loads(rows[0]["spec"])
-    except (TypeError, ValueError) as e:
-        raise VerifyError(f"flow '{flow}': the stored specification is not valid JSON: {e}") from e
+        if f"Couldn't find {keyspace}" not in describe_error(e):
+            raise
+        rows = {}     # nothing was ever deployed on this cluster
+    wanted = sorted(rows) if flows is None else list(dict.fromkeys(flows))
+    unknown = [f for f in wanted if f not in rows]
+    if unknown:
+        raise UnknownFlowError(unknown, rows)
+    out = {}
+    for name in wanted:
+        try:
+            out[name] = json.loads(rows[name])
+        except (TypeError, ValueError) as e:
+            raise VerifyError(f"flow '{name}': the stored specification is not valid JSON: {e}") from e
+    return out
 
 
-def verify_with_session(spark, spec: Mapping) -> list[Result]:
-    """Read the source, fan-out and target tables of ``spec`` with the connector and verify every target."""
-    from .session import read_table
+def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
+    """The deployed specification of ``flow``."""
+    return load_specs(spark, [flow], keyspace)[flow]
 
-    grouped = targets_by_table(spec)
-    src = spec["source"]
-    source_df = read_table(spark, src["keyspace"], src["table"], source_columns(spec))
-    fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols) for name, cols in fanout_columns(spec).items()}
-    actual_dfs = {name: read_table(spark, *name.split(".", 1), compared_columns(group))
-                  for name, group in grouped.items()}
-    return verify_frames(spec, source_df, fanout_dfs, actual_dfs)
+
+def verify_with_session(spark, spec: Mapping, consistency: str = DEFAULT_CONSISTENCY,
+                        sample_size: int = SAMPLE_SIZE) -> list[Result]:
+    """Reads the source, fan-out and target tables of ``spec`` with the connector at ``consistency`` and verifies
+    every target (whole tables, nothing recorded, no driver session needed)."""
+    options = Options(consistency=consistency, sample_size=sample_size)
+    return list(verify_flow(spark, None, spec, options).results)
 
 
 def run_verify(spec: Mapping, contact_points: Iterable[str] | None = None, master: str = "local[*]",
-               port: int | None = None, home=None, connection=None) -> list[Result]:
-    """Start a Spark session with the connector and verify ``spec`` (what ``ctl verify FLOW`` calls).
-    Raises VerifyError when the verification cannot run; missing rows are a result, not an error."""
-    from .session import build_session
+               port: int | None = None, home=None, connection=None,
+               consistency: str = DEFAULT_CONSISTENCY) -> list[Result]:
+    """Starts a Spark session with the connector and verifies ``spec``. Raises VerifyError when the verification
+    cannot run; differences are a result, not an error."""
+    from .session import build_session, describe_error
 
     spark = build_session(master=master, contact_points=contact_points, port=port, connection=connection,
-                          app_name=f"verify-{spec.get('name', 'flow')}", home=home)
+                          app_name=f"verify-{spec.get('name', 'flow')}", home=home, conf=SESSION_CONF)
     try:
-        return verify_with_session(spark, spec)
-    except VerifyError:
+        return verify_with_session(spark, spec, consistency)
+    except AsyncTriggersError:
         raise
     except Exception as e:  # Spark surfaces Cassandra errors (unknown table, unavailable) as Py4J/analysis errors
-        raise VerifyError(f"verifying flow '{spec.get('name')}' failed: {_first_line(e)}") from e
+        raise VerifyError(f"verifying flow '{spec.get('name')}' failed: {describe_error(e)}") from e
 
 
-def _first_line(e: Exception) -> str:
-    from .session import describe_error
+# --- command line ----------------------------------------------------------------------------------------------
 
-    return describe_error(e)
+@dataclasses.dataclass(frozen=True)
+class Failure:
+    """A flow whose verification could not run (the others of the run go on)."""
+    flow: str
+    error: AsyncTriggersError
 
-
-# --- report and CLI --------------------------------------------------------------------------------------------
-
-def format_report(flow: str, results: Sequence[Result], seconds: float | None = None) -> str:
-    lines = [f"flow {flow}" + (f" (verified in {seconds:.1f} s)" if seconds is not None else "")]
-    width = max(len(r.table) for r in results) if results else 5
-    lines.append(f"  {'table':<{width}}  {'expected':>10} {'present':>10} {'missing':>10} {'unexpected':>10} "
-                 f"{'wrong value':>11}")
-    for r in results:
-        lines.append(f"  {r.table:<{width}}  {r.expected:>10} {r.present:>10} {r.missing:>10} {r.unexpected:>10} "
-                     f"{r.wrong_value:>11}")
-    for r in results:
-        if r.missing_sample:
-            lines.append(f"  missing in {r.table} (first {len(r.missing_sample)} keys):")
-            lines.extend(f"    {_key_text(k)}" for k in r.missing_sample)
-    lines.append("OK: no missing rows" if all(r.ok for r in results) else
-                 f"FAILED: {sum(r.missing for r in results)} missing row(s)")
-    return "\n".join(lines)
+    @property
+    def message(self) -> str:
+        text = str(self.error)
+        return text if f"'{self.flow}'" in text else f"flow '{self.flow}': {text}"
 
 
-def _key_text(key: Mapping) -> str:
-    return ", ".join(f"{k}={v}" for k, v in key.items())
+@dataclasses.dataclass(frozen=True)
+class Skipped:
+    """A flow ``--all`` leaves out: a Java handler's rows cannot be derived from the specification."""
+    flow: str
+    reason: str
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.verify", description=__doc__.split("\n\n")[0])
     which = p.add_mutually_exclusive_group(required=True)
-    which.add_argument("--flow", help="name of a deployed flow (its spec is read from async_triggers.flows)")
+    which.add_argument("--flow", action="append", help="a deployed flow (repeat for several)")
+    which.add_argument("--all", action="store_true", help="every deployed flow")
     which.add_argument("--spec", help="a flow specification file (JSON, as in docs/design.md)")
     p.add_argument("--master", default="local[*]")
     p.add_argument("--home", default=None, help="cache dir (default $ASYNC_TRIGGERS_HOME or ~/.cache/async-triggers)")
+    p.add_argument("--consistency", default=DEFAULT_CONSISTENCY, type=str.upper,
+                   help=f"consistency level of every read (default {DEFAULT_CONSISTENCY}; {', '.join(READ_LEVELS)})")
+    p.add_argument("--ranges", type=int, default=1,
+                   help="compare token range by token range, each recorded so that a rerun resumes (default 1: one "
+                        "comparison, nothing recorded)")
+    p.add_argument("--restart", action="store_true", help="with --ranges: start a new run instead of resuming")
+    p.add_argument("--repair", action="store_true", help="write what is missing or wrong, delete what is unexpected")
     p.add_argument("--json", action="store_true",
-                   help="print the results as one line of JSON: a list with one object per target table "
-                        "(flow, seconds, table, key_columns, expected, present, missing, unexpected, wrong_value, "
-                        "missing_sample, unexpected_sample)")
+                   help="JSON lines: one line per flow, a list with one object per target table (see the module)")
     from async_triggers.connection import add_arguments
     add_arguments(p)
     return p
 
 
-def run(args, connection=None) -> tuple[str, list[Result], float]:
-    """Verify what ``args`` (the parsed command line) names; ``connection`` replaces its connection options.
-    Returns the flow's name, the results and the seconds taken; raises our errors when it cannot run."""
+def _stderr(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+def run(args, connection=None, progress=_stderr) -> list:
+    """Verifies what ``args`` (the parsed command line) names; ``connection`` replaces its connection options.
+    Returns a FlowReport, Failure or Skipped per flow; raises our errors when nothing can run (bad options, an
+    unknown flow, no Spark, no cluster)."""
+    import contextlib
+
     from async_triggers.connection import from_arguments
+    from async_triggers.cql import connect
 
-    from .session import build_session
+    from .session import build_session, describe_error
 
-    started = time.monotonic()
+    options = Options(consistency=args.consistency, ranges=args.ranges, restart=args.restart, repair=args.repair)
     connection = connection or from_arguments(args)
     spec = None
     if args.spec:
@@ -249,38 +209,72 @@ def run(args, connection=None) -> tuple[str, list[Result], float]:
         except (OSError, ValueError) as e:
             from async_triggers.errors import ConfigError
             raise ConfigError(f"cannot read the specification {args.spec}: {e}") from e
-    name = args.flow or spec.get("name", args.spec)
-    spark = build_session(master=args.master, connection=connection, app_name=f"verify-{name}", home=args.home)
+    label = spec.get("name", args.spec) if spec else ("all" if args.all else "-".join(args.flow))
+    spark = build_session(master=args.master, connection=connection, app_name=f"verify-{label}", home=args.home,
+                          conf=SESSION_CONF)
     try:
-        if spec is None:
-            spec = load_spec(spark, args.flow)
-        results = verify_with_session(spark, spec)
+        specs = {label: spec} if spec else load_specs(spark, None if args.all else args.flow)
     except AsyncTriggersError:
         raise
     except Exception as e:
-        raise VerifyError(f"verifying flow '{name}' failed: {_first_line(e)}") from e
-    return name, results, time.monotonic() - started
+        raise VerifyError(f"reading the deployed flows failed: {describe_error(e)}") from e
+    if not specs:
+        progress("verify: no flow is deployed")
+    out: list = []
+    needs_driver = options.ranges > 1 or options.repair
+    with (connect(connection) if needs_driver and specs else contextlib.nullcontext()) as session:
+        for name, s in specs.items():
+            if args.all and s.get("handler"):
+                out.append(Skipped(name, f"runs the Java handler {s['handler']}, whose rows Spark cannot derive"))
+                continue
+            try:
+                out.append(verify_flow(spark, session, s, options, progress))
+            except AsyncTriggersError as e:
+                out.append(Failure(name, e))
+            except Exception as e:
+                out.append(Failure(name, VerifyError(f"verifying flow '{name}' failed: {describe_error(e)}")))
+    return out
 
 
-def report(name: str, results: Sequence[Result], elapsed: float, as_json: bool) -> str:
+def error_text(failure: Failure, as_json: bool) -> str:
+    from async_triggers.cli.exit_codes import exit_code_of
     if as_json:
-        # one line, the last of stdout: a list with one object per target table
-        return json.dumps([{"flow": name, "seconds": round(elapsed, 2), **r.as_dict()} for r in results], default=str)
-    return format_report(name, results, elapsed)
+        return json.dumps({"error": failure.message, "exit_code": exit_code_of(failure.error), "flow": failure.flow})
+    return f"error: {failure.message}"
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    from async_triggers.cli.exit_codes import PROBLEM, exit_code_of
+def outcome(results: Sequence, as_json: bool) -> tuple[list[str], list[str], int]:
+    """What a run prints (stdout lines, stderr lines) and its exit code: a failure's own exit code (the highest),
+    else 1 when a flow differs, else 0."""
+    from async_triggers.cli.exit_codes import exit_code_of
+
+    reports = [r for r in results if isinstance(r, FlowReport)]
+    failures = [r for r in results if isinstance(r, Failure)]
+    out = [json_line(r) if as_json else format_report(r) for r in reports]
+    if not as_json and len(results) > 1:
+        out.append(summary(reports, [f.flow for f in failures], [r.flow for r in results if isinstance(r, Skipped)]))
+    err = [f"verify {r.flow}: skipped: {r.reason}" for r in results if isinstance(r, Skipped)]
+    err += [error_text(f, as_json) for f in failures]
+    code = max([exit_code_of(f.error) for f in failures] + [exit_code(reports)])
+    return (out if as_json else ["\n\n".join(out)] if out else []), err, code
+
+
+def main(argv: Sequence[str] | None = None, connection=None) -> int:
+    from async_triggers.cli.exit_codes import exit_code_of
 
     args = _parser().parse_args(argv)
     try:
-        name, results, elapsed = run(args)
+        results = run(args, connection)
     except AsyncTriggersError as e:
         print(json.dumps({"error": str(e), "exit_code": exit_code_of(e)}) if args.json else f"error: {e}",
               file=sys.stderr)
         return exit_code_of(e)
-    print(report(name, results, elapsed, args.json))
-    return 0 if all(r.ok for r in results) else PROBLEM
+    out, err, code = outcome(results, args.json)
+    for line in out:
+        print(line)
+    for line in err:
+        print(line, file=sys.stderr)
+    return code
 
 
 if __name__ == "__main__":

@@ -105,5 +105,6 @@ def test_a_short_campaign_loses_adds_and_changes_nothing(cluster, cluster_settin
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["runs"] == 1 and summary["faults"] == 2
     assert summary["by_kind"] == {"restart_all": 1, "kill9": 1}, summary
-    assert summary["missing"] == summary["unexpected"] == summary["differs"] == summary["gave_up"] == 0, summary
+    assert summary["missing"] == summary["unexpected"] == summary["wrong_value"] == summary["differs"] \
+        == summary["gave_up"] == 0, summary
     assert summary["failed_runs"] == []

@@ -137,3 +137,26 @@ def test_verify_should_hand_the_job_its_connection_not_argv(monkeypatch):
     assert got["connection"].password == SECRET and got["connection"].username == "u"
     assert SECRET not in repr(got["args"])
     assert json.loads(result.stderr)["error"] == "no deployed flow named 'f' (deployed: none)"
+
+
+def test_verify_should_pass_every_flow_and_option_to_the_job_and_exit_with_its_verdict(monkeypatch):
+    from async_triggers.spark_jobs import verify as verify_job
+    from async_triggers.spark_jobs.compare import Result
+    from async_triggers.spark_jobs.verify_run import FlowReport
+    got = {}
+
+    def fake_run(args, connection=None):
+        got.update(vars(args))
+        return [FlowReport(f, (Result("ks.t", ("k",), expected=1, present=1 if f == "a" else 0,
+                                      missing=0 if f == "a" else 1, unexpected=0),), 1.0, args.consistency)
+                for f in args.flow]
+
+    monkeypatch.setattr(verify_job, "run", fake_run)
+    result = invoke("verify", "a", "b", "--consistency", "ALL", "--ranges", "8", "--restart", "--repair", "--json")
+    assert result.exit_code == 1, result.output
+    assert (got["flow"], got["all"], got["consistency"], got["ranges"], got["restart"], got["repair"]) == \
+           (["a", "b"], False, "ALL", 8, True, True)
+    assert [json.loads(line)[0]["flow"] for line in result.stdout.splitlines()] == ["a", "b"]
+    result = invoke("verify", "a", "--all")
+    assert result.exit_code == 2 and "name the flows to verify, or --all" in result.stderr
+    assert invoke("verify").exit_code == 2

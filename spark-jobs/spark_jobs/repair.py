@@ -1,0 +1,194 @@
+"""``ctl verify --repair``: what a verification found different, made right, at timestamps that never shadow a newer
+write (docs/design.md, "Verify and repair").
+
+- A **missing** row, and a row with a **wrong value**, is written with its source row's own write time and remaining
+  TTL, as the backfill writes it (``backfill.write_rows``: the connector's per-row ``writetime``/``ttl`` options,
+  ``backfill_writetime`` = the newest WRITETIME of the source cells the flow reads, ``backfill_ttl`` = their least
+  remaining TTL; a source row without such a cell gets the run's start time). A newer write of the source row, and
+  the derived write of its task, carry a later timestamp and win; the repair's write never overwrites newer data.
+  So a wrong value whose row in the table is *newer* than its source row (written there by something else) cannot
+  be repaired this way: it is counted ``not_repaired`` and left alone. On a tie a null wins (a tombstone), a value
+  wins if it is the greater (Cassandra's tie-break).
+- An **unexpected** row is deleted at the newest WRITETIME of its own non-key, non-static cells: the delete removes
+  exactly what the row holds now, and any later write (a newer timestamp) survives it. A row without such a cell
+  (key columns only, or every value null) has no readable write time: it is deleted at the run's start time, which
+  is safe on a drained flow (run the repair when ``ctl trigger wait`` says the flow is drained).
+- **Lineage targets**: before writing the rows of a range, the images of its source rows are written to
+  ``async_triggers.lineage`` as the backfill writes them (``backfill.lineage_rows``, EACH_QUORUM), and after the last
+  range the plugin's convergence runs (``backfill_lineage.converge``): an older image's entry and rows go.
+
+The pure parts (:func:`planned_writes`, :func:`planned_deletes`, :func:`blocked`) are functions of the classified
+DataFrame (``compare.classify`` with the source's write options carried and the found row's write time).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import decimal
+import uuid
+from typing import Iterable, Mapping, Sequence
+
+from . import derive
+from .backfill import TTL, WRITETIME
+from .compare import Layout
+from .errors import VerifyError
+
+FOUND_WRITETIME = "verify_found_writetime"   # the newest WRITETIME of a target row's non-key cells
+DELETE_AT = "verify_delete_at"
+CONCURRENCY = 32
+
+
+@dataclasses.dataclass(frozen=True)
+class Repaired:
+    """What a repair did to one table: rows written (missing or wrong), rows deleted (unexpected), and wrong values
+    left alone because the row in the table is newer than its source row."""
+    table: str
+    written: int = 0
+    deleted: int = 0
+    not_repaired: int = 0
+
+    def __add__(self, other: "Repaired") -> "Repaired":
+        return Repaired(self.table, self.written + other.written, self.deleted + other.deleted,
+                        self.not_repaired + other.not_repaired)
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+# --- pure: what to write and what to delete --------------------------------------------------------------------
+
+def blocked(layout: Layout):
+    """A wrong value whose row in the table is newer than its source row: a write at the source's timestamp would
+    lose to it, and a newer timestamp could shadow a newer write. Left alone."""
+    from pyspark.sql import functions as F
+
+    source = F.col(f"x{layout.carry.index(WRITETIME)}")
+    found = F.col(f"y{layout.found.index(FOUND_WRITETIME)}")
+    return (F.col("kind") == "wrong_value") & found.isNotNull() & (found > source)
+
+
+def planned_writes(classified, layout: Layout):
+    """The rows to write (missing, and wrong values not :func:`blocked`): the target's compared columns under their
+    own names, then ``backfill_writetime`` and ``backfill_ttl`` (the best candidate's: the newest source row)."""
+    from pyspark.sql import functions as F
+
+    rows = classified.where(F.col("kind").isin("missing", "wrong_value") & ~blocked(layout))
+    return rows.select(*[F.col(f"k{i}") for i in range(len(layout.keys))],
+                       *[F.col(f"e{j}") for j in range(len(layout.values))],
+                       F.col(f"x{layout.carry.index(WRITETIME)}"), F.col(f"x{layout.carry.index(TTL)}")) \
+        .toDF(*layout.keys, *layout.values, WRITETIME, TTL)
+
+
+def planned_deletes(classified, layout: Layout, fallback_micros: int):
+    """The unexpected rows' keys under their own names, then ``verify_delete_at``: the newest write time of the row's
+    own cells, else ``fallback_micros`` (the run's start)."""
+    from pyspark.sql import functions as F
+
+    found = F.col(f"y{layout.found.index(FOUND_WRITETIME)}")
+    return classified.where(F.col("kind") == "unexpected").select(
+        *[F.col(f"k{i}") for i in range(len(layout.keys))],
+        F.coalesce(found.cast("long"), F.lit(int(fallback_micros))).alias("d")).toDF(*layout.keys, DELETE_AT)
+
+
+# --- against Cassandra -----------------------------------------------------------------------------------------
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def dated_columns(session, keyspace: str, table: str) -> list[str]:
+    """The columns of a target table whose WRITETIME dates a row: regular (not key, not static) and not a non-frozen
+    collection or UDT (CQL has no WRITETIME for those), from the driver's schema metadata."""
+    try:
+        meta = session.cluster.metadata.keyspaces[keyspace].tables[table]
+    except KeyError:
+        raise VerifyError(f"table {keyspace}.{table} does not exist") from None
+    key = {c.name for c in meta.primary_key}
+    out = []
+    for name, col in meta.columns.items():
+        kind = str(col.cql_type).lower()
+        if name in key or col.is_static or kind.startswith(("list<", "set<", "map<")):
+            continue
+        if kind in _SIMPLE or kind.startswith(("frozen<", "tuple<", "vector<")):   # else a non-frozen UDT
+            out.append(name)
+    return out
+
+
+_SIMPLE = {"ascii", "bigint", "blob", "boolean", "date", "decimal", "double", "duration", "float", "inet", "int",
+           "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid", "varchar", "varint"}
+
+
+def driver_value(value, cql_type: str):
+    """A value as Spark hands it to Python, as the driver binds it for ``cql_type``."""
+    if value is None:
+        return None
+    name = cql_type.lower()
+    if name in ("uuid", "timeuuid") and not isinstance(value, uuid.UUID):
+        return uuid.UUID(str(value))
+    if name == "timestamp" and isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.astimezone(dt.timezone.utc)    # PySpark hands timestamps over in the local time zone
+    if name == "varint" and isinstance(value, decimal.Decimal):
+        return int(value)
+    if name == "blob":
+        return bytes(value)
+    return value
+
+
+def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], rows: Iterable,
+                consistency: str, chunk: int = 1000) -> int:
+    """``DELETE ... USING TIMESTAMP <verify_delete_at> WHERE <key>`` for every row (key values, then the timestamp),
+    at ``consistency``. Returns how many were deleted."""
+    from cassandra import ConsistencyLevel
+    from cassandra.concurrent import execute_concurrent_with_args
+
+    where = " AND ".join(f"{_quoted(c)} = ?" for c in key_columns)
+    prepared = session.prepare(f"DELETE FROM {_quoted(keyspace)}.{_quoted(table)} USING TIMESTAMP ? WHERE {where}")
+    prepared.consistency_level = ConsistencyLevel.name_to_value[consistency]
+    types = [m.type.typename for m in prepared.column_metadata[1:]]
+    done, batch = 0, []
+
+    def flush():
+        execute_concurrent_with_args(session, prepared, batch, concurrency=CONCURRENCY, raise_on_first_error=True)
+        return len(batch)
+
+    for row in rows:
+        values = list(row)
+        batch.append([int(values[-1])] + [driver_value(v, t) for v, t in zip(values[:-1], types)])
+        if len(batch) >= chunk:
+            done += flush()
+            batch = []
+    if batch:
+        done += flush()
+    return done
+
+
+def repair_table(session, spec: Mapping, table: str, classified, layout: Layout, part, consistency: str,
+                 fallback_micros: int) -> Repaired:
+    """Repairs what ``classified`` (one table's differences in one unit) found: lineage images of ``part`` (the
+    unit's source rows, with their write options and lineage ``source_key``) for the lineage targets writing the
+    table, then the rows, then the deletes."""
+    from async_triggers import keyspace as ours
+
+    from .backfill import LINEAGE_WRITE_CONSISTENCY, lineage_rows, write_rows
+
+    keyspace, name = table.split(".", 1)
+    targets = derive.targets_by_table(spec)[table]
+    clash = {WRITETIME, TTL} & {c for t in targets for c in t["columns"]}
+    if clash:
+        raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
+                          "repair uses for its write options")
+    not_repaired = classified.where(blocked(layout)).count()
+    writes = planned_writes(classified, layout).persist()
+    try:
+        written = writes.count()
+        if written:
+            for index, target in enumerate(spec["targets"]):
+                if target.get("mode") == "lineage" and derive.qualified(target) == table and part is not None:
+                    write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
+                               consistency=LINEAGE_WRITE_CONSISTENCY)
+            write_rows(writes, keyspace, name, consistency=consistency)
+    finally:
+        writes.unpersist()
+    deletes = planned_deletes(classified, layout, fallback_micros)
+    deleted = delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), consistency)
+    return Repaired(table, written, deleted, not_repaired)
