@@ -57,7 +57,7 @@ final class PartialDeletes
      */
     void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long at)
     {
-        if (fanoutRow == null && mirrorsSource(target))
+        if (fanoutRow == null && mirrorsSource(target) && sliceable(task))
             deleteAlike(task, target, values, at);
         else
             deleteFound(task, target, values, fanoutRow, at);
@@ -95,6 +95,20 @@ final class PartialDeletes
         return true;
     }
 
+    /** Whether the range's bounds beyond its prefix sort all one way (a CQL slice; mixed directions are searched instead). */
+    private boolean sliceable(Task task)
+    {
+        KeyRange range = task.range();
+        if (range == null)
+            return true;
+        int prefix = task.key().size() - spec.source.partitionKey.size();
+        int last = Math.max(range.start().size(), range.end().size());
+        for (int i = prefix + 1; i < last; i++)
+            if (reversed(sourceTypes.typeOf(spec.source.clustering.get(i))) != reversed(sourceTypes.typeOf(spec.source.clustering.get(prefix))))
+                return false;
+        return true;
+    }
+
     private static boolean reversed(AbstractType<?> type)
     {
         return type != null && type.isReversed();
@@ -121,8 +135,10 @@ final class PartialDeletes
         if (range != null)
         {
             int prefix = known - spec.source.partitionKey.size();
-            slice(target, prefix, range.start(), range.startInclusive() ? ">=" : ">", where, bound);
-            slice(target, prefix, range.end(), range.endInclusive() ? "<=" : "<", where, bound);
+            // a bound is in the table's clustering order: on a DESC column its start is the greatest value
+            boolean descending = prefix < spec.source.clustering.size() && reversed(sourceTypes.typeOf(spec.source.clustering.get(prefix)));
+            slice(target, prefix, range.start(), (descending ? "<" : ">") + (range.startInclusive() ? "=" : ""), where, bound);
+            slice(target, prefix, range.end(), (descending ? ">" : "<") + (range.endInclusive() ? "=" : ""), where, bound);
         }
         String cql = "DELETE FROM " + Cql.table(target.keyspace, target.table) + " USING TIMESTAMP ? WHERE " + String.join(" AND ", where);
         statements.execute(cql, spec.writeConsistency, bound);
