@@ -170,7 +170,10 @@ final class Lineage
         return fanout.eachRowOfPage(task, target, values, from, rows, row -> writeRow(task, target, source, row, at, markerExpiresAt, nowMillis));
     }
 
-    /** One row of the image: its marker at the image's timestamp, its cells at theirs or the image's, whichever is newer. */
+    /**
+     * One row of the image: its marker at the image's timestamp, its cells at theirs or the image's, whichever is newer,
+     * none living longer than the image.
+     */
     private void writeRow(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow, long imageTs,
                           long imageExpiresAt, long nowMillis)
     {
@@ -193,8 +196,11 @@ final class Lineage
                 continue;
             }
             SourceCells.Cell cell = source.cells.get(expr.column);
+            // a cell of the row lives no longer than the image it is keyed by: the row goes when its image expires
+            long expiresAt = cell == null ? 0 : cell.expiresAt == 0 ? imageExpiresAt
+                           : imageExpiresAt == 0 ? cell.expiresAt : Math.min(cell.expiresAt, imageExpiresAt);
             if (cell != null)
-                row.cell(e.getKey(), new SourceCells.Cell(cell.value, Math.max(cell.timestamp, imageTs), cell.expiresAt));
+                row.cell(e.getKey(), new SourceCells.Cell(cell.value, Math.max(cell.timestamp, imageTs), expiresAt));
         }
         row.write(statements, spec.writeConsistency, nowMillis);
     }
