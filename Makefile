@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos fuzz clean
 
 all: install
 
@@ -86,6 +86,14 @@ bench-smoke: install broker
 CHAOS_ARGS ?=
 chaos: install
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
+
+# differential fuzzing (pycontrol/fuzz): 30 seeded random histories of every CQL write shape on its own 3-node
+# cluster (a third with a replica stopped), each drained and checked by the verify job; one line per seed, a failing
+# seed's operations shrunk and its evidence kept, then a summary with the count of every write shape. FUZZ_ARGS adds
+# options (--seed S, --ops N, --replay SEED, --shrink-runs N, --no-faults).
+FUZZ_ARGS ?=
+fuzz: install
+	$(CTL) fuzz run --seeds 30 --out /tmp/async-triggers-fuzz $(FUZZ_ARGS)
 
 bench-ack: install
 	$(PY) -m async_triggers.benchmarks.experiments.ack_latency

@@ -59,13 +59,14 @@ def _root(ctx: typer.Context,
 
 
 def _register() -> None:
-    from . import bench, chaos, cluster, demo, plugin, spark, trigger, verify
+    from . import bench, chaos, cluster, demo, fuzz, plugin, spark, trigger, verify
     if getattr(app, "_registered", False):
         return
     app._registered = True
     app.add_typer(bench.app, name="bench")
     app.add_typer(chaos.app, name="chaos")
     app.add_typer(cluster.app, name="cluster")
+    app.add_typer(fuzz.app, name="fuzz")
     app.add_typer(plugin.app, name="plugin")
     app.add_typer(spark.app, name="spark")
     app.add_typer(trigger.app, name="trigger")

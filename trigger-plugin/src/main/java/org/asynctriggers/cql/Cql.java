@@ -135,7 +135,8 @@ public final class Cql
 
     public static String lineageSelect()
     {
-        return select(KEYSPACE, "lineage", List.of("target_key", "ts", "written"), List.of("flow", "source_key"));
+        return "SELECT " + names(List.of("target_key", "ts", "written")) + ", " + ttlOf("ts") + " FROM " + table(KEYSPACE, "lineage")
+               + " WHERE " + where(List.of("flow", "source_key"));
     }
 
     public static String lineageKeyInsert()

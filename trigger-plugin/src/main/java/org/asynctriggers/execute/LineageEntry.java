@@ -17,9 +17,17 @@ final class LineageEntry
     final long ts;
     /** the newest timestamp of the cells written to the image's rows (at least {@link #ts}) */
     final long written;
+    /** the image's cells expire (its entry has a TTL): on a tie of timestamps it wins over one that does not, as in Cassandra */
+    final boolean expiring;
 
     LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts, long written)
     {
+        this(targetKey, target, image, ts, written, false);
+    }
+
+    LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts, long written, boolean expiring)
+    {
+        this.expiring = expiring;
         this.written = Math.max(ts, written);
         this.targetKey = targetKey;
         this.target = target;
@@ -28,8 +36,8 @@ final class LineageEntry
     }
 
     /**
-     * Cassandra's order of two writes of a cell: the newer timestamp; on a tie a deletion (the sentinel) wins, then the
-     * greater value (for an image of one column, the value Cassandra keeps; of several, the greater serialized image).
+     * Cassandra's order of two writes of a cell: the newer timestamp; on a tie a deletion (the sentinel) wins, then an
+     * expiring cell, then the greater value (for an image of one column, the value Cassandra keeps; of several, the greater serialized image).
      */
     boolean newerThan(LineageEntry other)
     {
@@ -37,6 +45,8 @@ final class LineageEntry
             return ts > other.ts;
         if (image.isEmpty() != other.image.isEmpty())
             return image.isEmpty();
+        if (expiring != other.expiring)
+            return expiring;
         return compareImages(image, other.image) > 0;
     }
 

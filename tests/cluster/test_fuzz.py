@@ -1,0 +1,36 @@
+"""A short differential fuzz campaign (``ctl fuzz run``, pycontrol/fuzz) on the session's real 3-node cluster (RF 2):
+two seeded random histories of the CQL write shapes against six flows (direct copies, lineage indexes, a fan-out, a
+cascade), the first with a replica stopped (hints off) and read repair after; each drained, then every flow checked
+by the verify job. ``make fuzz`` runs 30 seeds on a cluster of its own."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from helpers import run_ctl
+from async_triggers.fuzz import generator
+
+SEED, SEEDS, OPS = 1, 2, 25   # seed 1 stops node2 for five operations, seed 2 stops nothing
+
+
+def test_the_seeds_draw_a_stopped_replica_and_a_history_without():
+    assert generator.generate(SEED, OPS).fault is not None
+    assert generator.generate(SEED + 1, OPS).fault is None
+
+
+@pytest.mark.spark
+@pytest.mark.timeout(1800)
+def test_should_derive_exactly_what_the_source_holds_after_random_histories_of_every_write_shape(
+        cluster, cluster_settings, tmp_path):
+    from conftest import TEST_CLUSTER
+    result = run_ctl(cluster_settings, "fuzz", "run", "--cluster", TEST_CLUSTER, "--seeds", str(SEEDS), "--seed",
+                     str(SEED), "--ops", str(OPS), "--out", str(tmp_path), "--no-shrink", timeout=1800)
+    print(result.stdout)
+    print(result.stderr[-3000:])
+    seeds = [line for line in result.stdout.splitlines() if line.startswith("seed ")]
+    assert len(seeds) == SEEDS, result.stdout + result.stderr[-3000:]
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["runs"] == SEEDS and summary["ops"] == SEEDS * OPS
+    assert summary["shapes"]["replica_down"] == 1 and summary["shapes"]["batch_unlogged"] > 0, summary["shapes"]
+    assert summary["failed_seeds"] == [] and result.returncode == 0, "\n".join(seeds)
