@@ -116,18 +116,9 @@ public final class FlowExecutor
 
     private static List<String> neededNonKeyColumns(FlowSpec spec)
     {
-        Set<String> needed = new LinkedHashSet<>();
-        if (spec.handler != null)
-            needed.addAll(spec.source.columns.keySet());
-        for (FlowSpec.Target target : spec.targets)
-        {
-            for (Expression e : target.columns.values())
-                if (e.scope == Expression.Scope.SOURCE)
-                    needed.add(e.column);
-            if (target.fanout != null)
-                for (Expression e : target.fanout.match.values())
-                    needed.add(e.column);
-        }
+        Set<String> needed = new LinkedHashSet<>(spec.source.columns.keySet()); // every column, in the source's order
+        if (spec.handler == null)
+            needed.retainAll(spec.capturedColumns());
         needed.removeAll(spec.source.primaryKey());
         return new ArrayList<>(needed);
     }
