@@ -99,9 +99,9 @@ public final class Node
             return new DeadLetterRetries.RetryTarget()
             {
                 @Override
-                public org.asynctriggers.queue.FlowQueue queue()
+                public boolean offer(org.asynctriggers.task.Task task)
                 {
-                    return flow.queue;
+                    return intake().requeue(task) || held.isHeld(task) || held.recentlyDone(task);
                 }
 
                 @Override

@@ -53,6 +53,12 @@ public final class HeldTasks
         holders.remove(task.id());
     }
 
+    /** Whether the task is queued, spilled, waiting for a retry or running here. */
+    public boolean isHeld(Task task)
+    {
+        return holders.containsKey(task.id());
+    }
+
     public boolean recentlyDone(Task task)
     {
         return recentlyDone.containsKey(task.id());

@@ -13,7 +13,6 @@ import java.util.function.Supplier;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.cql.InternalConsistency;
-import org.asynctriggers.queue.FlowQueue;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -27,10 +26,14 @@ import org.slf4j.LoggerFactory;
  */
 public final class DeadLetterRetries
 {
-    /** A running flow as a retry sees it: its queue, and how it keeps a task durable until it runs. */
+    /** A running flow as a retry sees it: how it takes a task, and how it keeps it durable until it runs. */
     public interface RetryTarget
     {
-        FlowQueue queue();
+        /**
+         * Queues the task as a scan would its entry (never twice: a scan may find the new entry first); true when it
+         * is taken, or held or done here already.
+         */
+        boolean offer(Task task);
 
         /** Writes the task's backup entry (a flow without entries keeps none: its queue is the only copy). */
         void keep(Task task);
@@ -123,7 +126,7 @@ public final class DeadLetterRetries
             }
             Task task = Task.deserialize(blob).retried(id, nanoClock.getAsLong());
             running.keep(task); // durable before the dead letter goes; a failure leaves the request for the next poll
-            if (!running.queue().offer(task))
+            if (!running.offer(task))
             {
                 logger.debug("Queue of flow '{}' full or closed; dead letter {} retried at a later poll", flow, hex(id));
                 return;
