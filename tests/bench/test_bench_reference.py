@@ -15,7 +15,7 @@ LABEL_TO_ID = {v: k for labels in (reference.LABELS, reference.RESOURCE_LABELS) 
 
 
 def seed_text() -> str:
-    """Seed 000 from shared/seeds beside the repository (or $ASYNC_TRIGGERS_SEEDS)."""
+    """The report's text from shared/seeds beside the repository (or $ASYNC_TRIGGERS_SEEDS)."""
     folder = Path(os.environ.get("ASYNC_TRIGGERS_SEEDS", ROOT.parent / "shared" / "seeds"))
     found = sorted(folder.glob("000_*.txt"))
     if not found:
