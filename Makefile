@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java bench-ack bench-backup bench bench-smoke chaos fuzz clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke bench-ack bench-backup bench bench-smoke chaos fuzz clean
 
 all: install
 
@@ -71,7 +71,11 @@ test-spark: install
 # The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters,
 # the benchmarks' smoke version (a private RabbitMQ node: `broker`).
 test: install broker test-java
-	$(PY) -m pytest -q -rs --durations=15 $(PYTEST_ARGS)
+	$(PY) -m pytest -q -rs --durations=15 -m "not own_target" $(PYTEST_ARGS)
+
+# The benchmarks' smoke run on the session's 3-node cluster (every experiment, three applications; ~10 min)
+test-bench-smoke: install broker
+	$(PY) -m pytest -q -rs -m own_target tests/bench/test_bench_smoke.py $(PYTEST_ARGS)
 
 # The report's experiments, each 3 times, replacing benchmarks/results and its report.md (`ctl bench plan`: ~2.5 h)
 bench: install broker

@@ -150,13 +150,15 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
             raise DeriveError(f"{qualified(target)}.{col} = {target['columns'][col]} needs a fan-out")
         projected.append(F.col(ref(scope, ref_col)).alias(f"o{i}"))
     projected.extend(F.col(ref(_SOURCE, c)).alias(f"c{i}") for i, c in enumerate(carry))
-    out = joined.select(*projected)
+    # The connector answers a null test on a key column itself (CQL keys are never null) and Spark drops it from the
+    # plan; but a partition holding only its static row reads with null clustering columns, which derive no row.
+    # A filter that also reads a nondeterministic column (rand() is never negative) stays above the scan.
+    barrier = f"b{len(projected)}"
+    kept = F.col(barrier) >= 0
     for i, col in enumerate(wanted):
         if col in primary_key(target):
-            # The connector declares a source's key columns non-nullable, so Spark drops an isNotNull filter on them;
-            # but a partition holding only its static row reads with null clustering columns, which derive no row.
-            # A condition the optimizer cannot fold (rand() is never negative) keeps the filter.
-            out = out.where(F.when(F.rand() >= 0, F.col(f"o{i}")).isNotNull())
+            kept = kept & F.col(f"o{i}").isNotNull()
+    out = joined.select(*projected, F.rand().alias(barrier)).where(kept).drop(barrier)
     return out.toDF(*wanted, *carry)
 
 

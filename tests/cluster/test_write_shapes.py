@@ -107,8 +107,20 @@ def level(name: str):
 
 
 def execute(session, cql: str, args=(), consistency: str = "QUORUM", host=None):
+    """The statement through ``host`` (or any node). The driver may mark a node down for a moment after another one
+    restarted on this 2-core machine: a request it never sent (every error a connection error) is sent again."""
+    from cassandra.cluster import NoHostAvailable
+    from cassandra.connection import ConnectionException
     from cassandra.query import SimpleStatement
-    return session.execute(SimpleStatement(cql, consistency_level=level(consistency)), args, host=host)
+    deadline = time.monotonic() + 90
+    while True:
+        try:
+            return session.execute(SimpleStatement(cql, consistency_level=level(consistency)), args, host=host)
+        except NoHostAvailable as e:
+            unsent = all(isinstance(x, ConnectionException) for x in e.errors.values())
+            if not unsent or time.monotonic() > deadline:
+                raise
+            time.sleep(2)
 
 
 def write_many(session, cql: str, rows, consistency: str) -> None:
