@@ -297,10 +297,20 @@ def test_should_carry_the_static_column_into_every_derived_row_of_its_partition(
     execute(session, f"INSERT INTO {KS}.rooms (house, room, paint) VALUES (4, 1, 'red')", ())
     execute(session, owner, ("dan", 5))                                # a static row alone: no derived row
     execute(session, f"DELETE owner FROM {KS}.rooms WHERE house = 6", ())   # the static column deleted
+    for room in (1, 2, 3):                                             # rows deleted, then written again: the
+        execute(session, ins, (7, room, "eve", "white"))               # static value set before stays theirs
+    execute(session, f"DELETE FROM {KS}.rooms WHERE house = 7 AND room = 1", ())
+    execute(session, f"DELETE FROM {KS}.rooms WHERE house = 7 AND room >= 2", ())
+    execute(session, f"INSERT INTO {KS}.rooms (house, room, paint) VALUES (7, 1, 'green')", ())
+    execute(session, paint, ("pink", 7, 2))
+    expiring = time.monotonic()                                        # a row whose every cell expires is gone,
+    execute(session, f"INSERT INTO {KS}.rooms (house, room, paint) VALUES (8, 1, 'grey') USING TTL 4", ())
+    execute(session, owner, ("fay", 8))                                # whatever static value its partition keeps
     drain(session, flow)
+    time.sleep(max(0.0, expiring + 5 - time.monotonic()))
     want = {(1, r, "bob", "white") for r in (1, 2, 3)} | {(2, 1, "bob", "white"), (2, 2, "bob", "blue"),
                                                           (2, 3, "bob", "white"), (4, 1, "cid", "red")}
-    want |= {(6, r, None, "white") for r in (1, 2, 3)}
+    want |= {(6, r, None, "white") for r in (1, 2, 3)} | {(7, 1, "eve", "green"), (7, 2, "eve", "pink")}
     got = {"rooms_copy": rows_at_all(session, "rooms_copy", "house, room, owner, paint")}
     assert_flows_derive(verifier, (flow,), got, {"rooms_copy": want})
 

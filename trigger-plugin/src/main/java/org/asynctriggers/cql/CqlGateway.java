@@ -3,6 +3,7 @@ package org.asynctriggers.cql;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 
@@ -43,6 +44,32 @@ public interface CqlGateway
      * source row it holds itself, as it holds every write whose task it runs.
      */
     List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values);
+
+    /**
+     * A row as this node's own replica holds it, for the copies of its partition's static cells in its derived rows: in
+     * the source a static cell belongs to the partition, so it neither dies with the row nor keeps it alive.
+     */
+    final class RowLife
+    {
+        public static final RowLife NONE = new RowLife(Long.MIN_VALUE, Long.MAX_VALUE);
+
+        /** the newest deletion covering the row (its partition's, a range's or its own); Long.MIN_VALUE: none */
+        public final long deletedAt;
+        /** when its last live marker or cell expires (local expiration time, s); Long.MAX_VALUE: one never does */
+        public final long expiresAt;
+
+        public RowLife(long deletedAt, long expiresAt)
+        {
+            this.deletedAt = deletedAt;
+            this.expiresAt = expiresAt;
+        }
+    }
+
+    /** {@code primaryKey}: every key component, partition key first. */
+    RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey);
+
+    /** The table's static columns (none when it has no clustering columns, or is gone). */
+    Set<String> staticColumns(String keyspace, String table);
 
     /** One page of a SELECT and where the next one starts. */
     final class Page

@@ -4,8 +4,10 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.apache.cassandra.cql3.CQLStatement;
 import org.apache.cassandra.cql3.ColumnSpecification;
@@ -13,13 +15,30 @@ import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.UntypedResultSet;
+import org.apache.cassandra.db.Clustering;
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.DeletionTime;
+import org.apache.cassandra.db.LivenessInfo;
+import org.apache.cassandra.db.ReadExecutionController;
+import org.apache.cassandra.db.SinglePartitionReadCommand;
+import org.apache.cassandra.db.Slice;
+import org.apache.cassandra.db.marshal.ByteBufferAccessor;
+import org.apache.cassandra.db.marshal.CompositeType;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.RangeTombstoneMarker;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.db.rows.Unfiltered;
+import org.apache.cassandra.db.rows.UnfilteredRowIterator;
+import org.apache.cassandra.schema.Schema;
+import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.ClientState;
 import org.apache.cassandra.service.QueryState;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
+import org.apache.cassandra.utils.FBUtilities;
 
 /**
  * {@link CqlGateway} on Cassandra's own query path: statements are parsed and prepared once as internal statements
@@ -68,6 +87,81 @@ public final class QueryProcessorGateway implements CqlGateway
         for (UntypedResultSet.Row row : UntypedResultSet.create(((ResultMessage.Rows) result).result))
             rows.add(toMap(row));
         return rows;
+    }
+
+    @Override
+    public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+    {
+        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+        if (metadata == null)
+            return RowLife.NONE;
+        List<ByteBuffer> parts = writable(primaryKey);
+        int partitionColumns = metadata.partitionKeyColumns().size();
+        ByteBuffer partitionKey = partitionColumns == 1
+                                  ? parts.get(0)
+                                  : CompositeType.build(ByteBufferAccessor.instance, parts.subList(0, partitionColumns).toArray(new ByteBuffer[0]));
+        Clustering<ByteBuffer> clustering = Clustering.make(parts.subList(partitionColumns, parts.size()).toArray(new ByteBuffer[0]));
+        long now = FBUtilities.nowInSeconds();
+        SinglePartitionReadCommand read = SinglePartitionReadCommand.create(metadata, now, metadata.partitioner.decorateKey(partitionKey),
+                                                                            Slice.make(clustering));
+        long deleted = Long.MIN_VALUE;
+        long expires = Long.MIN_VALUE;
+        try (ReadExecutionController controller = read.executionController();
+             UnfilteredPartitionIterator partitions = read.executeLocally(controller))
+        {
+            while (partitions.hasNext())
+            {
+                try (UnfilteredRowIterator rows = partitions.next())
+                {
+                    deleted = Math.max(deleted, markedAt(rows.partitionLevelDeletion()));
+                    while (rows.hasNext())
+                    {
+                        Unfiltered unfiltered = rows.next();
+                        if (unfiltered.isRow())
+                        {
+                            Row row = (Row) unfiltered;
+                            deleted = Math.max(deleted, markedAt(row.deletion().time()));
+                            expires = Math.max(expires, expiresAt(row, now));
+                            continue;
+                        }
+                        RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
+                        if (marker.isOpen(false))
+                            deleted = Math.max(deleted, markedAt(marker.openDeletionTime(false)));
+                        if (marker.isClose(false))
+                            deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
+                    }
+                }
+            }
+        }
+        return new RowLife(deleted, expires == Long.MIN_VALUE ? Long.MAX_VALUE : expires);
+    }
+
+    private static long markedAt(DeletionTime deletion)
+    {
+        return deletion.isLive() ? Long.MIN_VALUE : deletion.markedForDeleteAt();
+    }
+
+    /** When the row's last live marker or cell expires; Long.MAX_VALUE when one never does, MIN_VALUE when none lives. */
+    private static long expiresAt(Row row, long now)
+    {
+        LivenessInfo marker = row.primaryKeyLivenessInfo();
+        long expires = Long.MIN_VALUE;
+        if (!marker.isEmpty() && marker.isLive(now))
+            expires = marker.isExpiring() ? marker.localExpirationTime() : Long.MAX_VALUE;
+        for (Cell<?> cell : row.cells())
+            if (cell.isLive(now))
+                expires = Math.max(expires, cell.isExpiring() ? cell.localDeletionTime() : Long.MAX_VALUE);
+        return expires;
+    }
+
+    @Override
+    public Set<String> staticColumns(String keyspace, String table)
+    {
+        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+        Set<String> out = new HashSet<>();
+        if (metadata != null)
+            metadata.staticColumns().forEach(c -> out.add(c.name.toString()));
+        return out;
     }
 
     @Override

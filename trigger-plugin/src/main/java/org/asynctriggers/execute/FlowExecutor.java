@@ -4,14 +4,12 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
-import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutorService;
 import java.util.function.LongSupplier;
 
-import org.apache.cassandra.db.marshal.AbstractType;
 
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
@@ -46,10 +44,7 @@ public final class FlowExecutor
     private final Statements statements;
     private final FanoutPages fanout;
     private final Lineage lineage;
-    /** non-key source columns a task may have to read back, in spec order */
-    private final List<String> readColumns;
-    /** those of them that can carry a TTL (not a collection or UDT whose cells are many, not a counter) */
-    private final List<String> ttlColumns;
+    private final SourceReads reads;
     private final boolean traced;
     /**
      * the source has clustering columns, so range and partition deletions: a direct task checks its cells against this
@@ -83,22 +78,10 @@ public final class FlowExecutor
         this.fanout = new FanoutPages(spec, statements, rowWriters);
         this.lineage = new Lineage(spec, statements, fanout, (task, target, values, fanoutRow, timestamp) ->
             FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp));
-        this.readColumns = neededNonKeyColumns(spec);
         this.clustered = !spec.source.clustering.isEmpty();
         this.clusteringOrder = new ClusteringOrder(spec.source, types);
         this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
-        this.ttlColumns = new ArrayList<>();
-        for (String column : readColumns)
-        {
-            AbstractType<?> type = types == null ? null : types.typeOf(column);
-            if (type == null || (!type.isMultiCell() && !type.isCounter()))
-                ttlColumns.add(column);
-        }
-
-        if (spec.handler != null && !readColumns.isEmpty())
-            statements.prepare(sourceReadCql());
-        else if (spec.handler == null && (!readColumns.isEmpty() || !spec.source.clustering.isEmpty()))
-            statements.prepare(sourceCellsCql());
+        this.reads = new SourceReads(spec, statements, types, nowMillis);
         boolean traced = false;
         for (FlowSpec.Target target : spec.targets)
         {
@@ -112,20 +95,6 @@ public final class FlowExecutor
         if (traced)
             lineage.prepare();
         this.traced = traced;
-    }
-
-    private static List<String> neededNonKeyColumns(FlowSpec spec)
-    {
-        Set<String> needed = new LinkedHashSet<>(spec.source.columns.keySet()); // every column, in the source's order
-        if (spec.handler == null)
-            needed.retainAll(spec.capturedColumns());
-        needed.removeAll(spec.source.primaryKey());
-        return new ArrayList<>(needed);
-    }
-
-    private String sourceReadCql()
-    {
-        return Cql.selectWithTtls(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
     }
 
     /**
@@ -153,7 +122,7 @@ public final class FlowExecutor
         {
             Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
             if (task.operation() != Operation.DELETE && fullKey)
-                fillMissing(task, values, new HashMap<>(task.expirations()));
+                reads.fillMissing(task, values, new HashMap<>(task.expirations()));
             handler.execute(new HandlerContext(spec, statements, types, task, values));
             return ExecutionResult.success();
         }
@@ -162,7 +131,7 @@ public final class FlowExecutor
             return runStatic(task);
         SourceCells source = SourceCells.of(task, spec.source.primaryKey());
         if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
-            source = readLocally(task, source);
+            source = reads.readLocally(task, source);
 
         Map<Integer, LineageEntry> images = new HashMap<>();
         int first = Math.min(task.resumeTarget(), spec.targets.size());
@@ -254,52 +223,6 @@ public final class FlowExecutor
                         return true;
         }
         return false;
-    }
-
-    /**
-     * The source row as this node's own replica holds it, over what the task carries: the executor holds every write
-     * whose task it runs (it captured it, or holds its backup entry), so this read sees the task's own cells or newer
-     * ones, each with its write time; never an older value stamped with the task's timestamp.
-     */
-    private SourceCells readLocally(Task task, SourceCells source)
-    {
-        List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
-        return source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns, Math.floorDiv(nowMillis.getAsLong(), 1000),
-                           task.timestamp());
-    }
-
-    private String sourceCellsCql()
-    {
-        if (readColumns.isEmpty()) // the row's existence alone
-            return Cql.select(spec.source.keyspace, spec.source.table, spec.source.primaryKey(), spec.source.primaryKey());
-        return Cql.selectCells(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
-    }
-
-    /**
-     * Step 1 of a handler: read the source row for the columns the update did not carry, with the TTL left of each
-     * (its local expiration time goes into {@code expirations}).
-     */
-    private void fillMissing(Task task, Map<String, ByteBuffer> values, Map<String, Long> expirations)
-    {
-        boolean missing = false;
-        for (String column : readColumns)
-            missing |= !values.containsKey(column);
-        if (!missing)
-            return;
-        List<Map<String, ByteBuffer>> rows = statements.execute(sourceReadCql(), spec.readConsistency, task.key());
-        if (rows.isEmpty())
-            return; // deleted since: the delete's own task cleans up
-        long nowSeconds = Math.floorDiv(nowMillis.getAsLong(), 1000);
-        Map<String, ByteBuffer> row = rows.get(0);
-        for (String column : readColumns)
-        {
-            if (values.get(column) != null)
-                continue; // (a null in the task is replaced by what the row holds now, as putIfAbsent does)
-            values.put(column, row.get(column));
-            ByteBuffer ttl = row.get(Cql.ttlColumn(column));
-            if (ttl != null && ttl.remaining() == 4) // TTL() is null for a cell without one (and for a null cell)
-                expirations.putIfAbsent(column, nowSeconds + ttl.getInt(ttl.position()));
-        }
     }
 
     /**

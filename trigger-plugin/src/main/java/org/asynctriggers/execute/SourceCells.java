@@ -4,8 +4,10 @@ import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 
@@ -116,6 +118,30 @@ final class SourceCells
             cells.put(column, new Cell(value, ts, expiresAt));
         }
         return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
+    }
+
+    /**
+     * These cells with the copies of the static columns {@code statics} made to live as the row does: in the source a
+     * static cell belongs to the partition, so a row or range deletion newer than it leaves it in place for the rows
+     * written since, and it keeps no row alive; in a derived row its copy is a cell of the row. So a copy is no older
+     * than the row's newest deletion + 1, and expires no later than the row when every live part of the row expires.
+     */
+    SourceCells withStaticsOf(Set<String> statics, CqlGateway.RowLife row)
+    {
+        boolean deleted = row.deletedAt != Long.MIN_VALUE && row.deletedAt != Long.MAX_VALUE;
+        boolean expiring = row.expiresAt != Long.MAX_VALUE;
+        Map<String, Cell> copies = new LinkedHashMap<>(cells);
+        for (Map.Entry<String, Cell> e : cells.entrySet())
+        {
+            Cell cell = e.getValue();
+            if (!statics.contains(e.getKey()))
+                continue;
+            long timestamp = deleted && cell.timestamp <= row.deletedAt ? row.deletedAt + 1 : cell.timestamp;
+            long expiresAt = cell.value != null && expiring ? (cell.expiresAt == 0 ? row.expiresAt : Math.min(cell.expiresAt, row.expiresAt))
+                                                            : cell.expiresAt;
+            copies.put(e.getKey(), new Cell(cell.value, timestamp, expiresAt));
+        }
+        return new SourceCells(values, copies, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
     }
 
     boolean hasLiveness()

@@ -60,6 +60,18 @@ class KeyspaceContractTest
         }
 
         @Override
+        public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+        {
+            return RowLife.NONE;
+        }
+
+        @Override
+        public java.util.Set<String> staticColumns(String keyspace, String table)
+        {
+            return java.util.Set.of();
+        }
+
+        @Override
         public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
         {
             throw new UnsupportedOperationException();

@@ -245,5 +245,57 @@ class WriteShapesTest
                                                                                     row("p", 1L, "c", 2L, "v", "b"), null))));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "the new row's task reads the static value back, with its write time");
         }
+
+        private Task rowWrite(long c, long ts, String v)
+        {
+            return change(spec, Operation.INSERT, List.of(bigint(1), bigint(c)), ts, row("p", 1L, "c", c, "v", v), null);
+        }
+
+        private Task rowDelete(long c, long ts)
+        {
+            return change(spec, Operation.DELETE, List.of(bigint(1), bigint(c)), ts, row("p", 1L, "c", c), null);
+        }
+
+        @Test
+        void shouldKeepTheStaticValueInARowDeletedAndWrittenAgain()
+        {
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.DELETE, List.of(bigint(1)), 31,
+                                                                                    row("p", 1L), new KeyRange(List.of(bigint(2)), true, List.of(bigint(2)), true)))));
+            assertEquals(List.of(), statics(), "the deleted rows are gone, the static value stays in the source's static row");
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 40, "a2"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 41, "b2"))));
+            assertEquals(List.of("1=shared", "2=shared"), statics(), "a row written again after its deletion has the partition's static value");
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(50, "newest"))));
+            assertEquals(List.of("1=newest", "2=newest"), statics());
+        }
+
+        @Test
+        void shouldLetTheDerivedRowOfARowWhoseCellsAllExpireExpireWithItsStaticCopy()
+        {
+            FlowExecutor clocked = new FlowExecutor(spec, gateway, null, c -> null, null, () -> gateway.nowSeconds * 1000);
+            long expires = gateway.nowSeconds + 10;
+            Task expiring = Task.of(spec, new SourceChange(Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"),
+                                                           Map.of("v", 10L), Map.of("v", expires), expires, 10, SourceChange.NONE, false, null), 0);
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", expiring)));
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertEquals(List.of("1=shared", "2=shared"), statics());
+            gateway.nowSeconds = expires;
+            assertEquals(List.of("2=shared"), statics(), "the static copy lives no longer than the row it was copied into");
+        }
+
+        @Test
+        void shouldDeleteTheDerivedRowOfARowDeletedAfterTheStaticWrite()
+        {
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 25, "b"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
+            assertEquals(List.of("2=shared"), statics());
+        }
     }
 }

@@ -5,10 +5,12 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.Iterator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -62,6 +64,8 @@ public final class FakeGateway implements CqlGateway
         public final List<Map.Entry<List<ByteBuffer>, Long>> tombstones = new ArrayList<>();
         /** static columns' cells by partition, copied into every row of the partition as it is written */
         public final Map<String, Map<String, Cell>> statics = new HashMap<>();
+        /** the columns static writes have written: only a partition deletion deletes them, and they keep no row alive */
+        public final Set<String> staticColumns = new HashSet<>();
         /** range tombstones: a key prefix, then bounds on the next component (null: unbounded) */
         public final List<RangeTombstone> ranges = new ArrayList<>();
 
@@ -83,12 +87,18 @@ public final class FakeGateway implements CqlGateway
         {
             long max = Long.MIN_VALUE;
             for (Map.Entry<List<ByteBuffer>, Long> t : tombstones)
-                if (key.subList(0, t.getKey().size()).equals(t.getKey()))
+                if (t.getKey().size() <= key.size() && key.subList(0, t.getKey().size()).equals(t.getKey()))
                     max = Math.max(max, t.getValue());
             for (RangeTombstone r : ranges)
                 if (r.covers(key))
                     max = Math.max(max, r.ts);
             return max;
+        }
+
+        /** The newest deletion covering the cell {@code column} of the row {@code key} (a static one: its partition's). */
+        public long deletedAt(List<ByteBuffer> key, String column)
+        {
+            return staticColumns.contains(column) ? deletedAt(key.subList(0, partitionKey.size())) : deletedAt(key);
         }
 
         /** visible columns of the row, or null when the row does not exist */
@@ -101,10 +111,10 @@ public final class FakeGateway implements CqlGateway
             boolean live = markers.getOrDefault(id, Long.MIN_VALUE) > deleted && markerExpiresAt.getOrDefault(id, Long.MAX_VALUE) > now;
             for (Map.Entry<String, Cell> c : cells.getOrDefault(id, Map.of()).entrySet())
             {
-                if (c.getValue().ts > deleted && c.getValue().value != null && c.getValue().expiresAt > now)
+                if (c.getValue().ts > deletedAt(key, c.getKey()) && c.getValue().value != null && c.getValue().expiresAt > now)
                 {
                     row.put(c.getKey(), c.getValue().value);
-                    live = true;
+                    live |= !staticColumns.contains(c.getKey());
                 }
             }
             if (!live)
@@ -237,6 +247,7 @@ public final class FakeGateway implements CqlGateway
             for (Map.Entry<String, ByteBuffer> e : task.values().entrySet())
                 if (!t.partitionKey.contains(e.getKey()))
                 {
+                    t.staticColumns.add(e.getKey());
                     writeCell(shared, e.getKey(), e.getValue(), task.timestampOf(e.getKey()), Long.MAX_VALUE);
                     for (Map.Entry<String, List<ByteBuffer>> row : t.keys.entrySet())
                         if (id(row.getValue().subList(0, key.size())).equals(partition))
@@ -477,7 +488,7 @@ public final class FakeGateway implements CqlGateway
     private ByteBuffer ttlLeft(Table t, String id, String column)
     {
         Cell cell = t.cells.getOrDefault(id, Map.of()).get(column);
-        if (cell == null || cell.value == null || cell.expiresAt == Long.MAX_VALUE || cell.ts <= t.deletedAt(t.keys.get(id)))
+        if (cell == null || cell.value == null || cell.expiresAt == Long.MAX_VALUE || cell.ts <= t.deletedAt(t.keys.get(id), column))
             return null;
         return ByteBuffer.allocate(4).putInt(0, (int) (cell.expiresAt - nowSeconds));
     }
@@ -486,9 +497,31 @@ public final class FakeGateway implements CqlGateway
     private ByteBuffer writetime(Table t, String id, String column)
     {
         Cell cell = t.cells.getOrDefault(id, Map.of()).get(column);
-        if (cell == null || cell.value == null || cell.expiresAt <= nowSeconds || cell.ts <= t.deletedAt(t.keys.get(id)))
+        if (cell == null || cell.value == null || cell.expiresAt <= nowSeconds || cell.ts <= t.deletedAt(t.keys.get(id), column))
             return null;
         return Fixtures.bigint(cell.ts);
+    }
+
+    @Override
+    public synchronized RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+    {
+        Table t = table(keyspace, table);
+        String id = id(primaryKey);
+        long deleted = t.deletedAt(primaryKey);
+        long expires = Long.MIN_VALUE;
+        if (t.markers.getOrDefault(id, Long.MIN_VALUE) > deleted && t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE) > nowSeconds)
+            expires = t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE);
+        for (Map.Entry<String, Cell> c : t.cells.getOrDefault(id, Map.of()).entrySet())
+            if (!t.staticColumns.contains(c.getKey()) && c.getValue().ts > deleted && c.getValue().value != null
+                && c.getValue().expiresAt > nowSeconds)
+                expires = Math.max(expires, c.getValue().expiresAt);
+        return new RowLife(deleted, expires == Long.MIN_VALUE ? Long.MAX_VALUE : expires);
+    }
+
+    @Override
+    public synchronized Set<String> staticColumns(String keyspace, String table)
+    {
+        return Set.copyOf(table(keyspace, table).staticColumns);
     }
 
     /** Reads on "this node's replica": the fake has one copy of everything. */

@@ -1,0 +1,129 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.function.LongSupplier;
+
+import org.apache.cassandra.db.marshal.AbstractType;
+import org.asynctriggers.cql.ColumnTypes;
+import org.asynctriggers.cql.Cql;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
+
+/**
+ * What a flow's executor reads of a source row (docs/design.md, "Execution"): for its own tasks, the row as this node's
+ * replica holds it, cell by cell with write times and TTLs ({@link SourceCells}); for a Java handler, the columns an
+ * update did not carry, at the flow's read consistency. Only the columns the flow uses are read.
+ */
+final class SourceReads
+{
+    private final FlowSpec spec;
+    private final Statements statements;
+    private final LongSupplier nowMillis;
+    /** non-key source columns a task may have to read back, in spec order */
+    private final List<String> readColumns;
+    /** those of them that can carry a TTL (not a collection or UDT whose cells are many, not a counter) */
+    private final List<String> ttlColumns = new ArrayList<>();
+    private final boolean clustered;
+
+    /** Prepares the flow's read of its source row. */
+    SourceReads(FlowSpec spec, Statements statements, ColumnTypes types, LongSupplier nowMillis)
+    {
+        this.spec = spec;
+        this.statements = statements;
+        this.nowMillis = nowMillis;
+        this.readColumns = neededNonKeyColumns(spec);
+        this.clustered = !spec.source.clustering.isEmpty();
+        for (String column : readColumns)
+        {
+            AbstractType<?> type = types == null ? null : types.typeOf(column);
+            if (type == null || (!type.isMultiCell() && !type.isCounter()))
+                ttlColumns.add(column);
+        }
+        if (spec.handler != null && !readColumns.isEmpty())
+            statements.prepare(sourceReadCql());
+        else if (spec.handler == null && (!readColumns.isEmpty() || clustered))
+            statements.prepare(sourceCellsCql());
+    }
+
+    private static List<String> neededNonKeyColumns(FlowSpec spec)
+    {
+        Set<String> needed = new LinkedHashSet<>(spec.source.columns.keySet()); // every column, in the source's order
+        if (spec.handler == null)
+            needed.retainAll(spec.capturedColumns());
+        needed.removeAll(spec.source.primaryKey());
+        return new ArrayList<>(needed);
+    }
+
+    private String sourceReadCql()
+    {
+        return Cql.selectWithTtls(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
+    }
+
+    /**
+     * The source row as this node's own replica holds it, over what the task carries: the executor holds every write
+     * whose task it runs (it captured it, or holds its backup entry), so this read sees the task's own cells or newer
+     * ones, each with its write time; never an older value stamped with the task's timestamp.
+     */
+    SourceCells readLocally(Task task, SourceCells source)
+    {
+        List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
+        SourceCells cells = source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns,
+                                        Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
+        // a row gone here has tombstones for cells: they stay at their own timestamps
+        return clustered && !rows.isEmpty() ? staticsAsTheRowLives(task, cells) : cells;
+    }
+
+    /**
+     * The static cells a row's derived rows copy, made to live as that row does on this replica
+     * ({@link SourceCells#withStaticsOf}): a static value set before a row was deleted and written again stays the row's
+     * value in the source, and a row whose every cell expires is gone, whatever static value its partition keeps.
+     */
+    private SourceCells staticsAsTheRowLives(Task task, SourceCells cells)
+    {
+        Set<String> statics = new HashSet<>(statements.gateway.staticColumns(spec.source.keyspace, spec.source.table));
+        statics.retainAll(cells.cells.keySet());
+        if (statics.isEmpty())
+            return cells;
+        return cells.withStaticsOf(statics, statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()));
+    }
+
+    private String sourceCellsCql()
+    {
+        if (readColumns.isEmpty()) // the row's existence alone
+            return Cql.select(spec.source.keyspace, spec.source.table, spec.source.primaryKey(), spec.source.primaryKey());
+        return Cql.selectCells(spec.source.keyspace, spec.source.table, readColumns, ttlColumns, spec.source.primaryKey());
+    }
+
+    /**
+     * Step 1 of a handler: read the source row for the columns the update did not carry, with the TTL left of each
+     * (its local expiration time goes into {@code expirations}).
+     */
+    void fillMissing(Task task, Map<String, ByteBuffer> values, Map<String, Long> expirations)
+    {
+        boolean missing = false;
+        for (String column : readColumns)
+            missing |= !values.containsKey(column);
+        if (!missing)
+            return;
+        List<Map<String, ByteBuffer>> rows = statements.execute(sourceReadCql(), spec.readConsistency, task.key());
+        if (rows.isEmpty())
+            return; // deleted since: the delete's own task cleans up
+        long nowSeconds = Math.floorDiv(nowMillis.getAsLong(), 1000);
+        Map<String, ByteBuffer> row = rows.get(0);
+        for (String column : readColumns)
+        {
+            if (values.get(column) != null)
+                continue; // (a null in the task is replaced by what the row holds now, as putIfAbsent does)
+            values.put(column, row.get(column));
+            ByteBuffer ttl = row.get(Cql.ttlColumn(column));
+            if (ttl != null && ttl.remaining() == 4) // TTL() is null for a cell without one (and for a null cell)
+                expirations.putIfAbsent(column, nowSeconds + ttl.getInt(ttl.position()));
+        }
+    }
+}
