@@ -16,6 +16,7 @@ import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.UntypedResultSet;
 import org.apache.cassandra.db.Clustering;
+import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.DeletionTime;
 import org.apache.cassandra.db.LivenessInfo;
@@ -24,7 +25,6 @@ import org.apache.cassandra.db.SinglePartitionReadCommand;
 import org.apache.cassandra.db.Slice;
 import org.apache.cassandra.db.marshal.ByteBufferAccessor;
 import org.apache.cassandra.db.marshal.CompositeType;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.RangeTombstoneMarker;
 import org.apache.cassandra.db.rows.Row;
@@ -104,33 +104,32 @@ public final class QueryProcessorGateway implements CqlGateway
         long now = FBUtilities.nowInSeconds();
         SinglePartitionReadCommand read = SinglePartitionReadCommand.create(metadata, now, metadata.partitioner.decorateKey(partitionKey),
                                                                             Slice.make(clustering));
+        ColumnFamilyStore store = ColumnFamilyStore.getIfExists(metadata.id);
+        if (store == null)
+            return RowLife.NONE;
         long deleted = Long.MIN_VALUE;
         long expires = Long.MIN_VALUE;
+        // from the memtables and sstables themselves: a read command would drop the tombstones older than
+        // gc_grace_seconds, which a derived row's own tombstone (written later) may still hold
         try (ReadExecutionController controller = read.executionController();
-             UnfilteredPartitionIterator partitions = read.executeLocally(controller))
+             UnfilteredRowIterator rows = read.queryMemtableAndDisk(store, controller))
         {
-            while (partitions.hasNext())
+            deleted = Math.max(deleted, markedAt(rows.partitionLevelDeletion()));
+            while (rows.hasNext())
             {
-                try (UnfilteredRowIterator rows = partitions.next())
+                Unfiltered unfiltered = rows.next();
+                if (unfiltered.isRow())
                 {
-                    deleted = Math.max(deleted, markedAt(rows.partitionLevelDeletion()));
-                    while (rows.hasNext())
-                    {
-                        Unfiltered unfiltered = rows.next();
-                        if (unfiltered.isRow())
-                        {
-                            Row row = (Row) unfiltered;
-                            deleted = Math.max(deleted, markedAt(row.deletion().time()));
-                            expires = Math.max(expires, expiresAt(row, now));
-                            continue;
-                        }
-                        RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
-                        if (marker.isOpen(false))
-                            deleted = Math.max(deleted, markedAt(marker.openDeletionTime(false)));
-                        if (marker.isClose(false))
-                            deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
-                    }
+                    Row row = (Row) unfiltered;
+                    deleted = Math.max(deleted, markedAt(row.deletion().time()));
+                    expires = Math.max(expires, expiresAt(row, now));
+                    continue;
                 }
+                RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
+                if (marker.isOpen(false))
+                    deleted = Math.max(deleted, markedAt(marker.openDeletionTime(false)));
+                if (marker.isClose(false))
+                    deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
             }
         }
         return new RowLife(deleted, expires == Long.MIN_VALUE ? Long.MAX_VALUE : expires);
