@@ -125,6 +125,9 @@ final class SourceCells
      * static cell belongs to the partition, so a row or range deletion newer than it leaves it in place for the rows
      * written since, and it keeps no row alive; in a derived row its copy is a cell of the row. So a copy is no older
      * than the row's newest deletion + 1, and expires no later than the row when every live part of the row expires.
+     * A copy in a row that never expires is one microsecond newer again: the row may have expired once (a TTL'd row
+     * made permanent by a later write), and its capped copy at the same timestamp would win the tie (Cassandra keeps
+     * the expiring cell of two with one timestamp) and take the value away when the old TTL ends.
      */
     SourceCells withStaticsOf(Set<String> statics, CqlGateway.RowLife row)
     {
@@ -137,6 +140,8 @@ final class SourceCells
             if (!statics.contains(e.getKey()))
                 continue;
             long timestamp = deleted && cell.timestamp <= row.deletedAt ? row.deletedAt + 1 : cell.timestamp;
+            if (cell.value != null && !expiring)
+                timestamp++;
             long expiresAt = cell.value != null && expiring ? (cell.expiresAt == 0 ? row.expiresAt : Math.min(cell.expiresAt, row.expiresAt))
                                                             : cell.expiresAt;
             copies.put(e.getKey(), new Cell(cell.value, timestamp, expiresAt));

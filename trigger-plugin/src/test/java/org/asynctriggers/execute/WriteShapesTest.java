@@ -289,6 +289,22 @@ class WriteShapesTest
         }
 
         @Test
+        void shouldKeepTheStaticCopyOfARowWhoseTtlALaterWriteMadePermanent()
+        {
+            FlowExecutor clocked = new FlowExecutor(spec, gateway, null, c -> null, null, () -> gateway.nowSeconds * 1000);
+            long expires = gateway.nowSeconds + 10;
+            Task expiring = Task.of(spec, new SourceChange(Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"),
+                                                           Map.of("v", 10L), Map.of("v", expires), expires, 10, SourceChange.NONE, false, null), 0);
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", expiring)));
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            Task permanent = Task.of(spec, new SourceChange(Operation.UPDATE, List.of(bigint(1), bigint(1)), 30, row("p", 1L, "c", 1L, "v", "b"),
+                                                            Map.of("v", 30L), Map.of(), 0, SourceChange.NONE, SourceChange.NONE, false, null), 0);
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", permanent)));
+            gateway.nowSeconds = expires + 1;
+            assertEquals(List.of("1=shared"), statics(), "the row lives on through its permanent cell, and so does its static copy");
+        }
+
+        @Test
         void shouldDeleteTheDerivedRowOfARowDeletedAfterTheStaticWrite()
         {
             assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
