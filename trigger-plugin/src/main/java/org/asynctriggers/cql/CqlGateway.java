@@ -55,7 +55,10 @@ public interface CqlGateway
 
         /** the newest deletion covering the row (its partition's, a range's or its own); Long.MIN_VALUE: none */
         public final long deletedAt;
-        /** when its last live marker or cell expires (local expiration time, s); Long.MAX_VALUE: one never does */
+        /**
+         * when its last live marker or cell expires (local expiration time, s); Long.MAX_VALUE: one never does;
+         * Long.MIN_VALUE: none lives (the row was deleted, or expired, since it was read)
+         */
         public final long expiresAt;
 
         public RowLife(long deletedAt, long expiresAt)

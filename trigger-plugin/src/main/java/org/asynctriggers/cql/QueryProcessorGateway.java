@@ -132,7 +132,7 @@ public final class QueryProcessorGateway implements CqlGateway
                     deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
             }
         }
-        return new RowLife(deleted, expires == Long.MIN_VALUE ? Long.MAX_VALUE : expires);
+        return new RowLife(deleted, expires);
     }
 
     private static long markedAt(DeletionTime deletion)

@@ -131,6 +131,8 @@ final class SourceCells
      */
     SourceCells withStaticsOf(Set<String> statics, CqlGateway.RowLife row)
     {
+        if (row.expiresAt == Long.MIN_VALUE)
+            return this; // deleted since this row was read: its deletion shadows the copies as they are
         boolean deleted = row.deletedAt != Long.MIN_VALUE && row.deletedAt != Long.MAX_VALUE;
         boolean expiring = row.expiresAt != Long.MAX_VALUE;
         Map<String, Cell> copies = new LinkedHashMap<>(cells);

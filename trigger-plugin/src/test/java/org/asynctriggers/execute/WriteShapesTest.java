@@ -5,10 +5,12 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import java.util.stream.Collectors;
 
 import org.asynctriggers.api.Operation;
+import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.KeyRange;
@@ -302,6 +304,16 @@ class WriteShapesTest
             assertSuccess(runAll(clocked, gateway.applied("app", "events", permanent)));
             gateway.nowSeconds = expires + 1;
             assertEquals(List.of("1=shared"), statics(), "the row lives on through its permanent cell, and so does its static copy");
+        }
+
+        @Test
+        void shouldRaiseAStaticCopyOnlyAboveADeletionTheRowOutlived()
+        {
+            SourceCells cells = SourceCells.of(staticWrite(20, "shared"), spec.source.primaryKey());
+            assertEquals(101 + 1, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(100, Long.MAX_VALUE)).cells.get("s").timestamp,
+                         "written again after its deletion at 100: above it (and one more for a row that never expires)");
+            assertEquals(20, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(100, Long.MIN_VALUE)).cells.get("s").timestamp,
+                         "deleted at 100 after it was read: the deletion shadows the copy");
         }
 
         @Test

@@ -515,7 +515,7 @@ public final class FakeGateway implements CqlGateway
             if (!t.staticColumns.contains(c.getKey()) && c.getValue().ts > deleted && c.getValue().value != null
                 && c.getValue().expiresAt > nowSeconds)
                 expires = Math.max(expires, c.getValue().expiresAt);
-        return new RowLife(deleted, expires == Long.MIN_VALUE ? Long.MAX_VALUE : expires);
+        return new RowLife(deleted, expires);
     }
 
     @Override
