@@ -275,14 +275,21 @@ class WriteShapesTest
             assertEquals(List.of("1=newest", "2=newest"), statics());
         }
 
+        /** Runs tasks on the fake's clock, which the TTL tests move. */
+        private final FlowExecutor clocked = new FlowExecutor(spec, gateway, null, c -> null, null, () -> gateway.nowSeconds * 1000);
+
+        /** An insert of row {@code c} whose marker and cell expire at {@code expires}. */
+        private Task insertExpiring(long c, long ts, String v, long expires)
+        {
+            return Task.of(spec, new SourceChange(Operation.INSERT, List.of(bigint(1), bigint(c)), ts, row("p", 1L, "c", c, "v", v),
+                                                  Map.of("v", ts), Map.of("v", expires), expires, ts, SourceChange.NONE, false, null), 0);
+        }
+
         @Test
         void shouldLetTheDerivedRowOfARowWhoseCellsAllExpireExpireWithItsStaticCopy()
         {
-            FlowExecutor clocked = new FlowExecutor(spec, gateway, null, c -> null, null, () -> gateway.nowSeconds * 1000);
             long expires = gateway.nowSeconds + 10;
-            Task expiring = Task.of(spec, new SourceChange(Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"),
-                                                           Map.of("v", 10L), Map.of("v", expires), expires, 10, SourceChange.NONE, false, null), 0);
-            assertSuccess(runAll(clocked, gateway.applied("app", "events", expiring)));
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", insertExpiring(1, 10, "a", expires))));
             assertSuccess(runAll(clocked, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
             assertSuccess(runAll(clocked, gateway.applied("app", "events", staticWrite(20, "shared"))));
             assertEquals(List.of("1=shared", "2=shared"), statics());
@@ -293,11 +300,8 @@ class WriteShapesTest
         @Test
         void shouldKeepTheStaticCopyOfARowWhoseTtlALaterWriteMadePermanent()
         {
-            FlowExecutor clocked = new FlowExecutor(spec, gateway, null, c -> null, null, () -> gateway.nowSeconds * 1000);
             long expires = gateway.nowSeconds + 10;
-            Task expiring = Task.of(spec, new SourceChange(Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"),
-                                                           Map.of("v", 10L), Map.of("v", expires), expires, 10, SourceChange.NONE, false, null), 0);
-            assertSuccess(runAll(clocked, gateway.applied("app", "events", expiring)));
+            assertSuccess(runAll(clocked, gateway.applied("app", "events", insertExpiring(1, 10, "a", expires))));
             assertSuccess(runAll(clocked, gateway.applied("app", "events", staticWrite(20, "shared"))));
             Task permanent = Task.of(spec, new SourceChange(Operation.UPDATE, List.of(bigint(1), bigint(1)), 30, row("p", 1L, "c", 1L, "v", "b"),
                                                             Map.of("v", 30L), Map.of(), 0, SourceChange.NONE, SourceChange.NONE, false, null), 0);
