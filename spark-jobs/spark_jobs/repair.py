@@ -7,8 +7,8 @@ write (docs/design.md, "Verify and repair").
   remaining TTL; a source row without such a cell gets the run's start time). A newer write of the source row, and
   the derived write of its task, carry a later timestamp and win; the repair's write never overwrites newer data.
   So a wrong value whose row in the table is *newer* than its source row (written there by something else) cannot
-  be repaired this way: it is counted ``not_repaired`` and left alone. On a tie a null wins (a tombstone), a value
-  wins if it is the greater (Cassandra's tie-break).
+  be repaired this way: it is not written here. On a tie a null wins (a tombstone), a value wins if it is the greater
+  (Cassandra's tie-break).
 - An **unexpected** row is deleted at the newest WRITETIME of its own non-key, non-static cells: the delete removes
   exactly what the row holds now, and any later write (a newer timestamp) survives it. A row without such a cell
   (key columns only, or every value null) has no readable write time: it is deleted at the run's start time, which
@@ -16,6 +16,10 @@ write (docs/design.md, "Verify and repair").
 - **Lineage targets**: before writing the rows of a range, the images of its source rows are written to
   ``async_triggers.lineage`` as the backfill writes them (``backfill.lineage_rows``, EACH_QUORUM), and after the last
   range the plugin's convergence runs (``backfill_lineage.converge``): an older image's entry and rows go.
+
+Then every row written or deleted is read back (``repair_confirm``): what a newer write outside the flow shadows (a
+row deleted or changed by hand in the table, a tie lost) is written or deleted again above it when its source row
+did not change since the verification read it, and only what the table then holds counts as repaired.
 
 The pure parts (:func:`planned_writes`, :func:`planned_deletes`, :func:`blocked`) are functions of the classified
 DataFrame (``compare.classify`` with the source's write options carried and the found row's write time).
@@ -40,16 +44,19 @@ CONCURRENCY = 32
 
 @dataclasses.dataclass(frozen=True)
 class Repaired:
-    """What a repair did to one table: rows written (missing or wrong), rows deleted (unexpected), and wrong values
-    left alone because the row in the table is newer than its source row."""
+    """What a repair did to one table, as read back: rows written (missing or wrong) and rows deleted (unexpected)
+    that the table now holds as the repair left them; of those, ``raised``: written or deleted again above a newer
+    write made outside the flow (``repair_confirm``); ``not_repaired``: rows whose source changed since the
+    verification read it, or that a read back did not confirm."""
     table: str
     written: int = 0
     deleted: int = 0
     not_repaired: int = 0
+    raised: int = 0
 
     def __add__(self, other: "Repaired") -> "Repaired":
         return Repaired(self.table, self.written + other.written, self.deleted + other.deleted,
-                        self.not_repaired + other.not_repaired)
+                        self.not_repaired + other.not_repaired, self.raised + other.raised)
 
     def as_dict(self) -> dict:
         return dataclasses.asdict(self)
@@ -164,12 +171,16 @@ def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], 
 
 def repair_table(session, spec: Mapping, table: str, classified, layout: Layout, part, consistency: str,
                  fallback_micros: int) -> Repaired:
-    """Repairs what ``classified`` (one table's differences in one unit) found: lineage images of ``part`` (the
-    unit's source rows, with their write options and lineage ``source_key``) for the lineage targets writing the
-    table, then the rows, then the deletes."""
+    """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL`` and the
+    source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
+    lineage ``source_key``) for the lineage targets writing the table, then the rows, then the deletes; then reads
+    them back (``repair_confirm``)."""
+    from pyspark.sql import functions as F
+
     from async_triggers import keyspace as ours
 
-    from .backfill import LINEAGE_WRITE_CONSISTENCY, lineage_rows, write_rows
+    from . import repair_confirm
+    from .backfill import LINEAGE_WRITE_CONSISTENCY, lineage_rows, source_key_columns, write_rows
 
     keyspace, name = table.split(".", 1)
     targets = derive.targets_by_table(spec)[table]
@@ -177,11 +188,9 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     if clash:
         raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
-    not_repaired = classified.where(blocked(layout)).count()
     writes = planned_writes(classified, layout).persist()
     try:
-        written = writes.count()
-        if written:
+        if writes.count():
             for index, target in enumerate(spec["targets"]):
                 if target.get("mode") == "lineage" and derive.qualified(target) == table and part is not None:
                     write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
@@ -190,5 +199,23 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     finally:
         writes.unpersist()
     deletes = planned_deletes(classified, layout, fallback_micros)
-    deleted = delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), consistency)
-    return Repaired(table, written, deleted, not_repaired)
+    delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), consistency)
+
+    dated = dated_columns(session, keyspace, name)
+    nk, nv = len(layout.keys), len(layout.values)
+    at = [layout.carry.index(WRITETIME)] + [len(layout.carry) - len(source_key_columns(spec)) + i
+                                            for i in range(len(source_key_columns(spec)))]
+    found = F.col(f"y{layout.found.index(FOUND_WRITETIME)}").cast("long")
+    wanted = classified.where(F.col("kind").isin("missing", "wrong_value")).select(
+        *[F.col(f"k{i}") for i in range(nk)], *[F.col(f"e{j}") for j in range(nv)],
+        *[F.col(f"x{i}") for i in at], found, ~blocked(layout))
+    written = repair_confirm.settle_writes(
+        session, spec, keyspace, name, layout.keys, layout.values, dated,
+        (repair_confirm.Wanted(key=tuple(r[:nk]), values=tuple(r[nk:nk + nv]), source_key=tuple(r[nk + nv + 1:-2]),
+                               source_writetime=int(r[nk + nv]), found_writetime=r[-2], written=bool(r[-1]))
+         for r in wanted.toLocalIterator()), consistency)
+    gone = classified.where(F.col("kind") == "unexpected").select(*[F.col(f"k{i}") for i in range(nk)], found)
+    deleted = repair_confirm.settle_deletes(session, keyspace, name, layout.keys, layout.values, dated,
+                                            ((tuple(r[:nk]), r[nk]) for r in gone.toLocalIterator()), consistency)
+    return Repaired(table, written.done, deleted.done, written.not_repaired + deleted.not_repaired,
+                    written.raised + deleted.raised)

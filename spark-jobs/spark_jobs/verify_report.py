@@ -76,16 +76,17 @@ def format_report(report: FlowReport) -> str:
         lines.append("OK: no difference" if report.ok else f"FAILED: {_counts(missing, unexpected, wrong)}")
         return "\n".join(lines)
     for rep in report.repaired:
-        lines.append(f"  repaired {rep.table}: {rep.written} row(s) written, {rep.deleted} deleted, "
-                     f"{rep.not_repaired} not repaired")
+        lines.append(f"  repaired {rep.table}: {rep.written} row(s) written, {rep.deleted} deleted"
+                     + (f" ({rep.raised} above a newer write made outside the flow)" if rep.raised else "")
+                     + f", {rep.not_repaired} not repaired")
     if report.lineage_removed:
         lines.append(f"  lineage: {report.lineage_removed} older image(s) and their rows removed")
     left = sum(r.not_repaired for r in report.repaired)
     if not missing + unexpected + wrong:
         lines.append("OK: no difference, nothing to repair")
     elif left:
-        lines.append(f"FAILED: found {_counts(missing, unexpected, wrong)}; {left} wrong value(s) not repaired: "
-                     "the row in the table is newer than its source row")
+        lines.append(f"FAILED: found {_counts(missing, unexpected, wrong)}; {left} row(s) not repaired: their "
+                     "source row changed since the verification read it (verify again when the flow has drained)")
     else:
         lines.append(f"REPAIRED: found {_counts(missing, unexpected, wrong)}; all repaired (verify again to confirm)")
     return "\n".join(lines)

@@ -139,7 +139,8 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
     and, with a repair, the Repaired per table."""
     from pyspark.sql import functions as F
 
-    carry = (backfill.WRITETIME, backfill.TTL) if options.repair else ()
+    # a repair reads each row back and its source row again (repair_confirm): the source key rides along
+    carry = (backfill.WRITETIME, backfill.TTL, *backfill.source_key_columns(spec)) if options.repair else ()
     found = (FOUND_WRITETIME,) if options.repair else ()
     final = unit == verify_progress.FINAL
     part = source if unit is WHOLE or final else in_range(source, backfill.TOKEN, unit)

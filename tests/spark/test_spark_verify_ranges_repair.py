@@ -127,6 +127,25 @@ def test_should_bind_spark_values_as_the_driver_wants_them():
     assert repair.driver_value(None, "int") is None and repair.driver_value(5, "int") == 5
 
 
+def test_should_count_a_row_read_back_only_when_it_holds_what_the_repair_wrote_at_its_timestamp():
+    from async_triggers.spark_jobs.repair_confirm import holds
+    dated = {0: 500}                                  # column 0 dated, written at 500; column 1 a collection
+    assert holds(["a", [1]], ["a", [1]], dated, 500)
+    assert not holds(["a", [1]], None, dated, 500), "absent: a newer tombstone shadows the write"
+    assert not holds(["a", [1]], ["b", [1]], {0: 900}, 500), "a newer value made by hand"
+    assert not holds([None, None], ["x", None], {0: 900}, 500), "an expected null must be absent"
+    assert holds([None, None], [None, []], {0: None}, 500), "an empty collection is a null"
+    assert not holds(["a", [1]], ["a", None], dated, 500)
+
+
+def test_should_raise_above_every_newer_write_and_never_below_now():
+    from async_triggers.spark_jobs.repair_confirm import least_ttl, newest, raised_timestamp
+    assert raised_timestamp(1_000, 5_000, None, 7_000) == 7_001
+    assert raised_timestamp(9_000, 5_000, None) == 9_000
+    assert newest([None, 3, 8]) == 8 and newest([None]) is None
+    assert least_ttl([None, 0, 30, 12]) == 12 and least_ttl([None, 0]) == 0
+
+
 # --- report, JSON lines, exit codes ----------------------------------------------------------------------------
 
 WRONG = Result("shop.orders_by_status", ("status", "tenant", "order_id"), expected=2, present=1, missing=0,
@@ -164,7 +183,8 @@ def test_should_report_a_repair_and_succeed_when_everything_found_was_repaired()
                       repaired=(Repaired("shop.orders_by_status", written=1, deleted=1),))
     assert done.ok and verify.exit_code([done]) == 0
     assert verify.format_report(done).splitlines()[-1].startswith("REPAIRED: found 1 unexpected, 1 wrong value")
-    assert json.loads(verify.json_line(done))[0]["repaired"] == {"written": 1, "deleted": 1, "not_repaired": 0}
+    assert json.loads(verify.json_line(done))[0]["repaired"] == {"written": 1, "deleted": 1, "not_repaired": 0,
+                                                                 "raised": 0}
     left = FlowReport("orders_index", (WRONG,), 2.0, "LOCAL_QUORUM",
                       repaired=(Repaired("shop.orders_by_status", deleted=1, not_repaired=1),))
     assert not left.ok and verify.exit_code([left]) == 1
