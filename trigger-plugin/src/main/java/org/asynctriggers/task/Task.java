@@ -437,7 +437,9 @@ public final class Task implements Serializable
     /**
      * Reads a task whether its blob names this class or its former name, so backup entries, spill files and dead
      * letters written before an upgrade are still read (same serialVersionUID; fields added since, such as the
-     * expirations, are absent from such a blob and read as null or 0, i.e. no TTL: compatible class evolution).
+     * expirations, are absent from such a blob and read as null or 0, i.e. no TTL: compatible class evolution). The
+     * former name resolves to this class while the blob's own description of its fields is the one read (Java
+     * serialization matches a renamed class by its simple name).
      */
     private static final class TaskInputStream extends java.io.ObjectInputStream
     {
@@ -447,10 +449,9 @@ public final class Task implements Serializable
         }
 
         @Override
-        protected java.io.ObjectStreamClass readClassDescriptor() throws java.io.IOException, ClassNotFoundException
+        protected Class<?> resolveClass(java.io.ObjectStreamClass desc) throws java.io.IOException, ClassNotFoundException
         {
-            java.io.ObjectStreamClass read = super.readClassDescriptor();
-            return FORMER_NAME.equals(read.getName()) ? java.io.ObjectStreamClass.lookup(Task.class) : read;
+            return FORMER_NAME.equals(desc.getName()) ? Task.class : super.resolveClass(desc);
         }
     }
 

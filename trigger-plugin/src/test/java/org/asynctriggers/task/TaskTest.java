@@ -83,6 +83,20 @@ class TaskTest
     }
 
     @Test
+    void shouldReadATaskStoredUnderItsFormerClassNameWithFewerFields() throws Exception
+    {
+        // the plugin before its packages also had fewer fields: the blob's own field list must be the one read
+        byte[] stored;
+        try (java.io.InputStream in = TaskTest.class.getResourceAsStream("task-before-ttl.ser"))
+        {
+            stored = in.readAllBytes();
+        }
+        Task old = Task.deserialize(ByteBuffer.wrap(renamed(stored, Task.class.getName(), Task.FORMER_NAME)));
+        assertEquals("update key=0x0000000000000001:6b ts=42 flow=f v3 attempts=1", old.toString());
+        assertEquals(task.values(), old.values());
+    }
+
+    @Test
     void shouldCarryItsExpirationsThroughSerializationAndRetries()
     {
         Task expiring = new Task("f", 3, List.of(bigint(1)), Operation.INSERT, 42, row("v", "x", "w", "y"),
