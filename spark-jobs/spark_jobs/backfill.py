@@ -37,6 +37,8 @@ from .errors import AsyncTriggersError, BackfillError
 DEFAULT_RANGES = 16
 # the columns the connector binds to USING TIMESTAMP / USING TTL; bind markers start with a letter, hence no "__"
 WRITETIME, TTL = "backfill_writetime", "backfill_ttl"
+# a verification's repair carries it (repair_confirm): the write time of each simple dated cell of a source row
+CELLS = "backfill_cells"
 TOKEN, SOURCE_KEY = "backfill_token", "backfill_source_key"
 # writetime()/ttl() in Spark SQL come with the connector's extensions (its docs/14_data_frames.md, TTL and WRITETIME)
 SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraSparkExtensions"}
@@ -92,6 +94,13 @@ def timestamp_columns(spec: Mapping) -> list[str]:
     key = source_key_columns(spec)
     read = [c for c in derive.source_columns(spec) if c not in key]
     return read or [c for c in spec["source"]["columns"] if c not in key]
+
+
+def simple_timestamp_columns(spec: Mapping) -> list[str]:
+    """:func:`timestamp_columns` without the non-frozen collections (CQL gives them no single WRITETIME)."""
+    types = spec["source"]["columns"]
+    return [c for c in timestamp_columns(spec)
+            if not str(types.get(c, "")).lower().startswith(("list<", "set<", "map<"))]
 
 
 def with_write_options(df, fallback_micros: int):
@@ -173,9 +182,13 @@ def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str, str] | None = None):
+def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str, str] | None = None,
+                cells: bool = False):
     """The source table: its key columns, the columns the flow reads, their write options and ring columns.
-    ``options``: more reader options (a verification's consistency level)."""
+    ``options``: more reader options (a verification's consistency level). ``cells``: also ``backfill_cells``, the
+    write time of each of :func:`simple_timestamp_columns` (null for a null cell), in that order."""
+    from pyspark.sql import functions as F
+
     from .session import read_table
 
     key = source_key_columns(spec)
@@ -186,6 +199,10 @@ def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str
     exprs += [f"ttl({_quoted(c)}) AS ttl_{i}" for i, c in enumerate(dated)]
     src = spec["source"]
     df = read_table(spark, src["keyspace"], src["table"], options=options).selectExpr(*exprs)
+    if cells:
+        simple = set(simple_timestamp_columns(spec))
+        times = [F.col(f"wt_{i}").cast("long") for i, c in enumerate(dated) if c in simple]
+        df = df.withColumn(CELLS, F.array(*(times or [F.lit(None).cast("long")])))   # [null]: no such column
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 

@@ -45,7 +45,7 @@ CONCURRENCY = 32
 @dataclasses.dataclass(frozen=True)
 class Repaired:
     """What a repair did to one table, as read back: rows written (missing or wrong) and rows deleted (unexpected)
-    that the table now holds as the repair left them; of those, ``raised``: written or deleted again above a newer
+    that the table now holds as the repair left them; of the rows written, ``raised``: written again above a newer
     write made outside the flow (``repair_confirm``); ``not_repaired``: rows whose source changed since the
     verification read it, or that a read back did not confirm."""
     table: str
@@ -95,6 +95,33 @@ def planned_deletes(classified, layout: Layout, fallback_micros: int):
     return classified.where(F.col("kind") == "unexpected").select(
         *[F.col(f"k{i}") for i in range(len(layout.keys))],
         F.coalesce(found.cast("long"), F.lit(int(fallback_micros))).alias("d")).toDF(*layout.keys, DELETE_AT)
+
+
+def wanted_rows(classified, layout: Layout, source_key_size: int):
+    """The rows a repair wants in the table (missing, wrong values), for :func:`as_wanted`: the keys, the expected
+    values, the source's write time and cells, the source key (the last ``source_key_size`` carried columns), the
+    found row's write time, and whether the first write was made (not :func:`blocked`)."""
+    from pyspark.sql import functions as F
+
+    from .backfill import CELLS
+
+    n = len(layout.carry)
+    carried = [layout.carry.index(WRITETIME), layout.carry.index(CELLS)] + list(range(n - source_key_size, n))
+    return classified.where(F.col("kind").isin("missing", "wrong_value")).select(
+        *[F.col(f"k{i}") for i in range(len(layout.keys))], *[F.col(f"e{j}") for j in range(len(layout.values))],
+        *[F.col(f"x{i}") for i in carried], F.col(f"y{layout.found.index(FOUND_WRITETIME)}").cast("long"),
+        ~blocked(layout))
+
+
+def as_wanted(row, layout: Layout):
+    """A row of :func:`wanted_rows` as ``repair_confirm.Wanted``."""
+    from .repair_confirm import Wanted
+
+    nk, nv = len(layout.keys), len(layout.values)
+    at, end = nk + nv, len(row) - 2
+    return Wanted(key=tuple(row[:nk]), values=tuple(row[nk:at]), source_key=tuple(row[at + 2:end]),
+                  source_writetime=int(row[at]), source_cells=tuple(row[at + 1]), found_writetime=row[end],
+                  written=bool(row[end + 1]))
 
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
@@ -171,8 +198,8 @@ def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], 
 
 def repair_table(session, spec: Mapping, table: str, classified, layout: Layout, part, consistency: str,
                  fallback_micros: int) -> Repaired:
-    """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL`` and the
-    source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
+    """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL``, ``CELLS``
+    and the source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
     lineage ``source_key``) for the lineage targets writing the table, then the rows, then the deletes; then reads
     them back (``repair_confirm``)."""
     from pyspark.sql import functions as F
@@ -180,7 +207,7 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     from async_triggers import keyspace as ours
 
     from . import repair_confirm
-    from .backfill import LINEAGE_WRITE_CONSISTENCY, lineage_rows, source_key_columns, write_rows
+    from .backfill import CELLS, LINEAGE_WRITE_CONSISTENCY, lineage_rows, source_key_columns, write_rows
 
     keyspace, name = table.split(".", 1)
     targets = derive.targets_by_table(spec)[table]
@@ -188,6 +215,7 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     if clash:
         raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
+    level = repair_confirm.trusted_level(consistency)
     writes = planned_writes(classified, layout).persist()
     try:
         if writes.count():
@@ -195,27 +223,18 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
                 if target.get("mode") == "lineage" and derive.qualified(target) == table and part is not None:
                     write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
                                consistency=LINEAGE_WRITE_CONSISTENCY)
-            write_rows(writes, keyspace, name, consistency=consistency)
+            write_rows(writes, keyspace, name, consistency=level)
     finally:
         writes.unpersist()
     deletes = planned_deletes(classified, layout, fallback_micros)
-    delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), consistency)
+    delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), level)
 
-    dated = dated_columns(session, keyspace, name)
-    nk, nv = len(layout.keys), len(layout.values)
-    at = [layout.carry.index(WRITETIME)] + [len(layout.carry) - len(source_key_columns(spec)) + i
-                                            for i in range(len(source_key_columns(spec)))]
-    found = F.col(f"y{layout.found.index(FOUND_WRITETIME)}").cast("long")
-    wanted = classified.where(F.col("kind").isin("missing", "wrong_value")).select(
-        *[F.col(f"k{i}") for i in range(nk)], *[F.col(f"e{j}") for j in range(nv)],
-        *[F.col(f"x{i}") for i in at], found, ~blocked(layout))
-    written = repair_confirm.settle_writes(
-        session, spec, keyspace, name, layout.keys, layout.values, dated,
-        (repair_confirm.Wanted(key=tuple(r[:nk]), values=tuple(r[nk:nk + nv]), source_key=tuple(r[nk + nv + 1:-2]),
-                               source_writetime=int(r[nk + nv]), found_writetime=r[-2], written=bool(r[-1]))
-         for r in wanted.toLocalIterator()), consistency)
-    gone = classified.where(F.col("kind") == "unexpected").select(*[F.col(f"k{i}") for i in range(nk)], found)
-    deleted = repair_confirm.settle_deletes(session, keyspace, name, layout.keys, layout.values, dated,
-                                            ((tuple(r[:nk]), r[nk]) for r in gone.toLocalIterator()), consistency)
+    wanted = wanted_rows(classified, layout, len(source_key_columns(spec)))
+    written = repair_confirm.settle_writes(session, spec, keyspace, name, layout.keys, layout.values,
+                                           dated_columns(session, keyspace, name),
+                                           (as_wanted(r, layout) for r in wanted.toLocalIterator()), level)
+    gone = classified.where(F.col("kind") == "unexpected").select(*[F.col(f"k{i}") for i in range(len(layout.keys))])
+    deleted = repair_confirm.settle_deletes(session, keyspace, name, layout.keys,
+                                            (tuple(r) for r in gone.toLocalIterator()), level)
     return Repaired(table, written.done, deleted.done, written.not_repaired + deleted.not_repaired,
-                    written.raised + deleted.raised)
+                    written.raised)

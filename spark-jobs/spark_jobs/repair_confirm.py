@@ -4,15 +4,18 @@
 A repair first writes each row at its source row's own write time (``repair``): that never overwrites a newer write
 of the flow. But a row deleted or changed *by hand* in the target table carries a newer timestamp than its source
 row, and such a write shadows the repair's: a missing row written under a newer tombstone stays missing, a value
-changed by hand stays changed. So every row the repair writes or deletes is read back (at the repair's consistency
-level) and counted only when the table holds what the repair wrote: every expected non-null value at the write's
-timestamp, every expected null absent. A row that does not is **raised**: its source row is read again, and when it
-has not changed since the verification read it (no row gone, no cell newer), the row is written again at a
-timestamp above the newer write (the larger of now, the source's write time + 1 and the row's newest cell + 1)
-with the source's remaining TTL, then read back again. A source row that changed since is left to its own task
-(``not_repaired``: verify again once the flow has drained). An unexpected row that survives its delete (a row marker
-or a collection newer than its dated cells) is deleted again above its newest cell when those cells did not change
-since the verification read them.
+changed by hand stays changed. So every row the repair writes or deletes is read back and counted only when the
+table holds what the repair left: every expected non-null value at the write's timestamp, every expected null
+absent; a deleted row absent. A written row that does not (or that tied a cell of the table at its timestamp, where
+Cassandra's tie-break may have kept the other value) is **raised**: its source row is read again, and when it has
+not changed since the verification read it (each dated cell at the write time it had then: none newer, none deleted
+or expired), the row is written again at a timestamp above the newer write (the larger of now, the source's write
+time + 1 and the row's newest cell + 1) with the source's remaining TTL, then read back again. A source row that
+changed since is left to its own task (``not_repaired``: verify again once the flow has drained), as is a deleted
+row that is still there (written since the verification, or kept by a row marker newer than its cells).
+
+These reads and writes are at the repair's level when it is a quorum or more, else at QUORUM: a raise overwrites the
+table, so it trusts no single replica's view of the source.
 """
 from __future__ import annotations
 
@@ -24,6 +27,12 @@ from .errors import VerifyError
 
 CHUNK = 500
 CONCURRENCY = 32
+QUORUMS = ("QUORUM", "LOCAL_QUORUM", "EACH_QUORUM", "ALL")
+
+
+def trusted_level(consistency: str) -> str:
+    """The level of a repair's reads back, raises and source reads: ``consistency`` if a quorum or more."""
+    return consistency if consistency in QUORUMS else "QUORUM"
 
 
 @dataclasses.dataclass
@@ -37,14 +46,22 @@ class Settled:
 @dataclasses.dataclass(frozen=True)
 class Wanted:
     """One row a repair wants in the table: its key and compared values (in the table's layout order), the source
-    row it derives from (key values in the source key's order) with that row's write time, the write time of the
-    row found in the table (None when missing) and whether the repair wrote it at the source's write time."""
+    row it derives from (key values in the source key's order) with that row's write time and the write time of
+    each of its simple dated cells (``backfill_cells``), the write time of the row found in the table (None when
+    missing) and whether the repair wrote it at the source's write time."""
     key: tuple
     values: tuple
     source_key: tuple
     source_writetime: int
+    source_cells: tuple
     found_writetime: int | None
     written: bool
+
+    def confirmed_by(self, got) -> bool:
+        """The first write is what the table holds (``got``: a read back), and it did not tie a cell found there."""
+        tied = self.found_writetime is not None and self.found_writetime == self.source_writetime
+        return self.written and not tied and got is not None and holds(self.values, got[0], got[1],
+                                                                       self.source_writetime)
 
 
 # --- pure ------------------------------------------------------------------------------------------------------
@@ -143,16 +160,13 @@ class _Source:
     def __init__(self, session, spec: Mapping, consistency: str):
         from cassandra import ConsistencyLevel
 
-        from .backfill import source_key_columns, timestamp_columns
+        from .backfill import simple_timestamp_columns, source_key_columns
 
         src = spec["source"]
         self.session = session
         self.key = source_key_columns(spec)
-        types = src["columns"]
-        self.types = [types[c] for c in self.key]
-        # CQL has no single WRITETIME for a non-frozen collection: the simple columns date the row here
-        self.dated = [c for c in timestamp_columns(spec)
-                      if not str(types.get(c, "")).lower().startswith(("list<", "set<", "map<"))]
+        self.types = [src["columns"][c] for c in self.key]
+        self.dated = simple_timestamp_columns(spec)      # in backfill_cells' order
         selected = [_quoted(self.key[0])] + [f"writetime({_quoted(c)})" for c in self.dated] + \
             [f"ttl({_quoted(c)})" for c in self.dated]
         self.select = session.prepare(f"SELECT {', '.join(selected)} FROM {_quoted(src['keyspace'])}."
@@ -160,8 +174,8 @@ class _Source:
         self.select.consistency_level = ConsistencyLevel.name_to_value[consistency]
 
     def unchanged(self, wanted: Sequence[Wanted]) -> list:
-        """Per row: None when its source row is gone or has a cell newer than the verification saw, else the
-        source's least remaining TTL (0: none)."""
+        """Per row: None when its source row is gone or any of its dated cells has another write time than the
+        verification read (newer, deleted, expired), else the source's least remaining TTL (0: none)."""
         from cassandra.concurrent import execute_concurrent_with_args
 
         from .repair import driver_value
@@ -170,14 +184,13 @@ class _Source:
         results = execute_concurrent_with_args(self.session, self.select, args, concurrency=CONCURRENCY,
                                                raise_on_first_error=True)
         out = []
+        n = len(self.dated)
         for w, (_, rows) in zip(wanted, results):
             row = next(iter(rows), None)
-            if row is None:
+            if row is None or (tuple(row[1:1 + n]) if n else (None,)) != tuple(w.source_cells):
                 out.append(None)
-                continue
-            n = len(self.dated)
-            seen = newest(row[1:1 + n])
-            out.append(None if seen is not None and seen > w.source_writetime else least_ttl(row[1 + n:]))
+            else:
+                out.append(least_ttl(row[1 + n:]))
         return out
 
 
@@ -201,7 +214,7 @@ def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequen
         found = target.read([w.key for w in chunk])
         shadowed = []
         for w, got in zip(chunk, found):
-            if w.written and got is not None and holds(w.values, got[0], got[1], w.source_writetime):
+            if w.confirmed_by(got):
                 settled.done += 1
             else:
                 shadowed.append((w, got))
@@ -239,44 +252,26 @@ def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequen
     return settled
 
 
-def settle_deletes(session, keyspace: str, table: str, key: Sequence[str], values: Sequence[str],
-                   dated: Sequence[str], deleted: Iterable[tuple[tuple, int | None]], consistency: str) -> Settled:
-    """Reads back the rows a repair deleted (``deleted``: key, and the newest write time of its dated cells as the
-    verification found it, None when it had none); deletes a survivor again above that time when its dated cells
-    did not change since (a row marker or a collection kept it), and counts the rows gone afterwards."""
-    from cassandra.concurrent import execute_concurrent_with_args
-
+def settle_deletes(session, keyspace: str, table: str, key: Sequence[str], deleted: Iterable[tuple],
+                   consistency: str) -> Settled:
+    """Reads back the rows a repair deleted (``deleted``: their keys) and counts the rows gone; one still there was
+    written since the verification read it (or a row marker newer than its cells kept it): ``not_repaired``."""
     if not key:
-        raise VerifyError(f"table {keyspace}.{table}: no key columns to delete by")
-    target = _Table(session, keyspace, table, key, values, dated, consistency)
-    delete = target._prepare(f"DELETE FROM {target.name} USING TIMESTAMP ? WHERE {_where(key)}")
+        raise VerifyError(f"table {keyspace}.{table}: no key columns to read back")
+    target = _Table(session, keyspace, table, key, [], [], consistency)
     settled = Settled()
-
-    def settle(chunk: list) -> None:
-        again = []
-        for (k, found), got in zip(chunk, target.read([k for k, _ in chunk])):
-            if got is None:
-                settled.done += 1
-            elif found is not None and newest(got[1].values()) is None:
-                again.append((k, found))   # only what has no write time of its own is left: a marker, collections
-            else:
-                settled.not_repaired += 1      # written since the verification read it, or never dated
-        if not again:
-            return
-        execute_concurrent_with_args(session, delete,
-                                     [[raised_timestamp(now_micros(), found)] + target.bind_key(k) for k, found in again],
-                                     concurrency=CONCURRENCY, raise_on_first_error=True)
-        for got in target.read([k for k, _ in again]):
-            settled.done += got is None
-            settled.raised += got is None
-            settled.not_repaired += got is not None
-
     chunk: list = []
-    for item in deleted:
-        chunk.append(item)
+
+    def settle() -> None:
+        for got in target.read(chunk):
+            settled.done += got is None
+            settled.not_repaired += got is not None
+        chunk.clear()
+
+    for k in deleted:
+        chunk.append(k)
         if len(chunk) >= CHUNK:
-            settle(chunk)
-            chunk = []
+            settle()
     if chunk:
-        settle(chunk)
+        settle()
     return settled

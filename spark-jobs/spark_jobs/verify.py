@@ -26,7 +26,7 @@ a JSON list with one object per target table: ``flow``, ``seconds``, ``consisten
 checkpointed run's start, null for a single comparison), ``table``, ``key_columns``, ``expected``, ``present``,
 ``missing``, ``unexpected``, ``wrong_value``, ``ok``, ``missing_sample`` (expected rows), ``unexpected_sample``
 (rows found), ``wrong_value_sample`` (``{"key", "expected", "found", "columns"}``), and with ``--repair``
-``repaired`` (``{"written", "deleted", "not_repaired"}``) and ``lineage_removed``. Progress goes to stderr, and so
+``repaired`` (``{"written", "deleted", "not_repaired", "raised"}``) and ``lineage_removed``. Progress goes to stderr, and so
 do errors (with ``--json`` one object ``{"error", "exit_code", "flow"}`` each); a flow ``--all`` skips (a Java
 handler) is named on stderr.
 

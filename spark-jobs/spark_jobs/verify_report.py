@@ -85,8 +85,9 @@ def format_report(report: FlowReport) -> str:
     if not missing + unexpected + wrong:
         lines.append("OK: no difference, nothing to repair")
     elif left:
-        lines.append(f"FAILED: found {_counts(missing, unexpected, wrong)}; {left} row(s) not repaired: their "
-                     "source row changed since the verification read it (verify again when the flow has drained)")
+        lines.append(f"FAILED: found {_counts(missing, unexpected, wrong)}; {left} row(s) not repaired: the "
+                     "source row or the row changed since the verification read them (verify again when the flow "
+                     "has drained)")
     else:
         lines.append(f"REPAIRED: found {_counts(missing, unexpected, wrong)}; all repaired (verify again to confirm)")
     return "\n".join(lines)

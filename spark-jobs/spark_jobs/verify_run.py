@@ -97,7 +97,7 @@ def read_source(spark, spec: Mapping, options: Options, fallback_micros: int):
 
     src = spec["source"]
     if options.repair:
-        return backfill.read_source(spark, spec, fallback_micros, read_options(options.consistency))
+        return backfill.read_source(spark, spec, fallback_micros, read_options(options.consistency), cells=True)
     columns = list(dict.fromkeys(list(src["partition_key"]) + derive.source_columns(spec)))
     df = read_table(spark, src["keyspace"], src["table"], columns, read_options(options.consistency))
     if options.ranges > 1:
@@ -139,8 +139,9 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
     and, with a repair, the Repaired per table."""
     from pyspark.sql import functions as F
 
-    # a repair reads each row back and its source row again (repair_confirm): the source key rides along
-    carry = (backfill.WRITETIME, backfill.TTL, *backfill.source_key_columns(spec)) if options.repair else ()
+    # a repair reads each row back and its source row again (repair_confirm): the source key and cells ride along
+    carry = (backfill.WRITETIME, backfill.TTL, backfill.CELLS, *backfill.source_key_columns(spec)) \
+        if options.repair else ()
     found = (FOUND_WRITETIME,) if options.repair else ()
     final = unit == verify_progress.FINAL
     part = source if unit is WHOLE or final else in_range(source, backfill.TOKEN, unit)

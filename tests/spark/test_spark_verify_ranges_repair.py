@@ -138,6 +138,41 @@ def test_should_count_a_row_read_back_only_when_it_holds_what_the_repair_wrote_a
     assert not holds(["a", [1]], ["a", None], dated, 500)
 
 
+def test_should_hand_the_read_back_each_row_with_its_source_key_and_cells(spark):
+    # the source key columns (tenant, order_id) are also target columns: carried by position, never by name
+    spec = dict(SPEC, targets=SPEC["targets"][:1])
+    source = spark.createDataFrame(
+        [(1, 1, "open", 10, 5_000, 60, [5_000, 4_000]), (2, 2, "paid", 20, 6_000, 0, [6_000, None])],
+        f"tenant int, order_id int, status string, total int, {WT} long, {TTL} int, {backfill.CELLS} array<long>")
+    carry = (WT, TTL, backfill.CELLS, "tenant", "order_id")
+    exp = derive.expected_rows(spec, source, {}, carry=carry)["shop.orders_by_status"]
+    actual = spark.createDataFrame([("paid", 2, 2, 99, 9_000)],
+                                   f"status string, tenant int, order_id int, total int, {FOUND} long")
+    df, layout = compare.classify(exp, actual, ["status", "tenant", "order_id"], carry=carry, found=(FOUND,),
+                                  newest=WT)
+    rows = sorted((repair.as_wanted(r, layout) for r in repair.wanted_rows(df, layout, 2).collect()),
+                  key=lambda w: w.key)
+    from async_triggers.spark_jobs.repair_confirm import Wanted
+    assert rows == [
+        Wanted(key=("open", 1, 1), values=(10,), source_key=(1, 1), source_writetime=5_000,
+               source_cells=(5_000, 4_000), found_writetime=None, written=True),
+        Wanted(key=("paid", 2, 2), values=(20,), source_key=(2, 2), source_writetime=6_000,
+               source_cells=(6_000, None), found_writetime=9_000, written=False)]   # newer in the table: blocked
+
+
+def test_should_raise_a_row_that_tied_a_cell_of_the_table_and_trust_no_single_replica():
+    from async_triggers.spark_jobs.repair_confirm import Wanted, trusted_level
+    row = dict(key=(1,), values=("a",), source_key=(1,), source_writetime=500, source_cells=(500,), written=True)
+    read_back = (["a"], {0: 500})
+    assert Wanted(**row, found_writetime=None).confirmed_by(read_back)
+    assert not Wanted(**row, found_writetime=500).confirmed_by(read_back), \
+        "a tie: Cassandra may have kept the table's value, whatever the read back shows"
+    assert not Wanted(**row, found_writetime=None).confirmed_by(None)
+    assert not Wanted(**{**row, "written": False}, found_writetime=900).confirmed_by(read_back)
+    assert [trusted_level(c) for c in ("ONE", "LOCAL_ONE", "TWO", "LOCAL_QUORUM", "ALL")] == \
+        ["QUORUM", "QUORUM", "QUORUM", "LOCAL_QUORUM", "ALL"]
+
+
 def test_should_raise_above_every_newer_write_and_never_below_now():
     from async_triggers.spark_jobs.repair_confirm import least_ttl, newest, raised_timestamp
     assert raised_timestamp(1_000, 5_000, None, 7_000) == 7_001
