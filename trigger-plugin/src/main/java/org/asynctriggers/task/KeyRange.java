@@ -15,16 +15,25 @@ public final class KeyRange implements Serializable
 {
     private static final long serialVersionUID = 1L;
 
-    private final ArrayList<byte[]> start;
-    private final boolean startInclusive;
-    private final ArrayList<byte[]> end;
-    private final boolean endInclusive;
+    final ArrayList<byte[]> start;
+    final boolean startInclusive;
+    final ArrayList<byte[]> end;
+    final boolean endInclusive;
 
     public KeyRange(List<ByteBuffer> start, boolean startInclusive, List<ByteBuffer> end, boolean endInclusive)
     {
         this.start = copy(start);
         this.startInclusive = startInclusive;
         this.end = copy(end);
+        this.endInclusive = endInclusive;
+    }
+
+    /** A range as stored ({@link TaskCodec}): the bounds' components as they were written. */
+    KeyRange(ArrayList<byte[]> start, boolean startInclusive, ArrayList<byte[]> end, boolean endInclusive)
+    {
+        this.start = start;
+        this.startInclusive = startInclusive;
+        this.end = end;
         this.endInclusive = endInclusive;
     }
 

@@ -22,44 +22,44 @@ public final class Task implements Serializable
 {
     private static final long serialVersionUID = 1L;
 
-    private final String flow;
-    private final long flowVersion;
+    final String flow;
+    final long flowVersion;
     /** the known primary key components, partition key first; shorter than the key for range/partition deletes */
-    private final List<byte[]> key;
-    private final Operation operation;
-    private final long timestamp;
+    final List<byte[]> key;
+    final Operation operation;
+    final long timestamp;
     /** column name to value; a null value is a null (tombstoned) cell; absent columns were not in the update */
-    private final LinkedHashMap<String, byte[]> values;
-    private final long createdNanos;
+    final LinkedHashMap<String, byte[]> values;
+    final long createdNanos;
     /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
-    private final int attempts;
+    final int attempts;
     /** {@link #idOf}: the same on every replica of the write; its backup entry's id */
-    private final long idMsb, idLsb;
+    final long idMsb, idLsb;
     /** read back from a backup map (takeover, restart, safety net): its write was applied long ago */
-    private final boolean recovered;
+    final boolean recovered;
     /** chunked fan-out: the target to go on with and the paging state within it (null: from its start) */
-    private final int resumeTarget;
-    private final byte[] resumePaging;
+    final int resumeTarget;
+    final byte[] resumePaging;
     /**
      * TTL (docs/design.md, "TTL"): the local expiration time, in seconds since the epoch, of each expiring cell of the
      * source write, by column. Null in tasks stored before TTLs were captured (read as none: they had none).
      */
-    private final LinkedHashMap<String, Long> expirations;
+    final LinkedHashMap<String, Long> expirations;
     /** The local expiration time of the source row's liveness set by this write (INSERT USING TTL); 0: none. */
-    private final long rowExpiresAt;
+    final long rowExpiresAt;
     /**
      * Whether the task knows each cell's own timestamp, its row marker and its row deletion (docs/design.md, "Write
      * shapes"). False in tasks stored by a plugin before it did (backup entries, spill files, dead letters): those read
      * as every cell at {@link #timestamp}, a row marker for an insert, a row deletion for a delete.
      */
-    private final boolean cellTimed;
+    final boolean cellTimed;
     /** column to the timestamp of its cell; null in tasks stored before cell timestamps */
-    private final LinkedHashMap<String, Long> timestamps;
-    private final long livenessTimestamp;
-    private final long deletionTimestamp;
-    private final boolean isStatic;
+    final LinkedHashMap<String, Long> timestamps;
+    final long livenessTimestamp;
+    final long deletionTimestamp;
+    final boolean isStatic;
     /** a range deletion's clustering bounds; null otherwise */
-    private final KeyRange range;
+    final KeyRange range;
 
     public Task(String flow, long flowVersion, List<ByteBuffer> key, Operation operation, long timestamp,
                 Map<String, ByteBuffer> values, long createdNanos)
@@ -136,6 +136,35 @@ public final class Task implements Serializable
         this.deletionTimestamp = task.deletionTimestamp;
         this.isStatic = task.isStatic;
         this.range = task.range;
+    }
+
+    /** Every field as stored ({@link TaskCodec}): what a task read back holds, as it was written. */
+    Task(String flow, long flowVersion, List<byte[]> key, Operation operation, long timestamp, LinkedHashMap<String, byte[]> values,
+         long createdNanos, int attempts, long idMsb, long idLsb, boolean recovered, int resumeTarget, byte[] resumePaging,
+         LinkedHashMap<String, Long> expirations, long rowExpiresAt, boolean cellTimed, LinkedHashMap<String, Long> timestamps,
+         long livenessTimestamp, long deletionTimestamp, boolean isStatic, KeyRange range)
+    {
+        this.flow = flow;
+        this.flowVersion = flowVersion;
+        this.key = key;
+        this.operation = operation;
+        this.timestamp = timestamp;
+        this.values = values;
+        this.createdNanos = createdNanos;
+        this.attempts = attempts;
+        this.idMsb = idMsb;
+        this.idLsb = idLsb;
+        this.recovered = recovered;
+        this.resumeTarget = resumeTarget;
+        this.resumePaging = resumePaging;
+        this.expirations = expirations;
+        this.rowExpiresAt = rowExpiresAt;
+        this.cellTimed = cellTimed;
+        this.timestamps = timestamps;
+        this.livenessTimestamp = livenessTimestamp;
+        this.deletionTimestamp = deletionTimestamp;
+        this.isStatic = isStatic;
+        this.range = range;
     }
 
     /** The same task after one more failed execution, to be queued again. */
@@ -402,13 +431,25 @@ public final class Task implements Serializable
         Task.class.getName() + ";" + Operation.class.getName() + ";" + KeyRange.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
         + "java.util.HashMap;java.util.Map$Entry;[B;!*");
 
-    /** The dead letters' {@code task} column. */
+    /** As backup entries, spill files and dead letters store it ({@link TaskCodec#encode}). */
     public ByteBuffer serialize()
+    {
+        return TaskCodec.encode(this);
+    }
+
+    /** A task as stored by this version or an earlier one ({@link TaskCodec#decode}). */
+    public static Task deserialize(ByteBuffer blob)
+    {
+        return TaskCodec.decode(blob);
+    }
+
+    /** Java serialization: how tasks were stored before {@link TaskCodec}, still written in its compatibility mode. */
+    static ByteBuffer javaSerialized(Task task)
     {
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes))
         {
-            out.writeObject(this);
+            out.writeObject(task);
         }
         catch (java.io.IOException e)
         {
@@ -417,9 +458,8 @@ public final class Task implements Serializable
         return ByteBuffer.wrap(bytes.toByteArray());
     }
 
-    public static Task deserialize(ByteBuffer blob)
+    static Task javaDeserialized(byte[] bytes)
     {
-        byte[] bytes = bytes(blob);
         try (java.io.ObjectInputStream in = new TaskInputStream(new java.io.ByteArrayInputStream(bytes)))
         {
             in.setObjectInputFilter(ONLY_TASKS);

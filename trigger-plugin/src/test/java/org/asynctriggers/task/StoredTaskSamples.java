@@ -15,8 +15,9 @@ import static org.asynctriggers.testing.Fixtures.text;
 /**
  * Tasks of every shape a plugin stores (backup entries, spill files, dead letters), built through the task's public
  * API, and a description of everything a task holds. The files under {@code stored-java/} are these tasks as the
- * plugin stored them with Java serialization, before it had a task format of its own: written once by {@link #main},
- * kept unchanged since, so that every later version is checked to read them.
+ * plugin stored them with Java serialization, before it had a task format of its own; under {@code stored-v<N>/}, as
+ * format version N stores them. Each folder is written once by {@link #main} when its format is current, and kept
+ * unchanged since, so that every later version is checked to read them.
  */
 final class StoredTaskSamples
 {

@@ -50,7 +50,7 @@ class TaskTest
     void shouldReadATaskStoredUnderItsFormerClassName()
     {
         // a blob as the plugin wrote it before its packages (backup entries, spill files, dead letters outlive an upgrade)
-        byte[] now = bytes(task.serialize());
+        byte[] now = bytes(Task.javaSerialized(task));
         byte[] former = renamed(now, Task.class.getName(), Task.FORMER_NAME);
         Task copy = Task.deserialize(ByteBuffer.wrap(former));
         assertEquals(task.toString(), copy.toString());
