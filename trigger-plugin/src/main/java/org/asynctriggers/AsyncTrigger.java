@@ -34,6 +34,8 @@ public class AsyncTrigger implements ITrigger
     @Override
     public Collection<Mutation> augment(Partition update)
     {
+        if (!SupportedVersion.here())
+            return Collections.emptyList();
         try
         {
             Node.get().flows().admit(update.metadata().keyspace, update.metadata().name);

@@ -57,7 +57,8 @@ public final class CaptureIndex implements Index
         this.baseCfs = baseCfs;
         this.metadata = metadata;
         this.options = optionsOf(metadata);
-        Node.get(); // starts the node's plugin once the node serves (takeover of its entries at boot)
+        if (SupportedVersion.here())
+            Node.get(); // starts the node's plugin once the node serves (takeover of its entries at boot)
     }
 
     /** Called by Cassandra on CREATE CUSTOM INDEX: a bad option is refused with the culprit named. */
@@ -92,8 +93,8 @@ public final class CaptureIndex implements Index
                               IndexTransaction.Type transactionType, Memtable memtable)
     {
         CaptureOptions current = options;
-        if (transactionType != IndexTransaction.Type.UPDATE || current.flows.isEmpty())
-            return null; // compaction and cleanup are no writes
+        if (transactionType != IndexTransaction.Type.UPDATE || current.flows.isEmpty() || !SupportedVersion.here())
+            return null; // compaction and cleanup are no writes; an unsupported Cassandra captures nothing
         return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, errors);
     }
 
