@@ -27,15 +27,13 @@ DataFrame (``compare.classify`` with the source's write options carried and the 
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
-import decimal
-import uuid
 from typing import Iterable, Mapping, Sequence
 
 from . import derive
 from .backfill import TTL, WRITETIME
 from .compare import Layout
 from .errors import VerifyError
+from .repair_confirm import driver_value
 
 FOUND_WRITETIME = "verify_found_writetime"   # the newest WRITETIME of a target row's non-key cells
 DELETE_AT = "verify_delete_at"
@@ -150,22 +148,6 @@ def dated_columns(session, keyspace: str, table: str) -> list[str]:
 
 _SIMPLE = {"ascii", "bigint", "blob", "boolean", "date", "decimal", "double", "duration", "float", "inet", "int",
            "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid", "varchar", "varint"}
-
-
-def driver_value(value, cql_type: str):
-    """A value as Spark hands it to Python, as the driver binds it for ``cql_type``."""
-    if value is None:
-        return None
-    name = cql_type.lower()
-    if name in ("uuid", "timeuuid") and not isinstance(value, uuid.UUID):
-        return uuid.UUID(str(value))
-    if name == "timestamp" and isinstance(value, dt.datetime) and value.tzinfo is None:
-        return value.astimezone(dt.timezone.utc)    # PySpark hands timestamps over in the local time zone
-    if name == "varint" and isinstance(value, decimal.Decimal):
-        return int(value)
-    if name == "blob":
-        return bytes(value)
-    return value
 
 
 def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], rows: Iterable,

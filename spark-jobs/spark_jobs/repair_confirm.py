@@ -20,7 +20,10 @@ table, so it trusts no single replica's view of the source.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
+import decimal
 import time
+import uuid
 from typing import Iterable, Mapping, Sequence
 
 from .errors import VerifyError
@@ -101,6 +104,22 @@ def now_micros() -> int:
     return time.time_ns() // 1000
 
 
+def driver_value(value, cql_type: str):
+    """A value as Spark hands it to Python, as the driver binds it for ``cql_type``."""
+    if value is None:
+        return None
+    name = cql_type.lower()
+    if name in ("uuid", "timeuuid") and not isinstance(value, uuid.UUID):
+        return uuid.UUID(str(value))
+    if name == "timestamp" and isinstance(value, dt.datetime) and value.tzinfo is None:
+        return value.astimezone(dt.timezone.utc)    # PySpark hands timestamps over in the local time zone
+    if name == "varint" and isinstance(value, decimal.Decimal):
+        return int(value)
+    if name == "blob":
+        return bytes(value)
+    return value
+
+
 # --- against Cassandra -----------------------------------------------------------------------------------------
 
 def _quoted(name: str) -> str:
@@ -133,7 +152,6 @@ class _Table:
         return statement
 
     def bind_key(self, key: Sequence) -> list:
-        from .repair import driver_value
         return [driver_value(v, t) for v, t in zip(key, self.types)]
 
     def read(self, keys: Sequence[Sequence]) -> list:
@@ -178,7 +196,6 @@ class _Source:
         verification read (newer, deleted, expired), else the source's least remaining TTL (0: none)."""
         from cassandra.concurrent import execute_concurrent_with_args
 
-        from .repair import driver_value
 
         args = [[driver_value(v, t) for v, t in zip(w.source_key, self.types)] for w in wanted]
         results = execute_concurrent_with_args(self.session, self.select, args, concurrency=CONCURRENCY,
@@ -199,8 +216,6 @@ def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequen
     """Reads back the rows a repair wanted written (``wanted``), raises the shadowed ones whose source did not
     change, and counts what the table holds afterwards."""
     from cassandra.concurrent import execute_concurrent_with_args
-
-    from .repair import driver_value
 
     target = _Table(session, keyspace, table, key, values, dated, consistency)
     source = _Source(session, spec, consistency)

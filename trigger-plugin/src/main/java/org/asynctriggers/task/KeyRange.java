@@ -83,11 +83,11 @@ public final class KeyRange implements Serializable
         out.write(startInclusive ? 1 : 0);
         out.write(start.size());
         for (byte[] b : start)
-            Task.writeChunk(out, b);
+            TaskIds.writeChunk(out, b);
         out.write(endInclusive ? 1 : 0);
         out.write(end.size());
         for (byte[] b : end)
-            Task.writeChunk(out, b);
+            TaskIds.writeChunk(out, b);
     }
 
     @Override

@@ -14,8 +14,9 @@ import org.asynctriggers.spec.FlowSpec;
 
 /**
  * One unit of asynchronous work: one source row change for one flow (docs/design.md, "The task model").
- * Immutable and {@link Serializable} (values kept as byte arrays) so that backup entries, dead letters and spill
- * files can store it as is. Its {@link #id()} is computed from the flow, the source key and the write's timestamp,
+ * Immutable; stored (backup entries, dead letters, spill files) in the format of {@link TaskCodec}. Still
+ * {@link Serializable} with its fields as they are, because tasks stored before that format are Java-serialized
+ * ({@link JavaSerializedTasks}). Its {@link #id()} is computed from the flow, the source key and the write's timestamp,
  * so every replica that captures the same write gives its task the same id (the report's {@code hash(t)}).
  */
 public final class Task implements Serializable
@@ -33,7 +34,7 @@ public final class Task implements Serializable
     final long createdNanos;
     /** failed executions so far; absent from tasks serialized before retries existed, which read as 0 */
     final int attempts;
-    /** {@link #idOf}: the same on every replica of the write; its backup entry's id */
+    /** {@link TaskIds#idOf}: the same on every replica of the write; its backup entry's id */
     final long idMsb, idLsb;
     /** read back from a backup map (takeover, restart, safety net): its write was applied long ago */
     final boolean recovered;
@@ -99,7 +100,7 @@ public final class Task implements Serializable
         this.range = change.range;
         this.expirations = new LinkedHashMap<>(change.expirations);
         this.rowExpiresAt = change.rowExpiresAt;
-        java.util.UUID id = idOf(flow, change.key, timestamp, digest());
+        java.util.UUID id = TaskIds.idOf(flow, change.key, timestamp, TaskIds.digestOf(this));
         this.idMsb = id.getMostSignificantBits();
         this.idLsb = id.getLeastSignificantBits();
         this.recovered = false;
@@ -186,11 +187,7 @@ public final class Task implements Serializable
      */
     public Task retried(ByteBuffer deadLetterId, long createdNanos)
     {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(40);
-        writeLong(out, idMsb);
-        writeLong(out, idLsb);
-        writeChunk(out, bytes(deadLetterId));
-        java.util.UUID id = java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+        java.util.UUID id = TaskIds.retriedId(idMsb, idLsb, bytes(deadLetterId));
         return new Task(this, createdNanos, 0, recovered, resumeTarget, resumePaging, id.getMostSignificantBits(), id.getLeastSignificantBits());
     }
 
@@ -215,62 +212,6 @@ public final class Task implements Serializable
     public static Task captured(String flow, SourceChange change, long createdNanos)
     {
         return new Task(flow, 0, change, createdNanos);
-    }
-
-    /**
-     * A name-based UUID of the flow, the source key, the write timestamp and what the write holds (its cells, their
-     * timestamps and expirations, its row marker, deletion and range): what every replica computes alike for the same
-     * write, and different for two writes of one row with one timestamp (two clients, or a retry with other values),
-     * which must both run: Cassandra keeps, cell by cell, whichever wins the tie, and so do the derived rows only if
-     * both tasks write theirs.
-     */
-    static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp, byte[] digest)
-    {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
-        byte[] name = flow.getBytes(java.nio.charset.StandardCharsets.UTF_8);
-        writeChunk(out, name);
-        for (ByteBuffer component : key)
-            writeChunk(out, bytes(component));
-        writeLong(out, timestamp);
-        out.write(digest, 0, digest.length);
-        return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
-    }
-
-    /** What the write holds, in a stable order (the columns sorted by name). */
-    private byte[] digest()
-    {
-        java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(64);
-        out.write(operation.ordinal());
-        writeLong(out, livenessTimestamp);
-        writeLong(out, deletionTimestamp);
-        writeLong(out, rowExpiresAt);
-        out.write(isStatic ? 1 : 0);
-        for (String column : new java.util.TreeSet<>(values.keySet()))
-        {
-            writeChunk(out, column.getBytes(java.nio.charset.StandardCharsets.UTF_8));
-            byte[] value = values.get(column);
-            out.write(value == null ? 0 : 1);
-            if (value != null)
-                writeChunk(out, value);
-            writeLong(out, timestamps.getOrDefault(column, timestamp));
-            writeLong(out, expirations.getOrDefault(column, 0L));
-        }
-        if (range != null)
-            range.digestInto(out);
-        return out.toByteArray();
-    }
-
-    private static void writeLong(java.io.ByteArrayOutputStream out, long value)
-    {
-        for (int shift = 56; shift >= 0; shift -= 8)
-            out.write((int) (value >>> shift));
-    }
-
-    static void writeChunk(java.io.ByteArrayOutputStream out, byte[] chunk)
-    {
-        for (int shift = 24; shift >= 0; shift -= 8)
-            out.write(chunk.length >>> shift);
-        out.write(chunk, 0, chunk.length);
     }
 
     /** The timestamp of a column's cell in the write (its own, or the task's when the task does not know it). */
@@ -322,7 +263,7 @@ public final class Task implements Serializable
         return range;
     }
 
-    /** The same on every replica of its write (see {@link #idOf}). */
+    /** The same on every replica of its write (see {@link TaskIds#idOf}). */
     public java.util.UUID id()
     {
         return new java.util.UUID(idMsb, idLsb);
@@ -426,11 +367,6 @@ public final class Task implements Serializable
         return rowExpiresAt;
     }
 
-    /** Only a task and what it holds may come out of a blob read back from a table. */
-    private static final java.io.ObjectInputFilter ONLY_TASKS = java.io.ObjectInputFilter.Config.createFilter(
-        Task.class.getName() + ";" + Operation.class.getName() + ";" + KeyRange.class.getName() + ";java.lang.*;java.util.ArrayList;java.util.LinkedHashMap;"
-        + "java.util.HashMap;java.util.Map$Entry;[B;!*");
-
     /** As backup entries, spill files and dead letters store it ({@link TaskCodec#encode}). */
     public ByteBuffer serialize()
     {
@@ -441,58 +377,6 @@ public final class Task implements Serializable
     public static Task deserialize(ByteBuffer blob)
     {
         return TaskCodec.decode(blob);
-    }
-
-    /** Java serialization: how tasks were stored before {@link TaskCodec}, still written in its compatibility mode. */
-    static ByteBuffer javaSerialized(Task task)
-    {
-        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-        try (java.io.ObjectOutputStream out = new java.io.ObjectOutputStream(bytes))
-        {
-            out.writeObject(task);
-        }
-        catch (java.io.IOException e)
-        {
-            throw new java.io.UncheckedIOException(e); // in memory: only if a field stopped being serializable
-        }
-        return ByteBuffer.wrap(bytes.toByteArray());
-    }
-
-    static Task javaDeserialized(byte[] bytes)
-    {
-        try (java.io.ObjectInputStream in = new TaskInputStream(new java.io.ByteArrayInputStream(bytes)))
-        {
-            in.setObjectInputFilter(ONLY_TASKS);
-            return (Task) in.readObject();
-        }
-        catch (java.io.IOException | ClassNotFoundException | ClassCastException e)
-        {
-            throw new IllegalArgumentException("not a serialized task: " + e, e);
-        }
-    }
-
-    /** Where this class lived before the plugin had packages: blobs stored by that version name it. */
-    static final String FORMER_NAME = "org.asynctriggers.Task";
-
-    /**
-     * Reads a task whether its blob names this class or its former name, so backup entries, spill files and dead
-     * letters written before an upgrade are still read (same serialVersionUID; fields added since, such as the
-     * expirations, are absent from such a blob and read as null or 0, i.e. no TTL: compatible class evolution). The
-     * former name resolves to this class while the blob's own description of its fields is the one read (Java
-     * serialization matches a renamed class by its simple name).
-     */
-    private static final class TaskInputStream extends java.io.ObjectInputStream
-    {
-        TaskInputStream(java.io.InputStream in) throws java.io.IOException
-        {
-            super(in);
-        }
-
-        @Override
-        protected Class<?> resolveClass(java.io.ObjectStreamClass desc) throws java.io.IOException, ClassNotFoundException
-        {
-            return FORMER_NAME.equals(desc.getName()) ? Task.class : super.resolveClass(desc);
-        }
     }
 
     /** The key components in hex, colon-separated, for log lines. */

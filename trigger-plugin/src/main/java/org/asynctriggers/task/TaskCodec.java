@@ -48,7 +48,7 @@ public final class TaskCodec
 
     public static ByteBuffer encode(Task task)
     {
-        return WRITE_JAVA ? Task.javaSerialized(task) : encodeCurrent(task);
+        return WRITE_JAVA ? JavaSerializedTasks.write(task) : encodeCurrent(task);
     }
 
     /** This format, whatever the compatibility mode. */
@@ -114,7 +114,7 @@ public final class TaskCodec
         byte[] bytes = new byte[blob.remaining()];
         blob.duplicate().get(bytes);
         if (bytes.length >= 2 && bytes[0] == JAVA_MAGIC_0 && bytes[1] == JAVA_MAGIC_1)
-            return Task.javaDeserialized(bytes);
+            return JavaSerializedTasks.read(bytes);
         if (bytes.length < 3 || bytes[0] != MAGIC_0 || bytes[1] != MAGIC_1)
             throw new IllegalArgumentException("not a stored task: it starts with neither the task format's magic nor Java serialization's");
         int version = bytes[2] & 0xFF;

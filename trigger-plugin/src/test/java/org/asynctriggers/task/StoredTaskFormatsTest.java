@@ -78,7 +78,7 @@ class StoredTaskFormatsTest
             assertEquals(StoredTaskSamples.describe(e.getValue()), StoredTaskSamples.describe(TaskCodec.decode(blob)), e.getKey());
             // the compatibility mode's Java serialization reads back alike
             assertEquals(StoredTaskSamples.describe(e.getValue()),
-                         StoredTaskSamples.describe(TaskCodec.decode(Task.javaSerialized(e.getValue()))), e.getKey());
+                         StoredTaskSamples.describe(TaskCodec.decode(JavaSerializedTasks.write(e.getValue()))), e.getKey());
         }
         assertFalse(TaskCodec.WRITE_JAVA, "this format unless -D" + TaskCodec.FORMAT_PROPERTY + "=java");
     }

@@ -50,8 +50,8 @@ class TaskTest
     void shouldReadATaskStoredUnderItsFormerClassName()
     {
         // a blob as the plugin wrote it before its packages (backup entries, spill files, dead letters outlive an upgrade)
-        byte[] now = bytes(Task.javaSerialized(task));
-        byte[] former = renamed(now, Task.class.getName(), Task.FORMER_NAME);
+        byte[] now = bytes(JavaSerializedTasks.write(task));
+        byte[] former = renamed(now, Task.class.getName(), JavaSerializedTasks.FORMER_NAME);
         Task copy = Task.deserialize(ByteBuffer.wrap(former));
         assertEquals(task.toString(), copy.toString());
         assertEquals(task.key(), copy.key());
@@ -74,7 +74,7 @@ class TaskTest
         Task old = Task.deserialize(ByteBuffer.wrap(stored));
         assertEquals("update key=0x0000000000000001:6b ts=42 flow=f v3 attempts=1", old.toString());
         assertEquals(task.values(), old.values());
-        assertEquals(Task.idOf("f", task.key(), 42, new byte[0]), old.id(), "a stored task keeps the id its entry was written under");
+        assertEquals(TaskIds.idOf("f", task.key(), 42, new byte[0]), old.id(), "a stored task keeps the id its entry was written under");
         assertEquals(java.util.Map.of(), old.expirations());
         assertEquals(0, old.rowExpiresAt());
         Task again = Task.deserialize(old.failedOnce().serialize());
@@ -91,7 +91,7 @@ class TaskTest
         {
             stored = in.readAllBytes();
         }
-        Task old = Task.deserialize(ByteBuffer.wrap(renamed(stored, Task.class.getName(), Task.FORMER_NAME)));
+        Task old = Task.deserialize(ByteBuffer.wrap(renamed(stored, Task.class.getName(), JavaSerializedTasks.FORMER_NAME)));
         assertEquals("update key=0x0000000000000001:6b ts=42 flow=f v3 attempts=1", old.toString());
         assertEquals(task.values(), old.values());
     }
