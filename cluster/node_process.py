@@ -59,9 +59,11 @@ def node_jvm_args(cluster_dir: Path, address: str | None = None) -> list[str]:
     return args
 
 
-def start_nodes(cluster, to_start: list, progress: Progress, timeout: float) -> None:
+def start_nodes(cluster, to_start: list, progress: Progress, timeout: float,
+                extra_jvm_args: dict[str, list[str]] | None = None) -> None:
     """Start the given nodes that are down (concurrently), then wait for CQL on all of them and for every pair
-    of live nodes to have seen each other come up."""
+    of live nodes to have seen each other come up. ``extra_jvm_args``: more JVM arguments by node name (a
+    replacement's ``-Dcassandra.replace_address_first_boot``)."""
     for node in cluster.nodes.values():
         ccm.refresh(node)
     starting = [n for n in to_start if not ccm.alive(n)]
@@ -80,7 +82,8 @@ def start_nodes(cluster, to_start: list, progress: Progress, timeout: float) -> 
         progress(f"starting {node.name} ({ccm.address_of(node)})")
         with ccm.running(f"starting {node.name} of cluster {cluster.name}", progress):
             node.start(wait_other_notice=False, wait_for_binary_proto=False, allow_root=allow_root,
-                       jvm_args=node_jvm_args(Path(cluster.get_path()), ccm.address_of(node)))
+                       jvm_args=node_jvm_args(Path(cluster.get_path()), ccm.address_of(node))
+                       + list((extra_jvm_args or {}).get(node.name, [])))
         if not ccm.alive(node):
             raise ClusterError(f"{node.name} exited right after start\n{ccm.log_tail(node)}")
 

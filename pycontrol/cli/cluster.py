@@ -14,7 +14,8 @@ import typer
 from .. import cluster as cl
 from .exit_codes import errors_to_exit
 
-app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, stop/start/kill nodes, down.",
+app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, stop/start/kill nodes, add, decommission "
+                      "and replace nodes, down.",
                   no_args_is_help=True)
 
 NAME = typer.Option(None, "--name", "-n", help="Cluster name (default: ASYNC_TRIGGERS_CLUSTER or 'atc').")
@@ -123,6 +124,34 @@ def kill(ctx: typer.Context, node: str = NODE,
     """kill -9 one node's JVM (fault injection)."""
     with errors_to_exit():
         _report([cl.kill_node(ctx.obj, node, name, _progress)], as_json)
+
+
+@app.command("add-node")
+def add_node(ctx: typer.Context, name: Optional[str] = NAME,
+             timeout: float = typer.Option(900, "--timeout", help="Seconds to wait for the bootstrap."),
+             as_json: bool = typer.Option(False, "--json", help="Print the new node as JSON.")):
+    """Bootstrap a new node into the running cluster (it streams its share of the data, then serves)."""
+    with errors_to_exit():
+        _report([cl.add_node(ctx.obj, name, _progress, timeout=timeout)], as_json)
+
+
+@app.command()
+def decommission(ctx: typer.Context, node: str = NODE, name: Optional[str] = NAME,
+                 timeout: float = typer.Option(900, "--timeout", help="Seconds to wait for the streaming."),
+                 as_json: bool = typer.Option(False, "--json", help="Print the remaining nodes as JSON.")):
+    """Stream a running node's data to the others (nodetool decommission), then stop and remove it."""
+    with errors_to_exit():
+        cl.decommission(ctx.obj, node, name, _progress, timeout=timeout)
+        _report(cl.node_status(ctx.obj, name), as_json)
+
+
+@app.command()
+def replace(ctx: typer.Context, node: str = NODE, name: Optional[str] = NAME,
+            timeout: float = typer.Option(900, "--timeout", help="Seconds to wait for the replacement to serve."),
+            as_json: bool = typer.Option(False, "--json", help="Print the new node as JSON.")):
+    """Replace a dead node by a new one on a free address that takes over its tokens (replace_address_first_boot)."""
+    with errors_to_exit():
+        _report([cl.replace_node(ctx.obj, node, name, _progress, timeout=timeout)], as_json)
 
 
 @app.command("install-plugin")

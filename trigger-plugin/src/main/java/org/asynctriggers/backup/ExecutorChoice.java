@@ -38,6 +38,12 @@ public interface ExecutorChoice
         return self().equals(executorOf(keyspace, token));
     }
 
+    /** Whether this node is one of the natural replicas of the row with this token in this keyspace. */
+    default boolean isReplica(String keyspace, Token token)
+    {
+        return true;
+    }
+
     /** Every node executes everything: for unit tests of a single node. */
     ExecutorChoice SELF = new ExecutorChoice()
     {
@@ -82,6 +88,15 @@ public interface ExecutorChoice
             public String self()
             {
                 return self;
+            }
+
+            @Override
+            public boolean isReplica(String keyspace, Token token)
+            {
+                for (Replica replica : strategies.apply(keyspace).getNaturalReplicasForToken(token))
+                    if (replica.endpoint().equals(me))
+                        return true;
+                return false;
             }
         };
     }

@@ -37,6 +37,19 @@ public final class Ownership
         }
     }
 
+    /** Whether this node is a natural replica of the row now; true while the ring is not known (decided later). */
+    public boolean replicates(String keyspace, Token token)
+    {
+        try
+        {
+            return executors.isReplica(keyspace, token);
+        }
+        catch (RuntimeException e)
+        {
+            return true;
+        }
+    }
+
     /** Whether no other node will run this entry: its executor is idle and scanned since it was captured here. */
     public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
     {

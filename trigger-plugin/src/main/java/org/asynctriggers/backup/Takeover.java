@@ -48,6 +48,17 @@ public final class Takeover implements IEndpointStateChangeSubscriber
         /** Whether this node executes the tasks of this row now. */
         boolean executes(String keyspace, org.apache.cassandra.dht.Token token);
 
+        /**
+         * Whether this node is one of the row's natural replicas now. An entry of a row it no longer replicates is
+         * a copy left behind by a range movement (bootstrap, decommission, replacement) until {@code nodetool
+         * cleanup}: the row's replicas hold it too, run it and complete it there, never here; so a scan neither
+         * counts nor runs it (else it would run again every scan, and a drain would wait for it forever).
+         */
+        default boolean replicates(String keyspace, org.apache.cassandra.dht.Token token)
+        {
+            return true;
+        }
+
         /** Whether no other node will run this entry: its executor is idle and scanned since it was captured here. */
         boolean orphaned(String keyspace, org.apache.cassandra.dht.Token token, String flow, long capturedMillis);
 
@@ -190,11 +201,13 @@ public final class Takeover implements IEndpointStateChangeSubscriber
                     String flow = entry.task.flow();
                     if (!flows.containsKey(flow))
                         return; // a flow dropped from this table, or not applied here yet
+                    String keyspace = table.source.keyspace;
+                    if (!node.replicates(keyspace, entry.key.getToken()))
+                        return; // left behind by a range movement: its row's replicas run it
                     backlog.merge(flow, 1L, Long::sum);
                     Long threshold = safetyNet.get(flow);
                     boolean stale = threshold != null
                                     && started - Math.max(entry.capturedMillis, node.ageCountsFrom(flow)) > 2 * threshold;
-                    String keyspace = table.source.keyspace;
                     if (!(stale || node.executes(keyspace, entry.key.getToken())
                           || node.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))
                         return;

@@ -152,6 +152,8 @@ final class Lineage
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
+        if (supersededAt(task, target, image, at))
+            return null; // a newer image of another key is recorded: this one's rows must not be written at all
         long written = at;
         for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
         {
@@ -203,6 +205,24 @@ final class Lineage
                 row.cell(e.getKey(), new SourceCells.Cell(cell.value, Math.max(cell.timestamp, imageTs), expiresAt));
         }
         row.write(statements, spec.writeConsistency, nowMillis);
+    }
+
+    /**
+     * Whether an entry of this target newer than the image (at {@code at}) and of another image (or the sentinel) is
+     * recorded already: then this task ran on a replica that had not seen that newer image, and writing the image's
+     * rows would only give them cells (up to this write's newest, {@code written}) that their deletion must then reach,
+     * at a timestamp that a later return to this very image can tie or lose to.
+     */
+    private boolean supersededAt(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at)
+    {
+        LineageEntry own = new LineageEntry(lineageKey(target, image), target.index, image, at, at);
+        for (Map<String, ByteBuffer> row : statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, task.serializedKey())))
+        {
+            LineageEntry entry = LineageEntry.of(row);
+            if (entry != null && entry.target == target.index && !entry.targetKey.equals(own.targetKey) && entry.newerThan(own))
+                return true;
+        }
+        return false;
     }
 
     /** When this write set a lineage column of the target to null (the newest such cell); MIN_VALUE: it did not. */

@@ -51,6 +51,12 @@ public final class ScanView implements Takeover.NodeView
     }
 
     @Override
+    public boolean replicates(String keyspace, Token token)
+    {
+        return ownership.replicates(keyspace, token);
+    }
+
+    @Override
     public boolean orphaned(String keyspace, Token token, String flow, long capturedMillis)
     {
         Flow running = flows.get(flow);
