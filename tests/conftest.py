@@ -19,7 +19,7 @@ def _progress(msg: str) -> None:
     print(f"[cluster] {msg}", flush=True)
 
 
-OWN_CLUSTERS_FIRST = {"test_cluster_integration.py", "test_own_cluster.py"}
+OWN_CLUSTERS_FIRST = {"test_cluster_integration.py", "test_own_cluster.py", "test_membership.py"}
 # A test's tier is its folder: tests/unit (no cluster, no Spark), tests/cluster (a real Cassandra cluster),
 # tests/spark (a local Spark), tests/bench (the benchmarks' parts; a private RabbitMQ node). The folder sets the marker.
 TIERS = {"unit": "unit", "cluster": "cluster", "spark": "spark", "bench": "bench"}
