@@ -17,14 +17,45 @@ from .model import NodeStatus
 Progress = ccm.Progress
 
 
+def _seed_addresses(cluster) -> set[str]:
+    return set(cluster.get_seeds())
+
+
+def _remove(cluster, node, progress: Progress) -> None:
+    """Remove a node from the cluster (stopped, its directory deleted); when it was the last seed, the first
+    remaining node becomes one (a node whose seed list is empty cannot start)."""
+    with ccm.running(f"removing {node.name} from cluster {cluster.name}", progress):
+        cluster.remove(node)
+        if not cluster.seeds and cluster.nodes:
+            first = cluster.nodes[sorted(cluster.nodes, key=ccm.node_order)[0]]
+            cluster.seeds.append(first)
+            cluster._update_config()
+            progress(f"{first.name} is now the cluster's seed")
+
+
+def _ensure_live_seed(cluster, progress: Progress) -> None:
+    """A new node learns the ring from its seeds: when none of them runs (a dead seed being replaced), the first
+    running node becomes one."""
+    if any(ccm.alive(n) for n in cluster.seeds if not isinstance(n, str)):
+        return
+    live = _live_others(cluster, None)
+    if live:
+        cluster.seeds.append(live[0])
+        cluster._update_config()
+        progress(f"{live[0].name} is now a seed (no seed of the cluster is running)")
+
+
 def _free_slot(cluster) -> int:
-    """The lowest node number (node<i>, 127.0.0.<i>) that no node of the cluster uses."""
+    """The node number (node<i>, 127.0.0.<i>) after every one the cluster uses or used as a seed: a node never takes
+    the name of one that left, nor a seed's address (a node whose address is in the seed list does not bootstrap, and
+    a replacement must)."""
     taken = {int(m.group(1)) for n in cluster.nodes for m in [re.fullmatch(r"node(\d+)", n)] if m}
     taken |= {int(ccm.address_of(n).rsplit(".", 1)[1]) for n in cluster.nodes.values()}
-    for i in range(1, MAX_NODES + 1):
-        if i not in taken:
-            return i
-    raise ClusterError(f"cluster {cluster.name} has no room for another node (at most {MAX_NODES})")
+    taken |= {int(a.rsplit(".", 1)[1]) for a in _seed_addresses(cluster) if a.startswith("127.0.0.")}
+    slot = max(taken, default=0) + 1
+    if slot > MAX_NODES:
+        raise ClusterError(f"cluster {cluster.name} has no room for another node (at most {MAX_NODES} addresses)")
+    return slot
 
 
 def _new_node(cluster, slot: int):
@@ -54,6 +85,7 @@ def add_node(settings: Settings, name: str | None = None, progress: Progress | N
     if not _live_others(cluster, None):
         raise ClusterError(f"cluster {cluster.name} has no running node to join: `ctl cluster up` first")
     with ccm.running(f"adding a node to cluster {cluster.name}", progress):
+        _ensure_live_seed(cluster, progress)
         node = _new_node(cluster, _free_slot(cluster))
     progress(f"bootstrapping {node.name} ({ccm.address_of(node)}) into cluster {cluster.name}")
     try:
@@ -67,9 +99,10 @@ def add_node(settings: Settings, name: str | None = None, progress: Progress | N
 
 @ccm.quiet
 def decommission(settings: Settings, node: str, name: str | None = None, progress: Progress | None = None,
-                 timeout: float = 900.0) -> str:
+                 timeout: float = 900.0, force: bool = False) -> str:
     """Stream a running node's data to the others (``nodetool decommission``), stop it and remove it from the
-    cluster. Returns the node's name."""
+    cluster. Returns the node's name. ``force``: also when a keyspace's replication factor is larger than the nodes
+    left (Cassandra refuses otherwise; a small local cluster's ``system_distributed`` has RF 3)."""
     progress = progress or ccm.noop
     cluster = ccm.require_cluster(settings, name)
     target = ccm.find_node(cluster, node)
@@ -79,13 +112,12 @@ def decommission(settings: Settings, node: str, name: str | None = None, progres
     if not _live_others(cluster, target):
         raise ClusterError(f"{target.name} is the last running node of cluster {cluster.name}")
     progress(f"decommissioning {target.name} ({ccm.address_of(target)}): streaming its ranges to the others")
-    result = ccm._run_nodetool(target, ["decommission"], timeout=timeout)
+    result = ccm._run_nodetool(target, ["decommission"] + (["--force"] if force else []), timeout=timeout)
     if result.returncode != 0:
         raise ClusterError(f"nodetool decommission on {target.name} failed (exit {result.returncode}):\n"
                            f"{result.stdout}{result.stderr}")
     progress(f"{target.name} left the ring; stopping it and removing it from cluster {cluster.name}")
-    with ccm.running(f"removing {target.name}", progress):
-        cluster.remove(target)
+    _remove(cluster, target, progress)
     return target.name
 
 
@@ -106,10 +138,10 @@ def replace(settings: Settings, node: str, name: str | None = None, progress: Pr
         raise ClusterError(f"cluster {cluster.name} has no running node to stream from")
     old_address = ccm.address_of(dead)
     with ccm.running(f"adding the replacement of {dead.name}", progress):
+        _ensure_live_seed(cluster, progress)
         new = _new_node(cluster, _free_slot(cluster))
     progress(f"replacing {dead.name} ({old_address}) by {new.name} ({ccm.address_of(new)})")
     node_process.start_nodes(cluster, [new], progress, timeout,
                              extra_jvm_args={new.name: [f"-Dcassandra.replace_address_first_boot={old_address}"]})
-    with ccm.running(f"removing {dead.name} from cluster {cluster.name}", progress):
-        cluster.remove(dead)
+    _remove(cluster, dead, progress)
     return ccm.status_of(new)

@@ -138,10 +138,12 @@ def add_node(ctx: typer.Context, name: Optional[str] = NAME,
 @app.command()
 def decommission(ctx: typer.Context, node: str = NODE, name: Optional[str] = NAME,
                  timeout: float = typer.Option(900, "--timeout", help="Seconds to wait for the streaming."),
+                 force: bool = typer.Option(False, "--force", help="Also when a keyspace's replication factor is "
+                                            "larger than the nodes left (nodetool decommission --force)."),
                  as_json: bool = typer.Option(False, "--json", help="Print the remaining nodes as JSON.")):
     """Stream a running node's data to the others (nodetool decommission), then stop and remove it."""
     with errors_to_exit():
-        cl.decommission(ctx.obj, node, name, _progress, timeout=timeout)
+        cl.decommission(ctx.obj, node, name, _progress, timeout=timeout, force=force)
         _report(cl.node_status(ctx.obj, name), as_json)
 
 
