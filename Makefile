@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke bench-ack bench-backup bench bench-smoke chaos fuzz clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean
 
 all: install
 
@@ -76,6 +76,10 @@ test: install broker test-java
 # The benchmarks' smoke run on the session's 3-node cluster (every experiment, three applications; ~10 min)
 test-bench-smoke: install broker
 	$(PY) -m pytest -q -rs -m own_target tests/bench/test_bench_smoke.py $(PYTEST_ARGS)
+
+# nodes added, decommissioned and replaced under a writing client (about 7 min; its own cluster)
+test-membership: install
+	$(PY) -m pytest -q -rs -s -m own_target tests/cluster/test_membership.py $(PYTEST_ARGS)
 
 # The report's experiments, each 3 times, replacing benchmarks/results and its report.md (`ctl bench plan`: ~2.5 h)
 bench: install broker
