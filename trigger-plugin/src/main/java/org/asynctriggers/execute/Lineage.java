@@ -152,7 +152,9 @@ final class Lineage
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
-        if (supersededAt(task, target, image, at))
+        // on the first page only: a fan-out's later pages go on from a start that recorded the image, and must go on
+        // while a replica is down (a lineage read needs a quorum; its rows are written at the flow's level)
+        if (from == null && supersededAt(task, target, image, at))
             return null; // a newer image of another key is recorded: this one's rows must not be written at all
         long written = at;
         for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())

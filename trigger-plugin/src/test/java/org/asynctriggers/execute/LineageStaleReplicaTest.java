@@ -112,7 +112,6 @@ class LineageStaleReplicaTest
         node2Source.applied("fuzz", "kv", w19);
         assertSuccess(runAll(onNode2, w19));
 
-        System.out.println("seed-18 replay: " + log + " -> " + byA());
         assertEquals(Set.of("a1/1 b=b2"), byA(), String.valueOf(log));
     }
 }
