@@ -68,8 +68,9 @@ test-own-cluster: install
 test-spark: install
 	$(PY) -m pytest -q -rs tests/spark $(PYTEST_ARGS)
 
-# The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters,
-# the benchmarks' smoke version (a private RabbitMQ node: `broker`).
+# The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters, the
+# benchmarks' parts (a private RabbitMQ node: `broker`). Heavier suites have their own targets (marker own_target):
+# test-bench-smoke, test-membership.
 test: install broker test-java
 	$(PY) -m pytest -q -rs --durations=15 -m "not own_target" $(PYTEST_ARGS)
 
