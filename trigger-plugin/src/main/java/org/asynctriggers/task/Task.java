@@ -116,27 +116,9 @@ public final class Task implements Serializable
 
     private Task(Task task, long createdNanos, int attempts, boolean recovered, int resumeTarget, byte[] resumePaging, long idMsb, long idLsb)
     {
-        this.flow = task.flow;
-        this.flowVersion = task.flowVersion;
-        this.key = task.key;
-        this.operation = task.operation;
-        this.timestamp = task.timestamp;
-        this.values = task.values;
-        this.createdNanos = createdNanos;
-        this.attempts = attempts;
-        this.idMsb = idMsb;
-        this.idLsb = idLsb;
-        this.recovered = recovered;
-        this.resumeTarget = resumeTarget;
-        this.resumePaging = resumePaging;
-        this.expirations = task.expirations;
-        this.rowExpiresAt = task.rowExpiresAt;
-        this.cellTimed = task.cellTimed;
-        this.timestamps = task.timestamps;
-        this.livenessTimestamp = task.livenessTimestamp;
-        this.deletionTimestamp = task.deletionTimestamp;
-        this.isStatic = task.isStatic;
-        this.range = task.range;
+        this(task.flow, task.flowVersion, task.key, task.operation, task.timestamp, task.values, createdNanos, attempts, idMsb, idLsb,
+             recovered, resumeTarget, resumePaging, task.expirations, task.rowExpiresAt, task.cellTimed, task.timestamps,
+             task.livenessTimestamp, task.deletionTimestamp, task.isStatic, task.range);
     }
 
     /** Every field as stored ({@link TaskCodec}): what a task read back holds, as it was written. */
