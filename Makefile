@@ -71,7 +71,7 @@ test-spark: install
 # The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters, the
 # benchmarks' parts (a private RabbitMQ node: `broker`). Heavier suites have their own targets (marker own_target):
 # test-bench-smoke, test-membership.
-test: install broker test-java
+test: install broker netfilter test-java
 	$(PY) -m pytest -q -rs --durations=15 -m "not own_target" $(PYTEST_ARGS)
 
 # The benchmarks' smoke run on the session's 3-node cluster (every experiment, three applications; ~10 min)
@@ -93,7 +93,7 @@ bench-smoke: install broker
 # the fault campaign (pycontrol/chaos): a fault-free reference run, then 30 seeded faulty runs on its own 3-node
 # cluster, each checked by Spark; one line per run and a summary (about 2 h). CHAOS_ARGS adds options.
 CHAOS_ARGS ?=
-chaos: install
+chaos: install netfilter
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
 # differential fuzzing (pycontrol/fuzz): 30 seeded random histories of every CQL write shape on its own 3-node
@@ -119,7 +119,7 @@ clean:
 # RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/broker.py runs a private one.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: broker bench-deps test-bench
+.PHONY: broker netfilter bench-deps test-bench
 
 broker:
 	@if dpkg-query -W -f='$${Status}' rabbitmq-server 2>/dev/null | grep -q 'install ok installed'; then \
@@ -128,6 +128,15 @@ broker:
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -q --no-install-recommends \
 	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold rabbitmq-server; \
+	fi
+
+# `netfilter`: iptables from Debian's packages, for the fault campaign's network partitions (cluster/network.py)
+netfilter:
+	@if command -v iptables >/dev/null; then \
+	  echo "$$(iptables -V) is installed"; \
+	else \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iptables; \
 	fi
 
 # the benchmarks' Python extras (pika, matplotlib): the virtualenv installs them (pyproject's `bench` extra)

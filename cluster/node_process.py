@@ -19,7 +19,7 @@ from pathlib import Path
 from ..config import METRICS_EXPORTER_CONFIG, METRICS_EXPORTER_JAR, METRICS_PORT, PLUGIN_JAR, REPO_ROOT, Settings
 from .ccm_driver import metrics_exporter_path, metrics_url
 from ..errors import ClusterError
-from . import ccm_driver as ccm, health
+from . import ccm_driver as ccm, health, network
 from .ccm_driver import Progress
 from .model import NodeStatus
 
@@ -86,6 +86,8 @@ def start_nodes(cluster, to_start: list, progress: Progress, timeout: float,
                        + list((extra_jvm_args or {}).get(node.name, [])))
         if not ccm.alive(node):
             raise ClusterError(f"{node.name} exited right after start\n{ccm.log_tail(node)}")
+        # its own cgroup, seconds before it opens a connection to another node: what a partition's rules name
+        network.confine(cluster.name, node.name, node.pid)
 
     by_address = {ccm.address_of(n): n for n in cluster.nodes.values()}
 
@@ -192,10 +194,38 @@ def kill_node(settings: Settings, node: str, name: str | None = None,
 
 @ccm.quiet
 def start_node(settings: Settings, node: str, name: str | None = None, progress: Progress | None = None,
-               timeout: float = 180.0) -> NodeStatus:
-    """Start one node (no-op if running) and wait until it answers CQL and the live nodes see it up."""
+               timeout: float = 180.0, jvm_args: list[str] | None = None) -> NodeStatus:
+    """Start one node (no-op if running) and wait until it answers CQL and the live nodes see it up;
+    ``jvm_args``: more JVM arguments for this start."""
     progress = progress or ccm.noop
     cluster = ccm.require_cluster(settings, name)
     n = ccm.find_node(cluster, node)
-    start_nodes(cluster, [n], progress, timeout)
+    start_nodes(cluster, [n], progress, timeout, extra_jvm_args={n.name: list(jvm_args or [])})
     return ccm.status_of(n)
+
+
+def pause_node(settings: Settings, node: str, name: str | None = None) -> NodeStatus:
+    """SIGSTOP the node's JVM: every thread frozen, its sockets open (a stop-the-world pause, a VM stall)."""
+    n = ccm.find_node(ccm.require_cluster(settings, name), node)
+    if not ccm.alive(n):
+        raise ClusterError(f"{n.name} is not running: nothing to pause")
+    os.kill(n.pid, signal.SIGSTOP)
+    return ccm.status_of(n)
+
+
+def resume_node(settings: Settings, node: str, name: str | None = None) -> NodeStatus:
+    """SIGCONT a node's JVM (a no-op on a running one, and on one that is not running)."""
+    n = ccm.find_node(ccm.require_cluster(settings, name), node)
+    if n.pid and ccm.alive(n):
+        try:
+            os.kill(n.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass   # gone since: nothing to resume
+    return ccm.status_of(n)
+
+
+def storage_endpoint(settings: Settings, node: str, name: str | None = None) -> tuple[int | None, str, int]:
+    """(pid, listen address, storage port) of a node: what a partition's rules name."""
+    n = ccm.find_node(ccm.require_cluster(settings, name), node)
+    address, port = n.network_interfaces["storage"]
+    return (n.pid if ccm.alive(n) else None), address, int(port)

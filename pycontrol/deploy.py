@@ -168,7 +168,12 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     ks = render.ident(keyspace.KEYSPACE)
     table = f"{render.ident(src[0])}.{render.ident(src[1])}"
     existing = capture_indexes_of(session, [src])[src]
-    if others:
+    source_exists = bool(list(session.execute(
+        "SELECT table_name FROM system_schema.tables WHERE keyspace_name = %s AND table_name = %s", src)))
+    if not source_exists:
+        # dropped with its capture index and trigger: only the flow's row and its backup map are left to remove
+        progress(f"{src[0]}.{src[1]} no longer exists: nothing captures the tasks of '{name}'")
+    elif others:
         # capture the other flows' tasks with an index of their own before this flow's index goes
         options = capture_index.options_json(deployed[n] for n in sorted(others))
         index = capture_index.name(*src, options)
@@ -177,13 +182,15 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
         existing = [i for i in existing if i != index]
     for old in existing:
         session.execute(f"DROP INDEX IF EXISTS {render.ident(src[0])}.{render.ident(old)}")
-    progress(f"{src[0]}.{src[1]} no longer captures the tasks of '{name}'")
+    if source_exists:
+        progress(f"{src[0]}.{src[1]} no longer captures the tasks of '{name}'")
     session.execute(SimpleStatement(f'DELETE FROM {ks}.{render.ident(keyspace.FLOWS.name)} WHERE "name" = %s',
                                     consistency_level=ConsistencyLevel.LOCAL_QUORUM), (name,))
     progress(f"removed flow '{name}'")
     if not others:
-        session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} ON {table}")
-        progress(f"dropped trigger on {src[0]}.{src[1]} (no other flow uses it)")
+        if source_exists:
+            session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} ON {table}")
+            progress(f"dropped trigger on {src[0]}.{src[1]} (no other flow uses it)")
         # after the capture index: no replica writes a backup entry any more
         backup = backup_map.table_name(src[1])
         session.execute(f"DROP TABLE IF EXISTS {render.ident(src[0])}.{render.ident(backup)}")

@@ -58,3 +58,11 @@ def write_followers(settings, keyspace: str, pairs) -> None:
     with connect(settings) as session:
         insert = session.prepare(f"INSERT INTO {keyspace}.followers (user_id, follower_id) VALUES (?, ?)")
         execute_concurrent_with_args(session, insert, list(pairs), concurrency=64, raise_on_first_error=True)
+
+
+def verify_json(settings, *args: str) -> tuple[int, list[dict]]:
+    """`ctl verify`'s exit code and its JSON: one line per flow, each a list with one object per target table."""
+    import json
+    done = run_ctl(settings, "verify", *args, "--master", "local[2]", "--json", timeout=600)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done.returncode, [t for line in done.stdout.strip().splitlines() for t in json.loads(line)]

@@ -136,9 +136,41 @@ def _nodes(info) -> list[str]:
     return [n.name for n in info.nodes]
 
 
-def _heal(settings: Settings, config: CampaignConfig, info, progress: Progress) -> None:
+JAVA_FORM = "-Dasync_triggers.task_format=java"
+
+
+def _start(settings: Settings, config: CampaignConfig, node: str, forms: dict[str, str]) -> None:
+    """Start a node in the stored task form a roll last gave it (``forms``: node -> "java" | "versioned")."""
+    cluster_mod.start_node(settings, node, name=config.cluster, progress=lambda m: None, timeout=START_TIMEOUT_S,
+                           jvm_args=[JAVA_FORM] if forms.get(node) == "java" else [])
+
+
+def _hands(settings: Settings, config: CampaignConfig, info, forms: dict[str, str]) -> nemesis.Hands:
+    quiet = lambda m: None  # noqa: E731
+
+    def cut(links) -> None:
+        ends = {n: cluster_mod.storage_endpoint(settings, n, name=config.cluster) for n in _nodes(info)}
+        cluster_mod.network.cut(config.cluster, [(a, ends[a][0], ends[b][1], ends[b][2]) for a, b in links])
+
+    def switch(node: str) -> str:
+        forms[node] = "versioned" if forms.get(node) == "java" else "java"
+        return forms[node]
+
+    return nemesis.Hands(
+        kill=lambda n: cluster_mod.kill_node(settings, n, name=config.cluster, progress=quiet),
+        stop=lambda n: cluster_mod.stop_node(settings, n, name=config.cluster, progress=quiet),
+        start=lambda n: _start(settings, config, n, forms),
+        pause=lambda n: cluster_mod.pause_node(settings, n, name=config.cluster),
+        resume=lambda n: cluster_mod.resume_node(settings, n, name=config.cluster),
+        cut=cut, heal=cluster_mod.network.heal, switch=switch)
+
+
+def _heal(settings: Settings, config: CampaignConfig, info, forms: dict[str, str]) -> None:
+    """No partition, no paused JVM, every node running."""
+    cluster_mod.network.heal()
     for node in _nodes(info):
-        cluster_mod.start_node(settings, node, name=config.cluster, progress=lambda m: None, timeout=START_TIMEOUT_S)
+        cluster_mod.resume_node(settings, node, name=config.cluster)
+        _start(settings, config, node, forms)
 
 
 def _keep_evidence(settings: Settings, config: CampaignConfig, info, folder: Path, check: dict | None,
@@ -165,6 +197,8 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
             shutil.rmtree(old, ignore_errors=True) if old.is_dir() else old.unlink(missing_ok=True)
     config.out.mkdir(parents=True, exist_ok=True)
     created = cluster_mod.load_cluster(settings, config.cluster) is None
+    if set(config.kinds) & set(nemesis.PARTITIONS):
+        cluster_mod.network.require()   # refused before anything starts
     info, session = _setup(settings, config, progress)
     spark = build_session(master=config.master, connection=settings.with_hosts(info.contact_points).connection,
                           app_name="chaos-check")
@@ -177,9 +211,10 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     report(f"campaign: seed {config.seed}, {len(seeds) - 1} faulty run(s) after the reference; inputs: "
            f"{len(ops)} writes of {config.tweets} tweets in {config.load_s:.0f}s (workload seed {config.workload_seed})")
     results = []
+    forms: dict[str, str] = {}   # the stored task form a roll gave each node (nemesis.py)
     for index, fault_seed in enumerate(seeds):
         result = _run(settings, config, info, session, spark, check, ops, index, fault_seed,
-                      campaign_base + index * workload.ID_STRIDE, reference, progress)
+                      campaign_base + index * workload.ID_STRIDE, reference, progress, forms)
         report(result.line())
         results.append(result)
         with (config.out / "runs.jsonl").open("a") as f:
@@ -204,17 +239,13 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     return results
 
 
-def _run(settings, config, info, session, spark, check, ops, index, fault_seed, id_base, reference, progress) -> RunResult:
+def _run(settings, config, info, session, spark, check, ops, index, fault_seed, id_base, reference, progress,
+         forms: dict[str, str]) -> RunResult:
     started = time.monotonic()
     faults = [] if fault_seed is None else nemesis.schedule(fault_seed, _nodes(info), config.load_s, config.kinds,
                                                              config.faults_per_run)
     progress(f"run {index}: " + ("reference, no fault" if not faults else "; ".join(f.describe() for f in faults)))
-    nem = nemesis.Nemesis(faults,
-                          kill=lambda n: cluster_mod.kill_node(settings, n, name=config.cluster, progress=lambda m: None),
-                          stop=lambda n: cluster_mod.stop_node(settings, n, name=config.cluster, progress=lambda m: None),
-                          start=lambda n: cluster_mod.start_node(settings, n, name=config.cluster, progress=lambda m: None,
-                                                                 timeout=START_TIMEOUT_S),
-                          progress=progress)
+    nem = nemesis.Nemesis(faults, _hands(settings, config, info, forms), progress=progress)
     result = RunResult(index, fault_seed, [f.describe() for f in faults], [], 0, 0, 0, None, 0, 0, 0, 0.0)
     check_result = None
 
@@ -233,7 +264,7 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         nem.join()
         result.events = [dataclasses.asdict(e) for e in nem.events]
         result.writes, result.retried, result.gave_up = stats.writes, stats.retried, stats.gave_up
-        _heal(settings, config, info, progress)
+        _heal(settings, config, info, forms)
         healed = time.monotonic()
         drain()
         result.drained_s = time.monotonic() - healed

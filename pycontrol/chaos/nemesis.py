@@ -7,7 +7,17 @@ Kinds (each heals itself: every node it takes down is started again):
 - ``quick_restart``: kill -9 and start at once, before the others convict it;
 - ``down60``: kill -9, start 60 s later;
 - ``two_in_a_row``: kill -9 one node, start it, then kill -9 another right after;
-- ``restart_all``: kill -9 every node, then start them all.
+- ``restart_all``: kill -9 every node, then start them all;
+- ``isolate``: one node cut off from the others (both ways) for 20-40 s;
+- ``split``: a minority of the nodes cut off from the majority (with three nodes: one node);
+- ``bridge``: the nodes in two halves that cannot talk, one node (the bridge) talking to both;
+- ``asymmetric``: one node's messages to the others dropped, theirs to it delivered;
+- ``pause``: SIGSTOP a node's JVM for 20-40 s (longer than the failure detector takes to convict it), SIGCONT;
+- ``roll``: a rolling restart, one node at a time (drain, start, wait until the others see it up), each node
+  switching the form it stores tasks in (``-Dasync_triggers.task_format=java``, the Java serialization of
+  earlier versions, or the versioned format): writers of both forms side by side, as during a plugin upgrade.
+
+Partitions cut the nodes' storage port only (cluster/network.py): clients still reach every node.
 
 A schedule is a list of ``Fault`` with the second of the load at which each starts; the same seed gives the same
 schedule, so a failing run can be replayed exactly (``ctl chaos run --replay``).
@@ -20,7 +30,9 @@ import threading
 import time
 from typing import Callable, Sequence
 
-KINDS = ("kill9", "stop", "quick_restart", "down60", "two_in_a_row", "restart_all")
+KINDS = ("kill9", "stop", "quick_restart", "down60", "two_in_a_row", "restart_all",
+         "isolate", "split", "bridge", "asymmetric", "pause", "roll")
+PARTITIONS = ("isolate", "split", "bridge", "asymmetric")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -28,11 +40,43 @@ class Fault:
     at: float             # seconds after the start of the load
     kind: str
     nodes: tuple[str, ...]
-    down_s: float = 0.0   # how long a node stays down (0: restarted at once)
+    down_s: float = 0.0   # how long a node stays down, paused or cut off (0: restarted at once)
+    # a partition's directed (sender, receiver) links cut
+    links: tuple[tuple[str, str], ...] = ()
 
     def describe(self) -> str:
-        down = f" down {self.down_s:.0f}s" if self.down_s else ""
+        down = f" {'cut' if self.kind in PARTITIONS else 'paused' if self.kind == 'pause' else 'down'} " \
+               f"{self.down_s:.0f}s" if self.down_s else ""
         return f"{self.kind} {'+'.join(self.nodes)} @{self.at:.0f}s{down}"
+
+    @property
+    def busy_s(self) -> float:
+        """How long the fault lasts, at least (the next one starts after it)."""
+        if self.kind in PARTITIONS or self.kind == "pause":
+            return self.down_s
+        if self.kind == "roll":
+            return 30.0 * len(self.nodes)
+        return self.down_s * len(self.nodes)
+
+
+def _links(a: Sequence[str], b: Sequence[str], both_ways: bool = True) -> tuple[tuple[str, str], ...]:
+    pairs = [(x, y) for x in a for y in b if x != y]
+    return tuple(pairs + ([(y, x) for x, y in pairs] if both_ways else []))
+
+
+def _partition(kind: str, rng: random.Random, nodes: Sequence[str], node: str, down_s: float) -> Fault:
+    others = [n for n in nodes if n != node]
+    if kind == "isolate":
+        return Fault(0, kind, (node,), down_s, _links([node], others))
+    if kind == "asymmetric":
+        return Fault(0, kind, (node,), down_s, _links([node], others, both_ways=False))
+    if kind == "split":
+        minority = sorted(rng.sample(list(nodes), max(1, (len(nodes) - 1) // 2)))
+        return Fault(0, kind, tuple(minority), down_s, _links(minority, [n for n in nodes if n not in minority]))
+    # bridge: the node talks to both halves of the others, which cannot talk to each other
+    half = max(1, len(others) // 2)
+    left, right = others[:half], others[half:]
+    return Fault(0, kind, (node,), down_s, _links(left, right))
 
 
 def schedule(seed: int, nodes: Sequence[str], load_s: float, kinds: Sequence[str] = KINDS,
@@ -57,10 +101,14 @@ def schedule(seed: int, nodes: Sequence[str], load_s: float, kinds: Sequence[str
         elif kind == "two_in_a_row":
             other = rng.choice([n for n in nodes if n != node] or [node])
             fault = Fault(at, kind, (node, other), rng.uniform(15, 25))
-        else:
+        elif kind in PARTITIONS:
+            fault = dataclasses.replace(_partition(kind, rng, nodes, node, rng.uniform(20, 40)), at=at)
+        elif kind == "pause":
+            fault = Fault(at, kind, (node,), rng.uniform(20, 40))
+        else:   # restart_all, roll: every node
             fault = Fault(at, kind, tuple(nodes), 0.0)
         out.append(fault)
-        at += fault.down_s * len(fault.nodes) + rng.uniform(10, 20)
+        at += fault.busy_s + rng.uniform(10, 20)
     return out
 
 
@@ -70,13 +118,26 @@ class Event:
     what: str
 
 
-class Nemesis:
-    """Runs a schedule against a cluster on its own thread, recording what it did and when."""
+@dataclasses.dataclass(frozen=True)
+class Hands:
+    """What a nemesis does to a cluster: each takes node names (``cut``: directed (sender, receiver) links)."""
+    kill: Callable[[str], None]
+    stop: Callable[[str], None]
+    start: Callable[[str], None]
+    pause: Callable[[str], None] = lambda node: None
+    resume: Callable[[str], None] = lambda node: None
+    cut: Callable[[Sequence[tuple[str, str]]], None] = lambda links: None
+    heal: Callable[[], None] = lambda: None
+    switch: Callable[[str], str] = lambda node: ""   # a roll: the node's next start's form; returns its name
 
-    def __init__(self, faults: Sequence[Fault], kill: Callable[[str], None], stop: Callable[[str], None],
-                 start: Callable[[str], None], progress: Callable[[str], None] = lambda _: None):
+
+class Nemesis:
+    """Runs a schedule against a cluster on its own thread, recording what it did and when. Whatever happens, it
+    leaves no partition and no paused node behind."""
+
+    def __init__(self, faults: Sequence[Fault], hands: Hands, progress: Callable[[str], None] = lambda _: None):
         self.faults = list(faults)
-        self._kill, self._stop, self._start = kill, stop, start
+        self.hands = hands
         self.progress = progress
         self.events: list[Event] = []
         self.error: BaseException | None = None
@@ -105,30 +166,63 @@ class Nemesis:
             time.sleep(wait)
 
     def _down(self, node: str, graceful: bool) -> None:
-        (self._stop if graceful else self._kill)(node)
+        (self.hands.stop if graceful else self.hands.kill)(node)
         self._log(("stop " if graceful else "kill -9 ") + node)
 
     def _up(self, node: str) -> None:
-        self._start(node)
+        self.hands.start(node)
         self._log("started " + node)
+
+    def _play(self, fault: Fault) -> None:
+        hands = self.hands
+        if fault.kind == "restart_all":
+            for node in fault.nodes:
+                self._down(node, graceful=False)
+            for node in fault.nodes:
+                self._up(node)
+        elif fault.kind == "two_in_a_row":
+            for node in fault.nodes:
+                self._down(node, graceful=False)
+                time.sleep(fault.down_s)
+                self._up(node)
+        elif fault.kind in PARTITIONS:
+            hands.cut(fault.links)
+            self._log(f"{fault.kind}: cut " + ", ".join(f"{a}->{b}" for a, b in fault.links))
+            try:
+                time.sleep(fault.down_s)
+            finally:
+                hands.heal()
+                self._log("healed")
+        elif fault.kind == "pause":
+            hands.pause(fault.nodes[0])
+            self._log("SIGSTOP " + fault.nodes[0])
+            try:
+                time.sleep(fault.down_s)
+            finally:
+                hands.resume(fault.nodes[0])
+                self._log("SIGCONT " + fault.nodes[0])
+        elif fault.kind == "roll":
+            for node in fault.nodes:
+                form = hands.switch(node)
+                self._down(node, graceful=True)
+                self._up(node)
+                self._log(f"{node} now stores tasks in the {form} form")
+        else:
+            self._down(fault.nodes[0], graceful=fault.kind == "stop")
+            time.sleep(fault.down_s)
+            self._up(fault.nodes[0])
 
     def _run(self) -> None:
         try:
             for fault in self.faults:
                 self._sleep_until(fault.at)
-                if fault.kind == "restart_all":
-                    for node in fault.nodes:
-                        self._down(node, graceful=False)
-                    for node in fault.nodes:
-                        self._up(node)
-                elif fault.kind == "two_in_a_row":
-                    for node in fault.nodes:
-                        self._down(node, graceful=False)
-                        time.sleep(fault.down_s)
-                        self._up(node)
-                else:
-                    self._down(fault.nodes[0], graceful=fault.kind == "stop")
-                    time.sleep(fault.down_s)
-                    self._up(fault.nodes[0])
+                self._play(fault)
         except BaseException as e:  # noqa: BLE001 - reported by join() on the campaign's thread
             self.error = e
+            try:   # never leave a cut network or a frozen JVM behind a failed step
+                self.hands.heal()
+                for fault in self.faults:
+                    if fault.kind == "pause":
+                        self.hands.resume(fault.nodes[0])
+            except BaseException:  # noqa: BLE001 - the first error is the one reported
+                pass

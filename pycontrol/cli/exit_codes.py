@@ -15,6 +15,7 @@ import json
 import sys
 
 import typer
+from cassandra import DriverException
 
 from ..errors import BAD_INPUT, FAILED, AsyncTriggersError
 from .click_compat import UsageError, get_current_context
@@ -60,6 +61,8 @@ def errors_to_exit(as_json: bool | None = None):
         yield
     except AsyncTriggersError as e:
         raise fail(str(e), exit_code_of(e), as_json)
+    except DriverException as e:   # what Cassandra answered a statement with, not a stack trace
+        raise fail(f"Cassandra refused a statement: {e}", PROBLEM, as_json)
     except KeyboardInterrupt:
         if as_json if as_json is not None else json_requested():
             typer.echo(json.dumps({"error": "interrupted", "exit_code": INTERRUPTED}), err=True)

@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from helpers import ROOT, create_schema, deploy_flow_text, drain, run_ctl
+from helpers import ROOT, create_schema, deploy_flow_text, drain, run_ctl, verify_json
 
 
 FLOW = "users_by_name"
@@ -104,14 +104,6 @@ FLOWS = [
 """
 
 
-def _verify(settings, *args: str) -> tuple[int, list[dict]]:
-    """ctl verify's exit code and its JSON: one line per flow, each a list with one object per target table."""
-    import json
-    done = run_ctl(settings, "verify", *args, "--master", "local[2]", "--json", timeout=600)
-    assert done.returncode in (0, 1), done.stdout + done.stderr
-    return done.returncode, [t for line in done.stdout.strip().splitlines() for t in json.loads(line)]
-
-
 def test_should_verify_and_repair_an_index_named_like_its_source_and_a_cascade_from_it(
         cluster_settings, session, tmp_path):
     create_schema(cluster_settings, SHOP_SCHEMA)
@@ -121,7 +113,7 @@ def test_should_verify_and_repair_an_index_named_like_its_source_and_a_cascade_f
             session.execute("INSERT INTO shop.orders (tenant, order_id, status, total) VALUES (%s, %s, %s, %s)",
                             (tenant, order, "open" if order % 2 else "paid", 10 * order))
     drain(session, "orders_by_status", "status_totals")
-    code, tables = _verify(cluster_settings, "orders_by_status", "status_totals")
+    code, tables = verify_json(cluster_settings, "orders_by_status", "status_totals")
     assert code == 0 and [t["table"] for t in tables] == ["shop.orders_by_status", "shop.by_total"], tables
     assert all(t["ok"] and t["expected"] == t["present"] == 12 for t in tables), tables
 
@@ -136,7 +128,7 @@ def test_should_verify_and_repair_an_index_named_like_its_source_and_a_cascade_f
     session.execute("DELETE FROM shop.orders_by_status WHERE status = 'paid' AND tenant = 2 AND order_id = 2")
     session.execute("UPDATE shop.orders_by_status SET total = 5 WHERE status = 'open' AND tenant = 3 AND order_id = 1")
     drain(session, "status_totals")
-    code, [index] = _verify(cluster_settings, "orders_by_status", "--consistency", "ALL")
+    code, [index] = verify_json(cluster_settings, "orders_by_status", "--consistency", "ALL")
     assert code == 1 and index["consistency"] == "ALL"
     assert (index["missing"], index["unexpected"], index["wrong_value"], index["present"]) == (2, 1, 2, 9), index
     assert index["missing_sample"] == [{"status": "open", "tenant": 1, "order_id": 99, "total": 990},
@@ -144,11 +136,11 @@ def test_should_verify_and_repair_an_index_named_like_its_source_and_a_cascade_f
     assert index["unexpected_sample"] == [{"status": "void", "tenant": 9, "order_id": 9, "total": 9}]
     assert [w["columns"] for w in index["wrong_value_sample"]] == [["total"], ["total"]]
 
-    code, [index] = _verify(cluster_settings, "orders_by_status", "--repair", "--ranges", "4")
+    code, [index] = verify_json(cluster_settings, "orders_by_status", "--repair", "--ranges", "4")
     assert code == 0 and index["repaired"] == {"written": 4, "deleted": 1, "not_repaired": 0, "raised": 2}, index
     assert run_ctl(cluster_settings, "trigger", "resume", "orders_by_status").returncode == 0
     drain(session, "orders_by_status", "status_totals")
-    code, tables = _verify(cluster_settings, "--all")
+    code, tables = verify_json(cluster_settings, "--all")
     shop = [t for t in tables if t["flow"] in ("orders_by_status", "status_totals")]
     assert len(shop) == 2 and all(t["ok"] for t in shop), shop
     assert shop[0]["expected"] == shop[1]["expected"] == 13, shop

@@ -70,11 +70,14 @@ def _live(settings):
     return config.load(cluster_name=NAME, contact_points=up)
 
 
-def _completed(session, seen: dict) -> dict:
-    """The flow's completed tasks per node, the highest each reported (a removed node's count is kept)."""
+def _completed(session, seen: dict, taken: dict | None = None) -> dict:
+    """The flow's completed tasks per node, the highest each reported (a removed node's count is kept); in
+    ``taken``, the tasks each node took over from another's entries or resumed (recovered + resumed)."""
     from async_triggers import status
     for s in status.read(session, [FLOW]):
         seen[s.node] = max(seen.get(s.node, 0), s.completed)
+        if taken is not None:
+            taken[s.node] = max(taken.get(s.node, 0), (s.recovered or 0) + (s.resumed or 0))
     return seen
 
 
@@ -93,13 +96,14 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
     writer = Writer(members)
     writer.start()
     seen: dict = {}
+    taken: dict = {}
     # --force: three nodes down to two, below system_distributed's RF 3 (the flow's keyspace has RF 2)
     steps = [("add-node",), ("decommission", "node1", "--force"), ("kill", "node2"), ("replace", "node2")]
     try:
         for step in steps:
             time.sleep(10)
             with connect(_live(members)) as session:
-                _completed(session, seen)
+                _completed(session, seen, taken)
             done = run_ctl(_live(members), "cluster", *step, "--name", NAME, timeout=1200)
             assert done.returncode == 0, f"ctl cluster {' '.join(step)}:\n{done.stdout}\n{done.stderr}"
         time.sleep(10)
@@ -116,7 +120,7 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
         from cassandra.query import SimpleStatement
         tweets = session.execute(SimpleStatement("SELECT count(*) FROM twitter.tweets",
                                                  consistency_level=ConsistencyLevel.ALL)).one()[0]
-        _completed(session, seen)
+        _completed(session, seen, taken)
     assert tweets >= writer.written > 100, (tweets, writer.written, writer.errors)
 
     done = run_ctl(live, "verify", FLOW, "--master", "local[2]", "--consistency", "ALL", "--json", timeout=900)
@@ -128,6 +132,6 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
 
     executed = sum(seen.values())
     print(f"membership: {tweets} tweets ({writer.errors} client retries), {executed} tasks completed "
-          f"({executed / tweets:.2f}x), by node {seen}")
+          f"({executed / tweets:.2f}x), by node {seen}; taken over or resumed, by node {taken}")
     # the target (1.1x) is a measured figure, printed above; a storm (leftover entries run again every scan) is not
     assert executed <= 1.5 * tweets, f"{executed} tasks for {tweets} writes: re-executions ({seen})"

@@ -241,12 +241,13 @@ def test_should_create_flow_status_with_every_column_the_alters_know(tmp_path):
 # --- drop -------------------------------------------------------------------------------------------------
 
 class FakeSession:
-    """Answers read_deployed with the given specs, system_schema.indexes with the given capture indexes, and
-    records every other statement."""
+    """Answers read_deployed with the given specs, system_schema.indexes with the given capture indexes,
+    system_schema.tables with the source table unless it was dropped, and records every other statement."""
 
-    def __init__(self, specs, indexes=()):
+    def __init__(self, specs, indexes=(), source_dropped=False):
         self.specs = specs
         self.indexes = indexes
+        self.source_dropped = source_dropped
         self.executed = []
         self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}),
                                        control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True))
@@ -258,6 +259,8 @@ class FakeSession:
         if text.startswith("SELECT index_name, options FROM system_schema.indexes"):
             return [SimpleNamespace(index_name=name, options={"class_name": capture_index.CLASS})
                     for name in self.indexes]
+        if text.startswith("SELECT table_name FROM system_schema.tables"):
+            return [] if self.source_dropped else [SimpleNamespace(table_name=params[1])]
         self.executed.append(text)
         return []
 
@@ -269,6 +272,16 @@ def test_should_drop_capture_index_and_trigger_before_the_backup_map_of_their_ta
         'DROP INDEX IF EXISTS "shop"."async_capture_0123"',
         'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
         'DROP TRIGGER IF EXISTS "async_triggers" ON "shop"."events"',
+        'DROP TABLE IF EXISTS "shop"."async_backup_events"',
+    ]
+
+
+def test_should_drop_the_flow_of_a_dropped_source_without_touching_the_table():
+    # DROP TABLE took the capture index and the trigger with it: only the flow and its backup map are left
+    session = FakeSession(validate.compile_all([latest_flow()], SCHEMA), source_dropped=True)
+    deploy.drop(session, "latest")
+    assert session.executed == [
+        'DELETE FROM "async_triggers"."flows" WHERE "name" = %s',
         'DROP TABLE IF EXISTS "shop"."async_backup_events"',
     ]
 

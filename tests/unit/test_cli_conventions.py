@@ -5,6 +5,7 @@ import contextlib
 import json
 
 import pytest
+import typer
 from typer.testing import CliRunner
 
 from async_triggers import cli, connection
@@ -83,6 +84,16 @@ def test_shell_completion_should_be_offered():
 ])
 def test_each_error_should_map_to_its_exit_code(error, code):
     assert exit_codes.exit_code_of(error) == code
+
+
+def test_a_statement_cassandra_refused_should_exit_1_with_its_message_not_a_traceback(capsys):
+    from cassandra import InvalidRequest
+    with pytest.raises(typer.Exit) as done:
+        with exit_codes.errors_to_exit(as_json=False):
+            raise InvalidRequest("Error from server: code=2200 [Invalid query] message=\"Table 'users' doesn't exist\"")
+    assert done.value.exit_code == 1
+    assert capsys.readouterr().err.strip() == ("error: Cassandra refused a statement: Error from server: code=2200 "
+                                               "[Invalid query] message=\"Table 'users' doesn't exist\"")
 
 
 def test_bad_input_should_exit_2_with_a_json_error(seen):

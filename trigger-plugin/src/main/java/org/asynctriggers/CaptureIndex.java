@@ -158,9 +158,27 @@ public final class CaptureIndex implements Index
         return false; // streamed and imported sstables are no writes: they get no tasks
     }
 
+    /**
+     * Cassandra asks before {@code ALTER TABLE ... DROP} of a column and {@code RENAME} of a key column, and refuses
+     * with "Cannot drop column x because it has dependent secondary indexes (async_capture_...)" when this says yes,
+     * as it does for a materialized view's columns: a deployed flow names the source's key columns and the columns
+     * its tasks carry (docs/design.md, "Schema changes"). Drop or redeploy the flow without the column first.
+     */
     @Override
     public boolean dependsOn(ColumnMetadata column)
     {
+        return dependsOn(options, column.isPrimaryKeyColumn(), column.name.toString());
+    }
+
+    static boolean dependsOn(CaptureOptions options, boolean keyColumn, String column)
+    {
+        if (options.flows.isEmpty())
+            return false;
+        if (keyColumn)
+            return true;
+        for (CaptureOptions.FlowCapture flow : options.flows)
+            if (flow.columns != null && flow.columns.contains(column))
+                return true;
         return false;
     }
 

@@ -6,10 +6,13 @@ import java.util.Map;
 import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.marshal.Int32Type;
+import org.apache.cassandra.db.marshal.UTF8Type;
 import org.apache.cassandra.dht.Murmur3Partitioner;
 import org.apache.cassandra.exceptions.ConfigurationException;
 import org.apache.cassandra.index.transactions.IndexTransaction;
+import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
+import org.asynctriggers.capture.CaptureOptions;
 import org.asynctriggers.testing.FakeGateway;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
@@ -18,6 +21,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -129,6 +134,30 @@ class CaptureIndexTest
         index.getMetadataReloadTask(emptied).call();
         assertSame(emptied, index.getIndexMetadata());
         assertNull(indexer(index, IndexTransaction.Type.UPDATE), "the flows were removed from the index's options");
+    }
+
+    @Test
+    void shouldMakeCassandraRefuseToDropAColumnAFlowCarriesOrToRenameAKeyColumn() throws Exception
+    {
+        CaptureOptions two = CaptureOptions.parse(Map.of("flows",
+            "{\"by_name\": {\"events\": [\"insert\"], \"columns\": [\"name\"]},"
+            + " \"by_mail\": {\"events\": [\"insert\"], \"columns\": [\"email\", \"name\"]}}"));
+        assertTrue(CaptureIndex.dependsOn(two, false, "name"));
+        assertTrue(CaptureIndex.dependsOn(two, false, "email"), "a column of either flow");
+        assertFalse(CaptureIndex.dependsOn(two, false, "bio"), "a column no flow carries can be dropped");
+        assertTrue(CaptureIndex.dependsOn(two, true, "id"), "the flows name the key columns: no rename");
+        CaptureOptions handler = CaptureOptions.parse(Map.of("flows", "{\"h\": {\"events\": [\"insert\"]}}"));
+        assertFalse(CaptureIndex.dependsOn(handler, false, "bio"), "a handler gets whatever columns the table has");
+        assertFalse(CaptureIndex.dependsOn(CaptureOptions.NONE, true, "id"), "an index that captures no flow");
+        // and through Cassandra's call, with the options the index was reloaded with
+        CaptureIndex index = new CaptureIndex(null, metadata(options(FLOWS)));
+        ColumnMetadata name = ColumnMetadata.regularColumn("ks", "users", "name", UTF8Type.instance);
+        ColumnMetadata id = ColumnMetadata.partitionKeyColumn("ks", "users", "id", Int32Type.instance, 0);
+        assertTrue(index.dependsOn(name));
+        assertTrue(index.dependsOn(id));
+        index.getMetadataReloadTask(metadata(options("{}"))).call();
+        assertFalse(index.dependsOn(name), "the flow was dropped: the column can go");
+        assertFalse(index.dependsOn(id));
     }
 
     @Test

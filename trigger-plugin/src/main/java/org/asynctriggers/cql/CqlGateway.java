@@ -36,6 +36,17 @@ public interface CqlGateway
     /** @throws RuntimeException naming the statement when it does not prepare (missing keyspace/table/column) */
     Prepared prepare(String cql);
 
+    /**
+     * Whether a statement prepared earlier still matches its table's schema: false once the table was altered,
+     * dropped or dropped and made again. A statement prepared against a table's former columns would write a
+     * dropped column's value into nothing, and one of a dropped table would fail for good even once the table is
+     * back; a caller prepares such a statement again, and gets the schema's own error when it no longer prepares.
+     */
+    default boolean isCurrent(Prepared statement)
+    {
+        return true;
+    }
+
     /** Runs the statement; the rows of a SELECT (column name to value), empty for writes. */
     List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values);
 

@@ -15,6 +15,8 @@ import org.apache.cassandra.cql3.QueryOptions;
 import org.apache.cassandra.cql3.QueryProcessor;
 import org.apache.cassandra.cql3.ResultSet;
 import org.apache.cassandra.cql3.UntypedResultSet;
+import org.apache.cassandra.cql3.statements.ModificationStatement;
+import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.Clustering;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
@@ -60,6 +62,25 @@ public final class QueryProcessorGateway implements CqlGateway
         {
             throw new IllegalArgumentException("cannot prepare [" + cql + "]: " + e.getMessage(), e);
         }
+    }
+
+    @Override
+    public boolean isCurrent(Prepared statement)
+    {
+        TableMetadata prepared = tableOf((CQLStatement) statement.handle);
+        if (prepared == null)
+            return true;
+        TableMetadata now = Schema.instance.getTableMetadata(prepared.keyspace, prepared.name);
+        return now == prepared || prepared.equals(now);
+    }
+
+    private static TableMetadata tableOf(CQLStatement statement)
+    {
+        if (statement instanceof ModificationStatement)
+            return ((ModificationStatement) statement).metadata();
+        if (statement instanceof SelectStatement)
+            return ((SelectStatement) statement).table;
+        return null;
     }
 
     @Override

@@ -9,9 +9,9 @@ import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.CqlGateway;
 
 /**
- * One flow version's prepared statements, over its gateway: each CQL text is prepared once, the first time it is
- * asked for (the constructor of {@link FlowExecutor} asks for the fixed ones, so a flow whose tables do not prepare
- * is not applied).
+ * One flow version's prepared statements, over its gateway: each CQL text is prepared the first time it is asked for
+ * (the constructor of {@link FlowExecutor} asks for the fixed ones, so a flow whose tables do not prepare is not
+ * applied), and again once its table was altered, dropped or made again (docs/design.md, "Schema changes").
  */
 final class Statements
 {
@@ -23,9 +23,15 @@ final class Statements
         this.gateway = gateway;
     }
 
+    /** Prepared once, and again after its table's schema changed (CqlGateway.isCurrent). */
     CqlGateway.Prepared prepare(String cql)
     {
-        return prepared.computeIfAbsent(cql, gateway::prepare);
+        CqlGateway.Prepared statement = prepared.computeIfAbsent(cql, gateway::prepare);
+        if (gateway.isCurrent(statement))
+            return statement;
+        CqlGateway.Prepared again = gateway.prepare(cql);
+        prepared.put(cql, again);
+        return again;
     }
 
     List<Map<String, ByteBuffer>> execute(String cql, ConsistencyLevel consistency, List<ByteBuffer> values)
