@@ -55,7 +55,7 @@ test-java:
 	mvn -q -B -f trigger-plugin/pom.xml test
 
 # one target per tier of tests/ (the folder is the tier)
-test-unit: venv
+test-unit: venv promtool
 	$(PY) -m pytest -q tests/unit $(PYTEST_ARGS)
 
 test-cluster: install
@@ -71,7 +71,7 @@ test-spark: install
 # The whole default suite: Java unit tests, Python unit tests, Spark jobs, integration against real clusters, the
 # benchmarks' parts (a private RabbitMQ node: `broker`). Heavier suites have their own targets (marker own_target):
 # test-bench-smoke, test-membership.
-test: install broker netfilter test-java
+test: install broker netfilter promtool test-java
 	$(PY) -m pytest -q -rs --durations=15 -m "not own_target" $(PYTEST_ARGS)
 
 # The benchmarks' smoke run on the session's 3-node cluster (every experiment, three applications; ~10 min)
@@ -119,7 +119,7 @@ clean:
 # RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/broker.py runs a private one.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: broker netfilter bench-deps test-bench
+.PHONY: broker netfilter promtool bench-deps test-bench
 
 broker:
 	@if dpkg-query -W -f='$${Status}' rabbitmq-server 2>/dev/null | grep -q 'install ok installed'; then \
@@ -137,6 +137,17 @@ netfilter:
 	else \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends iptables; \
+	fi
+
+# `promtool`: Prometheus' rule checker, from Debian's prometheus package (tests/unit/test_alert_rules.py runs
+# `promtool test rules` on trigger-plugin/dist/metrics/alerts.yaml). RUNLEVEL=1: Debian's own server is not started.
+promtool:
+	@if command -v promtool >/dev/null; then \
+	  echo "promtool $$(promtool --version 2>&1 | head -1 | cut -d' ' -f3) is installed"; \
+	else \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive RUNLEVEL=1 apt-get install -y -q --no-install-recommends \
+	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold prometheus; \
 	fi
 
 # the benchmarks' Python extras (pika, matplotlib): the virtualenv installs them (pyproject's `bench` extra)

@@ -13,6 +13,7 @@ import yaml
 METRICS_DIR = Path(__file__).resolve().parent.parent / "trigger-plugin" / "dist" / "metrics"
 EXPORTER_CONFIG = METRICS_DIR / "prometheus-jmx.yaml"
 DASHBOARD = METRICS_DIR / "grafana-dashboard.json"
+ALERTS = METRICS_DIR / "alerts.yaml"
 
 _IDENT = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*")
 _PROMQL_KEYWORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "offset", "bool", "and", "or",
@@ -52,6 +53,11 @@ def dashboard_queries() -> list[str]:
     for panel in list(panels):
         panels.extend(panel.get("panels", []))
     return [target["expr"] for panel in panels for target in panel.get("targets", []) if target.get("expr")]
+
+
+def alert_rules() -> list[dict]:
+    """The alerting rules of alerts.yaml, every group's."""
+    return [rule for group in yaml.safe_load(ALERTS.read_text())["groups"] for rule in group["rules"]]
 
 
 def query_metric_names(expr: str) -> set[str]:
