@@ -88,14 +88,31 @@ def _select(session, flow: str, ids: Sequence[str], everything: bool) -> list[De
     return found
 
 
-def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> list[DeadLetter]:
-    """Ask the node that gave up on each letter to queue its task again (it deletes the letter when it does)."""
+def retry_node(letter: DeadLetter, live: Sequence[str]) -> str:
+    """Where a letter's retry request goes: the node that gave it up while it is up; otherwise (stopped, removed or
+    replaced: it would never read the request) a live node, spread by the letter's id. Any node running the flow
+    can queue the task: its derived writes go through a coordinator like any other."""
+    if letter.node in live or not live:
+        return letter.node
+    others = sorted(live)
+    return others[letter.id.int % len(others)]
+
+
+def retry(session, flow: str, ids: Sequence[str] = (), everything: bool = False,
+          live: Sequence[str] | None = None) -> list[tuple[DeadLetter, str]]:
+    """Ask a node to queue each letter's task again (it deletes the letter when it does): each letter with the node
+    it was sent to (retry_node). ``live``: the nodes up now (default: as the driver and the status reports see them)."""
+    from . import status
     letters = _select(session, flow, ids, everything)
+    live = sorted(status.live_nodes(session)) if live is None else list(live)
     insert = session.prepare(f'INSERT INTO {_RETRIES} ("node", "flow", "id") VALUES (?, ?, ?)')
     insert.consistency_level = ConsistencyLevel.LOCAL_QUORUM
+    sent = []
     for letter in letters:
-        session.execute(insert, (letter.node, letter.flow, letter.id))
-    return letters
+        node = retry_node(letter, live)
+        session.execute(insert, (node, letter.flow, letter.id))
+        sent.append((letter, node))
+    return sent
 
 
 def purge(session, flow: str, ids: Sequence[str] = (), everything: bool = False) -> int:

@@ -80,3 +80,12 @@ class FlowPausedError(AsyncTriggersError):
 
 class CheckFailed(AsyncTriggersError):
     """A check ran and found a problem (missing rows, a node not ready)."""
+
+
+class FlowNotEmpty(AsyncTriggersError):
+    """A destructive command would throw away tasks or dead letters it was not told to discard."""
+
+
+class NotConfirmed(AsyncTriggersError):
+    """A discard was not confirmed (no terminal to ask, and no --yes)."""
+    outcome = BAD_INPUT

@@ -7,7 +7,7 @@ import typer
 
 from .. import dlq
 from .exit_codes import errors_to_exit
-from .options import connection_options
+from .options import confirm, connection_options
 from ..cql import connect
 
 app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
@@ -50,22 +50,36 @@ def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str
 @connection_options
 def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL,
               as_json: bool = typer.Option(False, "--json")):
-    """Queue the tasks again on the nodes that gave up on them (a letter goes once its task is queued)."""
+    """Queue the tasks again on the nodes that gave up on them, or on a live node when that one is not up (a letter
+    goes once its task is queued)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
-            letters = dlq.retry(session, flow, ids or (), everything)
+            sent = dlq.retry(session, flow, ids or (), everything)
+    moved = [(d, node) for d, node in sent if node != d.node]
     if as_json:
-        typer.echo(json.dumps({"flow": flow, "retried": [d.id for d in letters]}, default=str))
+        typer.echo(json.dumps({"flow": flow, "retried": [d.id for d, _ in sent],
+                               "sent_elsewhere": [{"id": d.id, "gave_up_on": d.node, "sent_to": node}
+                                                  for d, node in moved]}, default=str))
     else:
-        typer.echo(f"asked to retry {len(letters)} dead letter(s) of {flow}")
+        typer.echo(f"asked to retry {len(sent)} dead letter(s) of {flow}")
+        for gone in sorted({d.node for d, _ in moved}):
+            to = sorted({node for d, node in moved if d.node == gone})
+            typer.echo(f"  {sum(1 for d, _ in moved if d.node == gone)} of them gave up on {gone}, which is not up: "
+                       f"sent to {', '.join(to)}")
 
 
 @app.command("purge")
 @connection_options
 def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str] = IDS, everything: bool = ALL,
+              yes: bool = typer.Option(False, "--yes", help="Do not ask (scripts)."),
               as_json: bool = typer.Option(False, "--json")):
-    """Delete dead letters."""
+    """Delete dead letters (their tasks are then never retried; asks first)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
+            letters = dlq.list_letters(session, flow, 100_000) if everything else []
+            if everything and letters:
+                confirm(f"Delete all {len(letters)} dead letter(s) of {flow}? Their tasks will never run.", yes)
+            elif ids:
+                confirm(f"Delete {len(ids)} dead letter(s) of {flow}? Their tasks will never run.", yes)
             n = dlq.purge(session, flow, ids or (), everything)
     typer.echo(json.dumps({"flow": flow, "purged": n}) if as_json else f"purged {n} dead letter(s) of {flow}")

@@ -112,3 +112,16 @@ def connection_options(command):
 
     wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *extra])
     return wrapper
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Ask before a discard; ``--yes`` answers for scripts. Without a terminal to ask, refuse (naming --yes)."""
+    import sys
+
+    from ..errors import NotConfirmed
+    if yes:
+        return
+    if not sys.stdin.isatty():
+        raise NotConfirmed(f"{question} No terminal to ask: add --yes to confirm")
+    if not typer.confirm(question, default=False, err=True):
+        raise NotConfirmed("not confirmed: nothing was changed")

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import typer
 
-from .. import deploy as deploy_mod, keyspace, pause as pause_mod, render, replication as replication_mod, \
+from .. import deploy as deploy_mod, dlq, keyspace, pause as pause_mod, render, replication as replication_mod, \
     status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
 from . import backfill as cli_backfill, dlq as cli_dlq
 from .exit_codes import errors_to_exit
-from .options import connection_options
+from .options import confirm, connection_options
 from ..cql import connect
 from ..flows import load_flow_file
 
@@ -224,9 +224,33 @@ def resume_cmd(ctx: typer.Context, name: str = typer.Argument(..., help="A pause
 
 @app.command("drop")
 @connection_options
-def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...), as_json: bool = typer.Option(False, "--json")):
-    """Remove a flow; drop the table's trigger when no other flow uses it."""
+def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...),
+             drain: bool = typer.Option(False, "--drain", help="Wait until the flow's tasks are done, then drop it."),
+             discard_pending: bool = typer.Option(False, "--discard-pending",
+                                                  help="Drop it with its unfinished tasks and dead letters (says how "
+                                                       "many; asks first)."),
+             yes: bool = typer.Option(False, "--yes", help="Do not ask (scripts)."),
+             timeout: float = typer.Option(600, "--timeout", help="Seconds --drain waits."),
+             as_json: bool = typer.Option(False, "--json")):
+    """Remove a flow; drop the table's trigger and backup map when no other flow uses it. Refused while the flow
+    still has unfinished tasks or dead letters (they would go with its backup map), unless --drain or
+    --discard-pending."""
+    from .. import drop_guard
     with errors_to_exit():
         with connect(ctx.obj) as session:
+            deploy_mod.require_deployed(session, [name])
+            held = drop_guard.read_holdings(session, name)
+            if not held.empty and drain and (held.tasks or held.uncounted):
+                held = drop_guard.drain_then_check(session, name, timeout, progress=_progress)
+            if not held.empty:
+                if not discard_pending:
+                    raise drop_guard.refusal(held)
+                confirm(f"Drop flow '{name}' and discard {held.describe()}?", yes)
+                if held.dead_letters:
+                    dlq.purge(session, name, everything=True)
             deploy_mod.drop(session, name, progress=_progress)
-        typer.echo(json.dumps({"dropped": name}) if as_json else f"dropped {name}")
+        discarded = held.as_dict() if not held.empty else None
+        if as_json:
+            typer.echo(json.dumps({"dropped": name, "discarded": discarded}))
+        else:
+            typer.echo(f"dropped {name}" + (f" (discarded {held.describe()})" if discarded else ""))

@@ -28,7 +28,7 @@ FLOWS = [Flow(name={FLOW!r}, source="dlq.users",
 def dlq_flow(cluster_settings, tmp_path_factory):
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("dlq"), FLOW_FILE)
-    run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all")
+    run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all", "--yes")
 
 
 def letters(cluster_settings):
@@ -74,9 +74,32 @@ def test_should_dead_letter_a_poison_task_and_run_the_others(dlq_flow, session, 
     again = letters(cluster_settings)
     assert len(again) == 1 and again[0]["id"] != letter["id"] and again[0]["attempts"] == 3
 
-    purged = run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all")
+    purged = run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all", "--yes")
     assert purged.returncode == 0 and "purged 1" in purged.stdout
     assert letters(cluster_settings) == []
+
+
+def test_should_retry_a_letter_on_a_live_node_when_the_node_that_gave_it_up_is_down(dlq_flow, session,
+                                                                                    cluster_settings):
+    from async_triggers import cluster as cluster_mod
+    session.execute("INSERT INTO dlq.users (user_id, name) VALUES (%s, %s)", (uuid.uuid4(), ""))
+    [letter] = wait_for_letters(cluster_settings, 1)
+    nodes = {n.address: n.name for n in cluster_mod.node_status(cluster_settings, cluster_settings.cluster_name)}
+    gone = nodes[letter["node"]]
+    cluster_mod.stop_node(cluster_settings, gone, name=cluster_settings.cluster_name)
+    try:
+        retried = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, letter["id"])
+        assert retried.returncode == 0, retried.stderr
+        assert f"gave up on {letter['node']}, which is not up: sent to " in retried.stdout, retried.stdout
+        # the poison task fails again on the node it was sent to: a new letter, given up by that node
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and [d["id"] for d in letters(cluster_settings)] in ([letter["id"]], []):
+            time.sleep(0.5)
+        [again] = letters(cluster_settings)
+        assert again["id"] != letter["id"] and again["node"] != letter["node"], again
+    finally:
+        cluster_mod.start_node(cluster_settings, gone, name=cluster_settings.cluster_name)
+    assert run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all", "--yes").returncode == 0
 
 
 def test_should_name_an_unknown_dead_letter(dlq_flow, cluster_settings):

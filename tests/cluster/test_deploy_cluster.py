@@ -78,4 +78,4 @@ def test_deploy_creates_our_keyspace_with_network_topology_strategy(val_schema, 
         assert set(strategy.dc_replication_factors) == {"datacenter1"}
         assert strategy.dc_replication_factors["datacenter1"] >= 2
     finally:
-        assert run_ctl(cluster_settings, "trigger", "drop", "val_copy").returncode == 0
+        assert run_ctl(cluster_settings, "trigger", "drop", "val_copy", "--drain").returncode == 0

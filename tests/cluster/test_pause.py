@@ -1,7 +1,7 @@
 """Pausing a flow on a real 3-node cluster (RF 2): while paused its writes are captured (backup entries accumulate on
 both replicas of each row) and nothing is propagated, through a kill -9 and restart of a node and a redeploy; `ctl
 trigger wait` fails at once naming the paused flow; on resume every derived row appears and the backup map empties.
-A paused flow is dropped like any other."""
+A paused flow holding tasks is dropped only when told to discard them, and says how many it threw away."""
 import datetime as dt
 import json
 import time
@@ -115,10 +115,24 @@ def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on
           f"{time.monotonic() - started:.0f} s from pause to drained")
 
 
-def test_should_drop_a_paused_flow(paused_flow, cluster_settings, session):
+def test_should_refuse_to_drop_a_paused_flow_with_tasks_unless_told_to_discard_them(paused_flow, cluster_settings,
+                                                                                    session):
     assert run_ctl(cluster_settings, "trigger", "pause", FLOW).returncode == 0
-    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW)
+    for i in range(1, 31):
+        session.execute("INSERT INTO pausetest.src (id, v) VALUES (%s, %s)", (1000 + i, "held"))
+    refused = run_ctl(cluster_settings, "trigger", "drop", FLOW)
+    assert refused.returncode == 1 and f"flow '{FLOW}' still holds " in refused.stderr, refused.stderr
+    assert "the flow is paused" in refused.stderr and "--discard-pending" in refused.stderr
+    drained = run_ctl(cluster_settings, "trigger", "drop", FLOW, "--drain")   # a paused flow never drains
+    assert drained.returncode == 1 and "is paused" in drained.stderr, drained.stderr
+    unconfirmed = run_ctl(cluster_settings, "trigger", "drop", FLOW, "--discard-pending")   # no terminal, no --yes
+    assert unconfirmed.returncode == 2 and "add --yes" in unconfirmed.stderr, unconfirmed.stderr
+    assert FLOW in {f["name"] for f in json.loads(run_ctl(cluster_settings, "trigger", "list", "--json").stdout)}
+
+    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW, "--discard-pending", "--yes", "--json")
     assert dropped.returncode == 0, dropped.stderr
+    discarded = json.loads(dropped.stdout)["discarded"]
+    assert discarded["paused"] and (discarded["unfinished_tasks"] > 0 or discarded["uncounted_nodes"]), discarded
     listed = json.loads(run_ctl(cluster_settings, "trigger", "list", "--json").stdout)
     assert FLOW not in {f["name"] for f in listed}
     again = run_ctl(cluster_settings, "trigger", "resume", FLOW)

@@ -50,7 +50,7 @@ def test_writes_prepared_before_the_deploy_are_captured_after_it(cluster_setting
         assert {i: got.get(i) for i in range(1, 21)} == {i: f"v{i}" for i in range(1, 21)}
         assert 0 not in got, "a write from before the deploy was propagated"
     finally:
-        result = run_ctl(cluster_settings, "trigger", "drop", "prep_copy")
+        result = run_ctl(cluster_settings, "trigger", "drop", "prep_copy", "--drain")
         assert result.returncode == 0, result.stderr
     session.execute(insert, (99, "after drop"))
     time.sleep(3)

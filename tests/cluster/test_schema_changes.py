@@ -97,7 +97,7 @@ def flows(cluster_settings, tmp_path_factory):
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("schema"), FLOWS)
     for flow in ("sc_by_name", "sc_copy"):
-        run_ctl(cluster_settings, "trigger", "dlq", "purge", flow, "--all")
+        run_ctl(cluster_settings, "trigger", "dlq", "purge", flow, "--all", "--yes")
     return tmp_path_factory
 
 
@@ -142,7 +142,7 @@ def test_should_dead_letter_what_a_dropped_target_column_refuses_and_repair_it_o
     session.execute(f"ALTER TABLE {KS}.users_copy ADD email text", timeout=60)
     code, [copy] = verify_json(cluster_settings, "sc_copy", "--repair")
     assert code == 0 and copy["repaired"]["not_repaired"] == 0, copy
-    assert run_ctl(cluster_settings, "trigger", "dlq", "purge", "sc_copy", "--all").returncode == 0
+    assert run_ctl(cluster_settings, "trigger", "dlq", "purge", "sc_copy", "--all", "--yes").returncode == 0
     ok(cluster_settings, "sc_copy")
 
 
@@ -195,6 +195,6 @@ def test_should_let_the_flows_of_a_dropped_source_be_dropped_and_refuse_their_re
     again = run_ctl(cluster_settings, "trigger", "deploy", str(folder / "flow.py"))
     assert again.returncode != 0 and f"{KS}.users" in again.stderr, again.stderr
     for flow in ("sc_by_name", "sc_copy"):
-        done = run_ctl(cluster_settings, "trigger", "drop", flow)
+        done = run_ctl(cluster_settings, "trigger", "drop", flow, "--discard-pending", "--yes")
         assert done.returncode == 0, done.stderr
     assert not list(session.execute("SELECT name FROM async_triggers.flows WHERE name IN ('sc_by_name', 'sc_copy')"))

@@ -59,7 +59,7 @@ def twitter(cluster_settings):
         drain(s, FLOW)
     yield
     # leave the shared cluster as this module found it: without the flow (the later modules deploy it themselves)
-    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW)
+    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW, "--drain")
     assert dropped.returncode == 0, dropped.stderr
     time.sleep(3 * 2)   # every node applies it within two of its control loop's 2-s cycles
 

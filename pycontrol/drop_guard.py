@@ -1,0 +1,86 @@
+"""What `ctl trigger drop` would throw away, and what it does about it.
+
+Dropping a flow drops its source table's backup map when no other flow uses the table: every task captured and not
+yet run (queued, running, waiting for a retry, spilled, or waiting in a backup entry, paused flows' included) is gone
+with it, and its dead letters name a flow that no longer exists. So a drop first reads what the flow still holds,
+from each node's latest report (async_triggers.flow_status) and the dead letters, and goes on only when that is
+nothing, when told to wait for it (``--drain``) or when told to discard it (``--discard-pending``, which says how
+much, purges the flow's dead letters, and asks first unless ``--yes``).
+"""
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Sequence
+
+from . import dlq, status
+from .errors import FlowNotEmpty
+
+LETTERS_COUNTED = 100_000   # a count beyond this says "at least"
+
+
+@dataclasses.dataclass(frozen=True)
+class Holdings:
+    """What a flow still holds: unfinished tasks per node (pending + active + live backup entries, as each node last
+    reported them) and its dead letters."""
+    flow: str
+    unfinished: dict[str, int]
+    dead_letters: int
+    paused: bool = False
+    # nodes whose count is not known yet: they captured since their last scan of the backup maps, or are up and
+    # have not reported the flow
+    uncounted: tuple[str, ...] = ()
+
+    @property
+    def tasks(self) -> int:
+        return sum(self.unfinished.values())
+
+    @property
+    def empty(self) -> bool:
+        return self.tasks == 0 and self.dead_letters == 0 and not self.uncounted
+
+    def describe(self) -> str:
+        parts = []
+        paused = "; the flow is paused" if self.paused else ""
+        if self.tasks:
+            nodes = ", ".join(f"{n} {c}" for n, c in sorted(self.unfinished.items()) if c)
+            parts.append(f"{self.tasks} unfinished task(s) ({nodes}{paused})")
+        if self.uncounted:
+            parts.append(f"tasks not counted yet on {', '.join(self.uncounted)} (captured since its last scan, or "
+                         f"no report)" + ("" if self.tasks else paused))
+        if self.dead_letters:
+            more = "+" if self.dead_letters >= LETTERS_COUNTED else ""
+            parts.append(f"{self.dead_letters}{more} dead letter(s)")
+        return " and ".join(parts) or "nothing"
+
+    def as_dict(self) -> dict:
+        return {"flow": self.flow, "unfinished_tasks": self.tasks, "by_node": dict(sorted(self.unfinished.items())),
+                "uncounted_nodes": list(self.uncounted), "dead_letters": self.dead_letters, "paused": self.paused}
+
+
+def holdings_of(flow: str, statuses: Sequence[status.FlowNodeStatus], dead_letters: int, paused: bool = False,
+                live: Sequence[str] = ()) -> Holdings:
+    mine = [s for s in statuses if s.flow == flow]
+    unfinished = {s.node: s.pending + s.active + s.backlog for s in mine}
+    uncounted = {s.node for s in mine if unfinished[s.node] == 0 and not s.settled()}
+    uncounted |= set(live) - {s.node for s in mine}
+    return Holdings(flow, unfinished, dead_letters, paused, tuple(sorted(uncounted)))
+
+
+def read_holdings(session, flow: str) -> Holdings:
+    return holdings_of(flow, status.read(session, [flow]), len(dlq.list_letters(session, flow, LETTERS_COUNTED)),
+                       flow in status.paused_flows(session), sorted(status.live_nodes(session)))
+
+
+def refusal(holdings: Holdings) -> FlowNotEmpty:
+    how = ("`--drain` waits for its tasks (resume it first: a paused flow runs none)" if holdings.paused
+           else "`--drain` waits for its tasks")
+    letters = ("; its dead letters stay until `ctl trigger dlq retry` or `purge`" if holdings.dead_letters else "")
+    return FlowNotEmpty(f"flow '{holdings.flow}' still holds {holdings.describe()}: dropping it now throws them away "
+                        f"with its backup map. {how}{letters}; `--discard-pending` drops it anyway")
+
+
+def drain_then_check(session, flow: str, timeout: float, progress=lambda _: None) -> Holdings:
+    """Wait until the flow's tasks are done everywhere (FlowPausedError at once if it is paused), then read again."""
+    status.wait_drained(session, [flow], dt.datetime.utcnow(), timeout=timeout, progress=progress)
+    return read_holdings(session, flow)
