@@ -3,11 +3,21 @@
 Each error carries its class of outcome, ``outcome``: ``"bad_input"`` (the user asked for something that cannot
 be: a bad option value, an unknown flow, an invalid flow file) or ``"failed"`` (a check found a problem, or an
 operation could not be done: a cluster unreachable, a deploy that failed). ``async_triggers.cli.exit_codes`` maps
-outcomes to exit codes, in one table.
+outcomes to exit codes (``EXIT_CODES`` here, which the Spark jobs use too; the CLI adds its usage errors).
 """
 
 BAD_INPUT = "bad_input"
 FAILED = "failed"
+# outcome -> exit code; an interrupt exits 130
+EXIT_CODES = {FAILED: 1, BAD_INPUT: 2}
+INTERRUPTED = 130
+
+
+def exit_code_of(error: BaseException) -> int:
+    """The exit code a command ends with after ``error`` (ours carry their outcome; anything else failed)."""
+    if isinstance(error, KeyboardInterrupt):
+        return INTERRUPTED
+    return EXIT_CODES[getattr(error, "outcome", FAILED)]
 
 
 class AsyncTriggersError(Exception):

@@ -17,22 +17,20 @@ import sys
 import typer
 from cassandra import DriverException
 
-from ..errors import BAD_INPUT, FAILED, AsyncTriggersError
+from .. import errors
+from ..errors import BAD_INPUT, FAILED, INTERRUPTED, AsyncTriggersError
 from .click_compat import UsageError, get_current_context
 
 OK = 0
-PROBLEM = 1
-BAD_INPUT_CODE = 2
-INTERRUPTED = 130
-CODES = {FAILED: PROBLEM, BAD_INPUT: BAD_INPUT_CODE}
+PROBLEM = errors.EXIT_CODES[FAILED]
+BAD_INPUT_CODE = errors.EXIT_CODES[BAD_INPUT]
 
 
 def exit_code_of(error: BaseException) -> int:
-    if isinstance(error, KeyboardInterrupt):
-        return INTERRUPTED
+    """errors.exit_code_of, and Click's usage errors as bad input."""
     if isinstance(error, UsageError):
         return BAD_INPUT_CODE
-    return CODES[getattr(error, "outcome", FAILED)]
+    return errors.exit_code_of(error)
 
 
 def json_requested() -> bool:

@@ -355,7 +355,7 @@ def main(argv: Sequence[str] | None = None, connection=None) -> int:
         print(f"backfill {args.flow}: {e}", file=sys.stderr)
         return EXIT_STOPPED
     except AsyncTriggersError as e:
-        from async_triggers.cli.exit_codes import exit_code_of
+        from async_triggers.errors import exit_code_of
         text = str(e)
         print(f"error: {text}" if f"'{args.flow}'" in text else f"error: flow '{args.flow}': {text}", file=sys.stderr)
         return exit_code_of(e)

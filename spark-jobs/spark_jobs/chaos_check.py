@@ -107,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     tables = [tuple(t.split(":", 1)) for t in args.tables.split(",") if t]
-    from async_triggers.cli.exit_codes import exit_code_of
+    from async_triggers.errors import exit_code_of
     from async_triggers.connection import from_arguments
     from async_triggers.errors import AsyncTriggersError
     try:

@@ -214,7 +214,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
     except AsyncTriggersError as e:
-        from async_triggers.cli.exit_codes import exit_code_of
+        from async_triggers.errors import exit_code_of
         print(f"error: {e}", file=sys.stderr)
         return exit_code_of(e)
     elapsed = time.monotonic() - started

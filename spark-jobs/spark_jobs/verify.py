@@ -237,7 +237,7 @@ def run(args, connection=None, progress=_stderr) -> list:
 
 
 def error_text(failure: Failure, as_json: bool) -> str:
-    from async_triggers.cli.exit_codes import exit_code_of
+    from async_triggers.errors import exit_code_of
     if as_json:
         return json.dumps({"error": failure.message, "exit_code": exit_code_of(failure.error), "flow": failure.flow})
     return f"error: {failure.message}"
@@ -246,7 +246,7 @@ def error_text(failure: Failure, as_json: bool) -> str:
 def outcome(results: Sequence, as_json: bool) -> tuple[list[str], list[str], int]:
     """What a run prints (stdout lines, stderr lines) and its exit code: a failure's own exit code (the highest),
     else 1 when a flow differs, else 0."""
-    from async_triggers.cli.exit_codes import exit_code_of
+    from async_triggers.errors import exit_code_of
 
     reports = [r for r in results if isinstance(r, FlowReport)]
     failures = [r for r in results if isinstance(r, Failure)]
@@ -260,7 +260,7 @@ def outcome(results: Sequence, as_json: bool) -> tuple[list[str], list[str], int
 
 
 def main(argv: Sequence[str] | None = None, connection=None) -> int:
-    from async_triggers.cli.exit_codes import exit_code_of
+    from async_triggers.errors import exit_code_of
 
     args = _parser().parse_args(argv)
     try:

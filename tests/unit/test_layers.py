@@ -1,0 +1,92 @@
+"""The house's layers, checked on every module of the installed package (pyproject's package-dir: each top-level
+folder is one subpackage of async_triggers), from the top down:
+
+    4  cli (and the package's __main__)          the commands: parse, call, print, exit
+    3  chaos, fuzz, benchmarks, examples         campaigns and applications built on the layers below
+    2  spark_jobs, cluster                       Spark jobs; local clusters
+    1  the core (async_triggers.*: flows, deploy, status, dlq, errors, connection, ...)
+
+A module imports its own layer or lower ones, never a higher one: a Spark job that needed an exit code imported the
+CLI (and with it Typer and every command) inside each executor; the codes now live with the errors. Read from the
+source with ``ast`` (imports inside functions too), so a planted upward import fails this test."""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = {"async_triggers": ROOT / "pycontrol", "async_triggers.cluster": ROOT / "cluster",
+            "async_triggers.spark_jobs": ROOT / "spark-jobs" / "spark_jobs",
+            "async_triggers.benchmarks": ROOT / "benchmarks", "async_triggers.examples": ROOT / "examples"}
+LAYERS = {"__main__": 4, "cli": 4, "chaos": 3, "fuzz": 3, "benchmarks": 3, "examples": 3, "spark_jobs": 2,
+          "cluster": 2}
+NAMES = {4: "cli", 3: "campaigns and applications", 2: "Spark jobs and clusters", 1: "core"}
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    return LAYERS.get(parts[1], 1) if len(parts) > 1 else 1
+
+
+def modules(packages: dict[str, Path]) -> dict[str, Path]:
+    """Module name -> file, for every .py under each package's folder (a nested package's folder counted once)."""
+    out = {}
+    for package, folder in packages.items():
+        for path in folder.rglob("*.py"):
+            parts = [p for p in path.relative_to(folder).with_suffix("").parts if p != "__init__"]
+            name = ".".join([package, *parts])
+            out.setdefault(name, path)
+    return out
+
+
+def imported(name: str, path: Path) -> list[tuple[str, int]]:
+    """(module or name imported, line) for every import of the file, relative ones resolved."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out += [(a.name, node.lineno) for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            out += [(base, node.lineno)] + [(f"{base}.{a.name}", node.lineno) for a in node.names]
+    return out
+
+
+def upward_imports(packages: dict[str, Path]) -> list[str]:
+    found = []
+    for name, path in sorted(modules(packages).items()):
+        for target, line in imported(name, path):
+            if target.startswith("async_triggers.") and layer(target) > layer(name):
+                found.append(f"{path}:{line}: {name} ({NAMES[layer(name)]}) imports {target} ({NAMES[layer(target)]})")
+    return sorted(set(found))
+
+
+def test_no_module_imports_a_layer_above_its_own():
+    assert upward_imports(PACKAGES) == []
+
+
+def test_every_module_is_in_a_known_layer_and_the_check_reads_them_all():
+    found = modules(PACKAGES)
+    assert len(found) > 100
+    assert {"async_triggers.cli.trigger", "async_triggers.spark_jobs.verify", "async_triggers.cluster.network",
+            "async_triggers.chaos.nemesis", "async_triggers.errors"} <= set(found)
+    assert layer("async_triggers.spark_jobs.verify") == 2 and layer("async_triggers.errors") == 1
+
+
+def test_a_planted_upward_import_is_found(tmp_path):
+    core, jobs = tmp_path / "pycontrol", tmp_path / "spark_jobs"
+    for folder in (core, core / "cli", jobs):
+        folder.mkdir(parents=True)
+        (folder / "__init__.py").write_text("")
+    (core / "errors.py").write_text("X = 1\n")
+    (core / "cli" / "exit_codes.py").write_text("from ..errors import X\n")          # downward: fine
+    (jobs / "verify.py").write_text("def main():\n    from async_triggers.cli.exit_codes import X\n")
+    (core / "status.py").write_text("from .cli import exit_codes\n")                   # relative, upward
+    found = upward_imports({"async_triggers": core, "async_triggers.spark_jobs": jobs})
+    assert [f.split(": ", 1)[1] for f in found if "verify" in f] == [
+        "async_triggers.spark_jobs.verify (Spark jobs and clusters) imports async_triggers.cli.exit_codes (cli)",
+        "async_triggers.spark_jobs.verify (Spark jobs and clusters) imports async_triggers.cli.exit_codes.X (cli)"]
+    assert any("async_triggers.status (core) imports async_triggers.cli.exit_codes (cli)" in f for f in found)
+    assert not any("exit_codes (cli) imports" in f for f in found)
