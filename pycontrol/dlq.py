@@ -59,6 +59,13 @@ def list_letters(session, flow: str | None = None, limit: int = 100) -> list[Dea
                        failed_at=r.failed_at) for r in rows]
 
 
+def count(session, flow: str) -> int:
+    """How many dead letters the flow has."""
+    if not _has_tables(session):
+        return 0
+    return session.execute(_statement(f'SELECT count(*) FROM {_LETTERS} WHERE "flow" = %s'), (flow,)).one()[0]
+
+
 def _parse_id(flow: str, text: str) -> uuid.UUID:
     try:
         return uuid.UUID(text)

@@ -6,6 +6,7 @@ import datetime as dt
 import json
 import time
 from pathlib import Path
+from typing import Sequence
 
 import typer
 
@@ -132,38 +133,80 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
                    + ("  PAUSED" if r["paused"] else ""))
 
 
-def _print_status(statuses) -> None:
-    header = f"{'flow':<24} {'node':<16} {'pending':>8} {'active':>6} {'completed':>10} {'failed':>6} " \
-             f"{'retried':>7} {'oldest_ms':>9} {'workers':>7} {'spilled':>8} {'discarded':>9} " \
-             f"{'recovered':>9} {'resumed':>7} {'backlog':>7} {'fanout_rows':>11} state"
-    typer.echo(header)
-    for s in statuses:
-        typer.echo(f"{s.flow:<24} {s.node:<16} {s.pending:>8} {s.active:>6} {s.completed:>10} {s.failed:>6} "
-                   f"{s.retried:>7} {s.oldest_pending_ms:>9} {s.workers:>7} {s.spilled:>8} {s.discarded:>9} "
-                   f"{s.recovered:>9} {s.resumed:>7} {s.backlog:>7} {s.fanout_rows:>11} {s.state}")
+def _status_sample(session, names: Sequence[str], previous: dict | None, nodes: bool) -> tuple[list, dict]:
+    """One sample of the flows: (the summary's lines, or the per-node rows with --nodes; the sample for the rate)."""
+    from .. import status_view
+    deployed = deploy_mod.require_deployed(session, names)
+    flows = sorted(names or deployed)
+    now = dt.datetime.utcnow()
+    statuses, hosts = status_mod.read(session, flows), status_view.hosts_of(session)
+    if nodes:
+        return status_view.node_rows(flows, statuses, hosts, now), {}
+    lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now, previous)
+    return lines, {line.flow: (now, line.completed) for line in lines}
+
+
+def _status_out(items: list, nodes: bool, as_json: bool) -> list[str]:
+    from .. import status_view
+    if as_json:
+        return [json.dumps([i if nodes else i.as_dict() for i in items])]
+    return status_view.node_text(items) if nodes else status_view.summary_text(items)
 
 
 @app.command("status")
 @connection_options
 def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
-               watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted."),
+               nodes: bool = typer.Option(False, "--nodes", help="A line per flow and node, with its data center "
+                                                                 "and rack; a node that stopped reporting says so."),
+               watch: bool = typer.Option(False, "--watch", help="Refresh every 2 s until interrupted (with "
+                                                                 "--json: one JSON line per refresh)."),
                as_json: bool = typer.Option(False, "--json")):
-    """Pending, active, completed, failed, retried, spilled, discarded, recovered and resumed tasks, live backup
-    entries (backlog), fan-out rows written, the oldest pending age and the state (running, paused, pausing,
-    resuming), per flow and node."""
+    """A line per flow: state, pending (queued and running), backlog (live backup entries), lag (the oldest
+    queued task's age), completions per second (with --watch), dead letters, and nodes reporting out of those the
+    ring has, per data center. A flow not deployed is an error (exit 2)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
+            previous = None
             while True:
-                statuses = status_mod.read(session, flow or None)
-                if as_json:
-                    typer.echo(json.dumps([s.as_dict() for s in statuses], indent=2))
-                else:
-                    if watch:
-                        typer.echo(f"--- {dt.datetime.now():%H:%M:%S}")
-                    _print_status(statuses)
+                items, previous = _status_sample(session, flow or [], previous, nodes)
+                if watch and not as_json:
+                    typer.echo(f"--- {dt.datetime.now():%H:%M:%S}")
+                for line in _status_out(items, nodes, as_json):
+                    typer.echo(line)
                 if not watch:
                     break
                 time.sleep(2)
+
+
+@app.command("top")
+@connection_options
+def top_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
+            interval: float = typer.Option(2.0, "--interval", help="Seconds between refreshes."),
+            iterations: int = typer.Option(0, "--iterations", help="Stop after this many refreshes (0: until "
+                                                                    "interrupted)."),
+            as_json: bool = typer.Option(False, "--json")):
+    """A live view, like `nodetool tpstats` refreshed: the flows with their completions per second, then every
+    node's share. The screen is redrawn on a terminal; elsewhere each refresh follows the last."""
+    import sys
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            previous, done = None, 0
+            while True:
+                lines, previous = _status_sample(session, flow or [], previous, nodes=False)
+                rows, _ = _status_sample(session, flow or [], None, nodes=True)
+                if as_json:
+                    out = [json.dumps({"flows": [x.as_dict() for x in lines], "nodes": rows})]
+                else:
+                    out = [f"ctl trigger top  {dt.datetime.now():%H:%M:%S}  every {interval:g}s", ""]
+                    out += _status_out(lines, False, False) + [""] + _status_out(rows, True, False)
+                    if sys.stdout.isatty():
+                        typer.echo("\x1b[2J\x1b[H", nl=False)
+                for line in out:
+                    typer.echo(line)
+                done += 1
+                if iterations and done >= iterations:
+                    break
+                time.sleep(interval)
 
 
 @app.command("wait")

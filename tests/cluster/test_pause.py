@@ -72,7 +72,7 @@ def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on
     assert paused.returncode == 0, paused.stderr
     assert paused.stdout.startswith(f"paused {FLOW} on 3 node(s)"), paused.stdout
     assert time.monotonic() - started < 20, "every node applies a pause within its poll (2 s)"
-    shown = json.loads(run_ctl(cluster_settings, "trigger", "status", "--json").stdout)
+    shown = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--nodes", "--json").stdout)
     assert {s["node"]: s["state"] for s in shown if s["flow"] == FLOW} == dict.fromkeys(states(session), "paused")
 
     insert = session.prepare("INSERT INTO pausetest.src (id, v) VALUES (?, ?)")

@@ -3,9 +3,7 @@ import datetime as dt
 import json
 from types import SimpleNamespace
 
-from typer.testing import CliRunner
-
-from async_triggers import config, status
+from async_triggers import status
 
 UPDATED = dt.datetime(2025, 1, 2, 3, 4, 5)
 CAPTURED = dt.datetime(2025, 1, 2, 3, 4, 1)
@@ -81,27 +79,6 @@ class FakeSession:
         return [SimpleNamespace(_asdict=lambda: values)]
 
 
-def test_should_show_a_paused_flow_and_one_pausing(monkeypatch):
-    import contextlib
-    from async_triggers.cli import trigger as cli_trigger
-
-    sessions = [FakeSession(["flow", "node", *status.COLUMNS, *status.TIMES, *status.FLAGS, "updated"],
-                            row=dict(ROW, paused=reported), paused={"tl"}) for reported in (True, False)]
-
-    @contextlib.contextmanager
-    def connect(_settings):
-        yield sessions.pop(0)
-
-    monkeypatch.setattr(cli_trigger, "connect", connect)
-    runner = CliRunner()
-    paused = runner.invoke(cli_trigger.app, ["status", "--json"], obj=config.load())
-    assert paused.exit_code == 0, paused.output
-    assert [(s["flow"], s["paused"], s["state"]) for s in json.loads(paused.output)] == [("tl", True, "paused")]
-    pausing = runner.invoke(cli_trigger.app, ["status"], obj=config.load())
-    assert pausing.output.splitlines()[0].endswith("fanout_rows state")
-    assert pausing.output.splitlines()[1].endswith(" 3000 pausing")
-
-
 def test_should_select_only_the_columns_an_older_table_has():
     old = FakeSession(["flow", "node", *status.COLUMNS[:10], "updated"])   # before the backup counters
     [s] = status.read(old)
@@ -109,25 +86,3 @@ def test_should_select_only_the_columns_an_older_table_has():
     new = FakeSession(["flow", "node", *status.COLUMNS, *status.TIMES, "updated"])
     [s] = status.read(new)
     assert '"fanout_rows"' in new.queries[0] and s.fanout_rows == 3000
-
-
-def test_should_show_the_backup_counters(monkeypatch):
-    import contextlib
-    from async_triggers.cli import trigger as cli_trigger
-
-    @contextlib.contextmanager
-    def connect(_settings):
-        yield FakeSession(["flow", "node", *status.COLUMNS, *status.TIMES, "updated"])
-
-    monkeypatch.setattr(cli_trigger, "connect", connect)
-    runner = CliRunner()
-    table = runner.invoke(cli_trigger.app, ["status"], obj=config.load())
-    assert table.exit_code == 0, table.output
-    assert table.output.splitlines() == [
-        "flow                     node              pending active  completed failed retried oldest_ms workers  "
-        "spilled discarded recovered resumed backlog fanout_rows state",
-        "tl                       127.0.0.1               3      1        120      2       5        40       2  "
-        "      7         0        11       4       6        3000 running",
-    ]
-    as_json = runner.invoke(cli_trigger.app, ["status", "--json"], obj=config.load())
-    assert json.loads(as_json.output) == [AS_JSON]
