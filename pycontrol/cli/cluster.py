@@ -90,12 +90,19 @@ def status(ctx: typer.Context, name: Optional[str] = NAME, as_json: bool = typer
 
 
 @app.command()
-def down(ctx: typer.Context, name: Optional[str] = NAME):
-    """Stop every node (kill) and remove the cluster with its data."""
+def down(ctx: typer.Context, name: Optional[str] = NAME,
+         missing_ok: bool = typer.Option(False, "--missing-ok", help="A cluster that does not exist is no error."),
+         as_json: bool = typer.Option(False, "--json")):
+    """Stop every node (kill) and remove the cluster with its data. A cluster that does not exist is an error
+    (exit 2) unless --missing-ok."""
+    from ..errors import ConfigError
     with errors_to_exit():
+        resolved = name or ctx.obj.cluster_name
         removed = cl.down(ctx.obj, name, _progress)
-    if not removed:
-        typer.echo("no such cluster", err=True)
+        if not removed and not missing_ok:
+            raise ConfigError(f"no cluster named '{resolved}' (the clusters are the folders of {ctx.obj.ccm_dir})")
+    typer.echo(json.dumps({"cluster": resolved, "removed": removed}) if as_json
+               else f"removed cluster {resolved}" if removed else f"no cluster named '{resolved}': nothing to remove")
 
 
 @app.command()

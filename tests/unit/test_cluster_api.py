@@ -160,3 +160,19 @@ def test_install_plugin_copies_the_metrics_exporter_built_beside_it_and_nodes_re
     assert config == (node_process.REPO_ROOT / "trigger-plugin/dist/metrics/prometheus-jmx.yaml").read_text()
     assert fake.nodes["node1"].jvm_args[-1][-1] == (
         f"-javaagent:{fake.path}/jmx_prometheus_javaagent.jar=127.0.0.1:7070:{fake.path}/prometheus-jmx.yaml")
+
+
+def test_down_of_an_unknown_cluster_is_an_error_unless_told_it_may_be_missing(tmp_path: Path):
+    import json
+    import subprocess
+    import sys
+    env = {"ASYNC_TRIGGERS_HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
+
+    def down(*args):
+        return subprocess.run([sys.executable, "-m", "async_triggers", "cluster", "down", "--name", "nope", *args],
+                              capture_output=True, text=True, env=env, timeout=120)
+
+    refused = down()
+    assert refused.returncode == 2 and "no cluster named 'nope'" in refused.stderr, refused.stderr
+    fine = down("--missing-ok", "--json")
+    assert fine.returncode == 0 and json.loads(fine.stdout) == {"cluster": "nope", "removed": False}, fine.stderr
