@@ -10,9 +10,11 @@ import sys
 import typer
 
 from .. import config as config_mod
-from .click_compat import ClickException, NoArgsIsHelpError
+from .click_compat import ClickException, NoArgsIsHelpError, flags_without_a_type
 from .exit_codes import BAD_INPUT_CODE, INTERRUPTED, errors_to_exit
 from .options import root_flags, root_parameters
+
+flags_without_a_type()
 
 # show_locals stays off: a traceback must never print a local holding the password
 app = typer.Typer(help="Asynchronous triggers for Apache Cassandra: clusters, flows, verification, benchmarks.",

@@ -171,3 +171,11 @@ def test_verify_should_pass_every_flow_and_option_to_the_job_and_exit_with_its_v
     result = invoke("verify", "a", "--all")
     assert result.exit_code == 2 and "name the flows to verify, or --all" in result.stderr
     assert invoke("verify").exit_code == 2
+
+
+def test_a_flag_shows_no_value_type_in_the_help():
+    text = invoke("trigger", "drop", "--help").output
+    drain = next(line for line in text.splitlines() if line.strip("│ ").startswith("--drain"))
+    assert "<bool>" not in drain and "Wait until the flow's tasks are done" in drain
+    timeout = next(line for line in text.splitlines() if line.strip("│ ").startswith("--timeout"))
+    assert "<float>" in timeout, "an option that takes a value still shows its type"
