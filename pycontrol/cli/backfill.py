@@ -19,7 +19,8 @@ def refuse_handlers(flows: Sequence[Flow]) -> None:
                                 "so this flow cannot be backfilled (deploy it without --backfill)")
 
 
-def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, restart: bool = False) -> None:
+def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, restart: bool = False,
+        as_json: bool = False) -> None:
     """Runs the job like `ctl verify` runs its own; a failure ends the command with the job's exit code."""
     from async_triggers import connection as connection_mod
     from async_triggers.spark_jobs import backfill as backfill_job
@@ -31,6 +32,8 @@ def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, r
             argv += ["--ranges", str(ranges)]
         if restart:
             argv.append("--restart")
+        if as_json:
+            argv.append("--json")
         code = backfill_job.main(argv, connection=conn)
     if code:
         raise typer.Exit(code)
@@ -41,7 +44,8 @@ def backfill(ctx: typer.Context, flow: str = typer.Argument(..., help="A deploye
              master: str = typer.Option("local[*]", help="Spark master."),
              ranges: int = typer.Option(None, help="Token ranges of a new run (default 16); each completed one is "
                                                    "recorded, and a rerun skips them."),
-             restart: bool = typer.Option(False, "--restart", help="Start over instead of resuming the last run.")):
+             restart: bool = typer.Option(False, "--restart", help="Start over instead of resuming the last run."),
+             as_json: bool = typer.Option(False, "--json")):
     """Write what the flow derives from the rows its source held before it was deployed, at each source row's
     timestamp and TTL (a newer live write wins); resumes an interrupted run."""
-    run(ctx, flow, master, ranges, restart)
+    run(ctx, flow, master, ranges, restart, as_json)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import List
 
@@ -76,13 +77,16 @@ _FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at
                                               "(default 90: 30 and 60; the report: 150, 60 and 90).")
 
 
+_JSON = typer.Option(False, "--json", help="Where the report is, as JSON (the progress goes to stderr).")
+
+
 @app.command("run")
 def run(ctx: typer.Context,
         names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, burst, fault, scale"),
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
-        allow_mixed_commits: bool = _MIXED, master: str = _MASTER):
+        allow_mixed_commits: bool = _MIXED, master: str = _MASTER, as_json: bool = _JSON):
     """Run the named experiments (in the order given), then rewrite the report."""
     from async_triggers.benchmarks.experiments import prepare_out, run_experiments
     with errors_to_exit():
@@ -91,14 +95,15 @@ def run(ctx: typer.Context,
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
-    typer.echo(f"report: {path}")
+    _report_path(path, cfg.out, as_json)
 
 
 @app.command("all")
 def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER,
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
-            replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER):
+            replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER,
+            as_json: bool = _JSON):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
     report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
@@ -108,13 +113,14 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
-    typer.echo(f"report: {path}")
+    _report_path(path, cfg.out, as_json)
 
 
 @app.command("plan")
 def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default: all, as `ctl bench all`)."),
              smoke: bool = _SMOKE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
-             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT):
+             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
+             as_json: bool = _JSON):
     """How long the run would take with these options (the model in benchmarks/harness/plan.py)."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS
     from async_triggers.benchmarks.harness import plan
@@ -123,16 +129,21 @@ def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default:
         if unknown:
             raise ConfigError(f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(EXPERIMENTS)}")
         cfg = _config(DEFAULT_OUT, smoke, None, False, 1.0, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
-        typer.echo(plan.describe(cfg, names or None))
+        text = plan.describe(cfg, names or None)
+    typer.echo(json.dumps({"experiments": list(names or EXPERIMENTS), "plan": text}) if as_json else text)
 
 
 @app.command("report")
 def report(results: Path = typer.Argument(DEFAULT_OUT, help="Results directory."),
            out: Path = typer.Option(None, "--out", help="Where report.md and the PNGs go (default: RESULTS)."),
            db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots"),
-           allow_mixed_commits: bool = _MIXED):
+           allow_mixed_commits: bool = _MIXED, as_json: bool = _JSON):
     """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs."""
     from async_triggers.benchmarks import report as report_mod
     with errors_to_exit():
         path = report_mod.build(results, out, db_nodes, plots=plots, allow_mixed_commits=allow_mixed_commits)
-    typer.echo(f"report: {path}")
+    _report_path(path, results, as_json)
+
+
+def _report_path(path, results: Path, as_json: bool) -> None:
+    typer.echo(json.dumps({"report": str(path), "results": str(results)}) if as_json else f"report: {path}")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 from typing import Optional
 
@@ -26,7 +27,9 @@ def run(ctx: typer.Context,
         load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
         out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence."),
         master: str = typer.Option("local[2]", "--master", help="Spark master of the checks (spark://... with "
-                                                                 "`ctl spark up`).")):
+                                                                 "`ctl spark up`)."),
+        as_json: bool = typer.Option(False, "--json", help="The runs and the summary as one JSON object (the lines "
+                                                            "go to stderr).")):
     """Run a campaign: one line per run, then a summary; exit 1 when any run lost, added or changed a row."""
     from ..chaos import campaign, nemesis
     with errors_to_exit():
@@ -45,5 +48,8 @@ def run(ctx: typer.Context,
         if runs < 0:
             raise ConfigError(f"--runs must be zero or more, found: {runs}")
         results = campaign.run_campaign(ctx.obj, config, progress=lambda m: typer.echo(m, err=True),
-                                        report=typer.echo)
+                                        report=(lambda m: typer.echo(m, err=True)) if as_json else typer.echo)
+    if as_json:
+        summary = json.loads((out / "summary.json").read_text())
+        typer.echo(json.dumps({"runs": [dataclasses.asdict(r) for r in results], "summary": summary}, default=str))
     raise typer.Exit(0 if all(r.ok for r in results) else 1)

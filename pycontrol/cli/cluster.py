@@ -46,10 +46,11 @@ def _report(nodes, as_json: bool) -> None:
 
 
 @app.command()
-def install(ctx: typer.Context):
+def install(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
     """Assemble (or validate) the Cassandra install dir and print its path."""
     with errors_to_exit():
-        typer.echo(cl.ensure_install(ctx.obj, _progress))
+        path = cl.ensure_install(ctx.obj, _progress)
+    typer.echo(json.dumps({"install_dir": str(path), "version": ctx.obj.cassandra_version}) if as_json else path)
 
 
 @app.command()
@@ -165,11 +166,13 @@ def replace(ctx: typer.Context, node: str = NODE, name: Optional[str] = NAME,
 
 @app.command("install-plugin")
 def install_plugin(ctx: typer.Context, name: Optional[str] = NAME,
-                   jar: Optional[Path] = typer.Option(None, "--jar", help="Default: the built plugin jar.")):
+                   jar: Optional[Path] = typer.Option(None, "--jar", help="Default: the built plugin jar."),
+                   as_json: bool = typer.Option(False, "--json")):
     """Copy the plugin jar into the cluster's dir and restart the running nodes one at a time to load it."""
     with errors_to_exit():
         info = cl.cluster_info(ctx.obj, name)
-        typer.echo(cl.install_plugin(info, jar or ctx.obj.plugin_jar, _progress))
+        installed = cl.install_plugin(info, jar or ctx.obj.plugin_jar, _progress)
+    typer.echo(json.dumps({"cluster": info.name, "plugin": str(installed)}) if as_json else installed)
 
 
 @app.command(context_settings={"allow_extra_args": True, "ignore_unknown_options": True})

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import time
 
 import typer
@@ -15,7 +16,8 @@ def demo(ctx: typer.Context,
          tweets: int = typer.Option(1_000, help="Tweets to write."),
          min_celebrity: int = typer.Option(10_000, help="Followers of the most-followed user, at least."),
          master: str = typer.Option("local[2]", help="Spark master for loading and verifying."),
-         name: str = typer.Option("demo", help="Cluster name.")):
+         name: str = typer.Option("demo", help="Cluster name."),
+         as_json: bool = typer.Option(False, "--json", help="The result as one JSON object (progress on stderr).")):
     """Start a cluster, deploy the Twitter flow, load a follower graph, write tweets, verify every timeline row."""
     from async_triggers.examples.twitter import demo as demo_mod
     started = time.monotonic()
@@ -23,8 +25,12 @@ def demo(ctx: typer.Context,
         settings = dataclasses.replace(ctx.obj, cluster_name=name)
         report = demo_mod.run(settings, nodes=nodes, users=users, tweets=tweets, min_celebrity=min_celebrity,
                               master=master, progress=lambda m: typer.echo(f"-- {m}", err=True))
-    typer.echo("\n".join(report.lines()))
+    if as_json:
+        typer.echo(json.dumps({**dataclasses.asdict(report), "ok": report.ok, "cluster": name,
+                               "seconds": round(time.monotonic() - started, 1)}))
+    else:
+        typer.echo("\n".join(report.lines()))
     typer.echo(f"demo finished in {time.monotonic() - started:.0f} s; the cluster '{name}' is still up "
-               f"(ctl cluster status --name {name}; ctl cluster down --name {name})")
+               f"(ctl cluster status --name {name}; ctl cluster down --name {name})", err=as_json)
     if not report.ok:      # anything missing, unexpected or wrong: ctl verify's verdict
         raise typer.Exit(1)

@@ -38,12 +38,16 @@ def list_cmd(ctx: typer.Context, flow: str = typer.Argument(None, help="Only thi
 @app.command("show")
 @connection_options
 def show_cmd(ctx: typer.Context, flow: str = typer.Argument(...), letter_id: str = typer.Argument(...),
-             as_json: bool = typer.Option(True, "--json", help="Always JSON (accepted for uniformity).")):
-    """One dead letter, whole."""
+             as_json: bool = typer.Option(False, "--json")):
+    """One dead letter, whole: its flow, node, operation, write timestamp, source key, attempts and error."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
             letter = dlq.show(session, flow, letter_id)
-    typer.echo(json.dumps(letter.as_dict(), indent=2))
+    if as_json:
+        typer.echo(json.dumps(letter.as_dict(), indent=2))
+        return
+    for key, value in letter.as_dict().items():
+        typer.echo(f"{key + ':':<11} {value}")
 
 
 @app.command("retry")

@@ -1,6 +1,8 @@
 """`ctl fuzz`: differential fuzzing of the flows on a real cluster (pycontrol/fuzz)."""
 from __future__ import annotations
 
+import json
+
 from pathlib import Path
 from typing import Optional
 
@@ -27,7 +29,9 @@ def run(ctx: typer.Context,
                                                               "missing)."),
         nodes: int = typer.Option(3, "--nodes"),
         keyspace: str = typer.Option("fuzz", "--keyspace", help="The campaign's keyspace (flows <keyspace>_*)."),
-        master: str = typer.Option("local[2]", "--master", help="Spark master of the checks.")):
+        master: str = typer.Option("local[2]", "--master", help="Spark master of the checks."),
+        as_json: bool = typer.Option(False, "--json", help="The summary as one JSON object (the lines go to "
+                                                            "stderr).")):
     """Run a campaign: one line per seed, a failing seed's (shrunk) operations, then a summary with the count of
     every write shape; exit 1 when a seed failed."""
     from ..fuzz import campaign
@@ -36,5 +40,7 @@ def run(ctx: typer.Context,
                                      shrink=shrink, shrink_runs=shrink_runs, cluster=cluster, nodes=nodes,
                                      keyspace=keyspace, master=master)
         summary = campaign.run_campaign(ctx.obj, config, progress=lambda m: typer.echo(m, err=True),
-                                        report=typer.echo)
+                                        report=(lambda m: typer.echo(m, err=True)) if as_json else typer.echo)
+    if as_json:
+        typer.echo(json.dumps({**summary.as_dict(), "out": str(out)}))
     raise typer.Exit(0 if not summary.failed_seeds else 1)

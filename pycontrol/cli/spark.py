@@ -21,13 +21,15 @@ def up(ctx: typer.Context, name: str = _NAME,
        memory: str = typer.Option("1g", "--memory", help="Memory each worker offers its executors."),
        port: int = typer.Option(7177, "--port", help="The master's port (spark://127.0.0.1:PORT)."),
        webui_port: int = typer.Option(8180, "--webui-port", help="The master's status page (its /json/)."),
-       timeout: float = typer.Option(90.0, "--timeout", help="Seconds to wait for every worker to register.")):
+       timeout: float = typer.Option(90.0, "--timeout", help="Seconds to wait for every worker to register."),
+       as_json: bool = typer.Option(False, "--json")):
     """Start the master and workers (or say it runs already); prints the master URL for --master."""
     from async_triggers.spark_jobs import standalone
     with errors_to_exit():
         cluster = standalone.up(ctx.obj.home, name, workers, cores, memory, port, webui_port, timeout,
                                 progress=lambda m: typer.echo(m, err=True))
-    typer.echo(cluster.master_url)
+    typer.echo(json.dumps({"name": name, "master": cluster.master_url, "workers": cluster.workers}) if as_json
+               else cluster.master_url)
 
 
 @app.command("status")
@@ -53,9 +55,10 @@ def status(ctx: typer.Context, name: str = _NAME, as_json: bool = typer.Option(F
 
 
 @app.command("down")
-def down(ctx: typer.Context, name: str = _NAME):
+def down(ctx: typer.Context, name: str = _NAME, as_json: bool = typer.Option(False, "--json")):
     """Stop the master and workers this cluster started."""
     from async_triggers.spark_jobs import standalone
     with errors_to_exit():
         found = standalone.down(ctx.obj.home, name, progress=lambda m: typer.echo(m, err=True))
-    typer.echo(f"Spark cluster {name} {'stopped' if found else 'was not running'}")
+    typer.echo(json.dumps({"name": name, "stopped": bool(found)}) if as_json
+               else f"Spark cluster {name} {'stopped' if found else 'was not running'}")

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import os
 import sys
 import time
@@ -336,6 +337,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ranges", type=int, default=DEFAULT_RANGES,
                    help=f"token ranges of a new run (default {DEFAULT_RANGES}); a resumed run keeps its own")
     p.add_argument("--restart", action="store_true", help="start a new run instead of resuming the latest one")
+    p.add_argument("--json", action="store_true", help="the report (or the error) as one JSON object")
     p.add_argument("--stop-after-ranges", type=int, default=None, help=argparse.SUPPRESS)
     p.add_argument("--hold-while", default=None, help=argparse.SUPPRESS)
     from async_triggers.connection import add_arguments
@@ -356,10 +358,11 @@ def main(argv: Sequence[str] | None = None, connection=None) -> int:
         return EXIT_STOPPED
     except AsyncTriggersError as e:
         from async_triggers.errors import exit_code_of
-        text = str(e)
-        print(f"error: {text}" if f"'{args.flow}'" in text else f"error: flow '{args.flow}': {text}", file=sys.stderr)
+        text = str(e) if f"'{args.flow}'" in str(e) else f"flow '{args.flow}': {e}"
+        print(json.dumps({"error": text, "exit_code": exit_code_of(e)}) if args.json else f"error: {text}",
+              file=sys.stderr)
         return exit_code_of(e)
-    print(report.text())
+    print(json.dumps(dataclasses.asdict(report)) if args.json else report.text())
     return 0
 
 

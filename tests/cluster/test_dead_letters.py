@@ -62,8 +62,10 @@ def test_should_dead_letter_a_poison_task_and_run_the_others(dlq_flow, session, 
     status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--nodes", "--json").stdout)
     assert sum(s.get("failed", 0) for s in status) == 1 and sum(s.get("retried", 0) for s in status) == 2
 
-    shown = run_ctl(cluster_settings, "trigger", "dlq", "show", FLOW, letter["id"])
+    shown = run_ctl(cluster_settings, "trigger", "dlq", "show", FLOW, letter["id"], "--json")
     assert shown.returncode == 0 and json.loads(shown.stdout)["id"] == letter["id"]
+    text = run_ctl(cluster_settings, "trigger", "dlq", "show", FLOW, letter["id"]).stdout
+    assert f"id:         {letter['id']}" in text and "Key may not be empty" in text, text
 
     # retried, the task fails the same way and comes back as a new dead letter
     retried = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, letter["id"])

@@ -179,3 +179,21 @@ def test_a_flag_shows_no_value_type_in_the_help():
     assert "<bool>" not in drain and "Wait until the flow's tasks are done" in drain
     timeout = next(line for line in text.splitlines() if line.strip("│ ").startswith("--timeout"))
     assert "<float>" in timeout, "an option that takes a value still shows its type"
+
+
+def test_every_command_has_json_output_but_the_tools_it_passes_through():
+    from typer.main import get_command
+    cli._register()
+
+    def leaves(command, path):
+        subs = getattr(command, "commands", None)
+        if subs:
+            for name, sub in subs.items():
+                yield from leaves(sub, path + [name])
+        else:
+            yield " ".join(path), {p.name for p in command.params}
+
+    found = dict(leaves(get_command(cli.app), []))
+    assert len(found) > 30 and "trigger status" in found
+    missing = sorted(name for name, params in found.items() if "as_json" not in params)
+    assert missing == ["cluster cqlsh", "cluster nodetool"], missing   # their output is the tool's own
