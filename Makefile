@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean
+.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -112,7 +112,16 @@ bench-backup: install
 	$(PY) -m async_triggers.benchmarks.experiments.backup_size --minutes 10
 
 clean:
-	rm -rf $(VENV) trigger-plugin/target
+	rm -rf $(VENV) trigger-plugin/target dist
+
+# also the caches (Cassandra's install, local clusters and their data, Spark's jars, the private RabbitMQ node's
+# files): refused while a node or a Spark cluster of ours runs from them
+CACHE_HOME := $(or $(ASYNC_TRIGGERS_HOME),$(HOME)/.cache/async-triggers)
+distclean: clean
+	@if pgrep -f "$(CACHE_HOME)" >/dev/null; then \
+	  echo "processes run from $(CACHE_HOME) (ctl cluster down --name NAME; ctl spark down): not removed" >&2; exit 1; \
+	fi
+	rm -rf "$(CACHE_HOME)"
 
 # ---- the benchmarks' building blocks ----
 # `broker`: RabbitMQ from Debian's packages for the external-queue baseline, installed only when missing.

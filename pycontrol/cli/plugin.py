@@ -57,3 +57,36 @@ def check_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json"))
             typer.echo(f"ok: all {len(report.nodes)} nodes run the plugin, one build")
     if report.problems:
         raise typer.Exit(PROBLEM)
+
+
+@app.command("uninstall")
+@connection_options
+def uninstall_cmd(ctx: typer.Context,
+                  discard_pending: bool = typer.Option(False, "--discard-pending",
+                                                       help="Go on although flows hold tasks or dead letters."),
+                  yes: bool = typer.Option(False, "--yes", help="Do not ask (scripts)."),
+                  as_json: bool = typer.Option(False, "--json")):
+    """Remove the plugin's schema: every flow (capture indexes, triggers, backup maps), anything of ours left
+    without a flow, and the async_triggers keyspace. Refused while flows hold tasks or dead letters unless
+    --discard-pending; asks first. The jar, the -javaagent line and the spill folders on each node are removed by
+    hand (INSTALL.md, "Removing it")."""
+    from .. import uninstall as uninstall_mod
+    from .options import confirm
+    with errors_to_exit():
+        with connect(ctx.obj) as session:
+            held = uninstall_mod.holdings(session)
+            if held and not discard_pending:
+                raise uninstall_mod.refusal(held)
+            lost = "; ".join(f"'{h.flow}': {h.describe()}" for h in held)
+            confirm("Remove every flow, their backup maps and the async_triggers keyspace"
+                    + (f", discarding {lost}" if held else "") + "?", yes)
+            removed = uninstall_mod.uninstall(session, held, progress=lambda m: typer.echo(m, err=True))
+    if as_json:
+        typer.echo(json.dumps(removed.as_dict()))
+        return
+    typer.echo(f"removed {len(removed.flows)} flow(s)" + (f" ({', '.join(removed.flows)})" if removed.flows else "")
+               + f", {len(removed.indexes)} leftover index(es), {len(removed.triggers)} trigger(s), "
+               f"{len(removed.backup_maps)} backup map(s)"
+               + (", the async_triggers keyspace" if removed.keyspace else ""))
+    typer.echo("on each node: remove the -javaagent line and the jar, restart it, then delete "
+               "<first data directory>/async_triggers_spill (INSTALL.md, \"Removing it\")")

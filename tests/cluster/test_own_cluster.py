@@ -182,6 +182,15 @@ def test_on_your_own_cluster(own):
         scrape = urllib.request.urlopen(f"http://{nodes[0].address()}:{METRICS_PORT}/metrics", timeout=10).read().decode()
         assert re.search(r'async_triggers_\w+\{[^}]*flow="twitter_timeline"', scrape), scrape[:2000]
 
+        # 10. removing it: every flow, its capture index, trigger and backup map, then the keyspace; a second run
+        # finds nothing left
+        removed = json.loads(ctl(own, "plugin", "uninstall", "--yes", "--json").stdout)
+        assert removed["flows"] == ["twitter_timeline"] and removed["keyspace"] and removed["discarded"] == [], removed
+        again = json.loads(ctl(own, "plugin", "uninstall", "--yes", "--json").stdout)
+        assert (again["flows"], again["indexes"], again["triggers"], again["backup_maps"], again["keyspace"]) == \
+            ([], [], [], [], False), again
+        assert json.loads(ctl(own, "trigger", "list", "--json").stdout) == []
+
     assert argv.seen == [], f"the password was in a process's argv: {argv.seen}"
     for text in own["outputs"]:
         assert own["password"] not in text
