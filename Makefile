@@ -118,7 +118,7 @@ clean:
 # files): refused while a node or a Spark cluster of ours runs from them
 CACHE_HOME := $(or $(ASYNC_TRIGGERS_HOME),$(HOME)/.cache/async-triggers)
 distclean: clean
-	@if pgrep -f "$(CACHE_HOME)" >/dev/null; then \
+	@if ps -eo comm=,args= | awk '$$1 == "java"' | grep -qF "$(CACHE_HOME)"; then \
 	  echo "processes run from $(CACHE_HOME) (ctl cluster down --name NAME; ctl spark down): not removed" >&2; exit 1; \
 	fi
 	rm -rf "$(CACHE_HOME)"
