@@ -61,7 +61,7 @@ test-unit: venv promtool
 test-cluster: install
 	$(PY) -m pytest -q -rs tests/cluster $(PYTEST_ARGS)
 
-# README's "On your own cluster" on 2+2 nodes (the default suite runs it on 1+1)
+# docs/own-cluster.md on 2+2 nodes (the default suite runs it on 1+1)
 test-own-cluster: install
 	ASYNC_TRIGGERS_OWN_CLUSTER_DCS=2,2 $(PY) -m pytest -q -rs tests/cluster/test_own_cluster.py $(PYTEST_ARGS)
 

@@ -1,4 +1,4 @@
-"""README's "On your own cluster", step by step, on a cluster ctl did not make: two data centers, PasswordAuthenticator,
+"""docs/own-cluster.md, step by step, on a cluster ctl did not make: two data centers, PasswordAuthenticator,
 client TLS, ``simplestrategy_enabled: false``, no plugin (tests/secure_cluster.py). The plugin is installed from the
 bundle the way its INSTALL.md says; ctl reaches the cluster only through its connection options (environment
 variables here: the password never in argv). Then: a deploy refused while a node lacks the plugin; tweets written
@@ -89,7 +89,7 @@ def ctl(own, *args: str, check: bool = True, timeout: float = 600) -> subprocess
     done = subprocess.run([sys.executable, "-m", "async_triggers", *args], cwd=ROOT, env=env, capture_output=True,
                           text=True, timeout=timeout)
     own["outputs"].append(done.stdout + done.stderr)
-    print(f"$ ctl {' '.join(args)}\n{done.stdout}{done.stderr}(exit {done.returncode})", flush=True)  # README's transcript
+    print(f"$ ctl {' '.join(args)}\n{done.stdout}{done.stderr}(exit {done.returncode})", flush=True)  # docs/own-cluster.md's transcript
     if check:
         assert done.returncode == 0, f"ctl {' '.join(args)}: exit {done.returncode}\n{done.stdout}\n{done.stderr}"
     return done
