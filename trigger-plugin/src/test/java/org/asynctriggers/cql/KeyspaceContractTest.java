@@ -20,6 +20,7 @@ import org.asynctriggers.backup.PeerStatus;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.PrepareOnlyGateway;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -36,7 +37,7 @@ class KeyspaceContractTest
     private static final Pattern IDENTIFIER = Pattern.compile("\"((?:[^\"]|\"\")*)\"");
 
     /** Prepares anything and records it; every query finds nothing. */
-    private static final class RecordingGateway implements CqlGateway
+    private static final class RecordingGateway extends PrepareOnlyGateway
     {
         final List<String> prepared = new ArrayList<>();
 
@@ -69,18 +70,6 @@ class KeyspaceContractTest
         public java.util.Set<String> staticColumns(String keyspace, String table)
         {
             return java.util.Set.of();
-        }
-
-        @Override
-        public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public ByteBuffer bind(Prepared statement, int index, Object value)
-        {
-            throw new UnsupportedOperationException();
         }
     }
 

@@ -1,13 +1,10 @@
 package org.asynctriggers.execute;
 
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Set;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.testing.PrepareOnlyGateway;
 import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -20,7 +17,7 @@ class StatementsTest
     private static final String INSERT = "INSERT INTO \"ks\".\"copy\" (\"id\", \"email\") VALUES (?, ?) USING TIMESTAMP ?";
 
     /** The fake, with a schema that changes when the test says so, and the prepares it was asked for. */
-    private static final class ChangingSchema extends PrepareOnly
+    private static final class ChangingSchema extends PrepareOnlyGateway
     {
         final List<String> prepared = new ArrayList<>();
         volatile int version;
@@ -64,45 +61,5 @@ class StatementsTest
         gateway.dropped = false; // made again
         gateway.version = 3;
         assertEquals(3, statements.prepare(INSERT).handle);
-    }
-
-    /** Only prepares: the test executes nothing. */
-    private abstract static class PrepareOnly implements CqlGateway
-    {
-        @Override
-        public List<Map<String, ByteBuffer>> execute(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Set<String> staticColumns(String keyspace, String table)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Page fetchPage(Prepared statement, ConsistencyLevel consistency, List<ByteBuffer> values, int pageSize, ByteBuffer from)
-        {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public ByteBuffer bind(Prepared statement, int index, Object value)
-        {
-            throw new UnsupportedOperationException();
-        }
     }
 }
