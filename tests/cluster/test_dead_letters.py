@@ -81,26 +81,24 @@ def test_should_dead_letter_a_poison_task_and_run_the_others(dlq_flow, session, 
     assert letters(cluster_settings) == []
 
 
-def test_should_retry_a_letter_on_a_live_node_when_the_node_that_gave_it_up_is_down(dlq_flow, session,
+def test_should_retry_a_letter_on_a_live_node_when_the_node_that_gave_it_up_is_gone(dlq_flow, session,
                                                                                     cluster_settings):
-    from async_triggers import cluster as cluster_mod
+    # a letter given up by a node since removed or replaced (its address no longer in the ring): as the plugin wrote
+    # it, with that node's address
     session.execute("INSERT INTO dlq.users (user_id, name) VALUES (%s, %s)", (uuid.uuid4(), ""))
     [letter] = wait_for_letters(cluster_settings, 1)
-    nodes = {n.address: n.name for n in cluster_mod.node_status(cluster_settings, cluster_settings.cluster_name)}
-    gone = nodes[letter["node"]]
-    cluster_mod.stop_node(cluster_settings, gone, name=cluster_settings.cluster_name)
-    try:
-        retried = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, letter["id"])
-        assert retried.returncode == 0, retried.stderr
-        assert f"gave up on {letter['node']}, which is not up: sent to " in retried.stdout, retried.stdout
-        # the poison task fails again on the node it was sent to: a new letter, given up by that node
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and [d["id"] for d in letters(cluster_settings)] in ([letter["id"]], []):
-            time.sleep(0.5)
-        [again] = letters(cluster_settings)
-        assert again["id"] != letter["id"] and again["node"] != letter["node"], again
-    finally:
-        cluster_mod.start_node(cluster_settings, gone, name=cluster_settings.cluster_name)
+    gone = "127.0.0.99"
+    session.execute('UPDATE async_triggers.dead_letters SET "node" = %s WHERE "flow" = %s AND "id" = %s',
+                    (gone, FLOW, uuid.UUID(letter["id"])))
+    retried = run_ctl(cluster_settings, "trigger", "dlq", "retry", FLOW, letter["id"])
+    assert retried.returncode == 0, retried.stderr
+    assert f"1 of them gave up on {gone}, which is not up: sent to 127.0.0." in retried.stdout, retried.stdout
+    # the poison task fails again on the node it was sent to: a new letter, given up by that node
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and [d["id"] for d in letters(cluster_settings)] in ([letter["id"]], []):
+        time.sleep(0.5)
+    [again] = letters(cluster_settings)
+    assert again["id"] != letter["id"] and again["node"].startswith("127.0.0.") and again["node"] != gone, again
     assert run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all", "--yes").returncode == 0
 
 
