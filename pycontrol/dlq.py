@@ -6,7 +6,7 @@ import datetime as dt
 import uuid
 from typing import Sequence
 
-from cassandra import ConsistencyLevel
+from cassandra import ConsistencyLevel, Unavailable
 from cassandra.query import SimpleStatement
 
 from . import keyspace, render
@@ -40,6 +40,16 @@ def _statement(cql: str, consistency=ConsistencyLevel.LOCAL_QUORUM) -> SimpleSta
     return SimpleStatement(cql, consistency_level=consistency)
 
 
+def _read(session, cql: str, params: tuple):
+    """A read of the dead letters at LOCAL_QUORUM, the level they are written at; when a replica is down and the
+    quorum unavailable (RF 2), at LOCAL_ONE: a letter written at a quorum of two is on both replicas, and what a
+    command shows beats an error while a node is down."""
+    try:
+        return session.execute(_statement(cql), params)
+    except Unavailable:
+        return session.execute(_statement(cql, ConsistencyLevel.LOCAL_ONE), params)
+
+
 def _has_tables(session) -> bool:
     ks = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
     return ks is not None and keyspace.DEAD_LETTERS.name in ks.tables
@@ -50,10 +60,9 @@ def list_letters(session, flow: str | None = None, limit: int = 100) -> list[Dea
         return []
     cols = '"flow", "id", "node", "op", "ts", "source_key", "error", "attempts", "failed_at"'
     if flow:
-        rows = session.execute(_statement(f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s'),
-                               (flow, limit))
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s', (flow, limit))
     else:
-        rows = session.execute(_statement(f'SELECT {cols} FROM {_LETTERS} LIMIT %s'), (limit,))
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} LIMIT %s', (limit,))
     return [DeadLetter(flow=r.flow, id=r.id, node=r.node or "", op=r.op or "", ts=r.ts or 0,
                        source_key=(r.source_key or b"").hex(), error=r.error or "", attempts=r.attempts or 0,
                        failed_at=r.failed_at) for r in rows]
@@ -63,7 +72,7 @@ def count(session, flow: str) -> int:
     """How many dead letters the flow has."""
     if not _has_tables(session):
         return 0
-    return session.execute(_statement(f'SELECT count(*) FROM {_LETTERS} WHERE "flow" = %s'), (flow,)).one()[0]
+    return _read(session, f'SELECT count(*) FROM {_LETTERS} WHERE "flow" = %s', (flow,)).one()[0]
 
 
 def _parse_id(flow: str, text: str) -> uuid.UUID:

@@ -76,3 +76,26 @@ def test_a_dead_letter_retry_goes_to_a_live_node_when_the_one_that_gave_it_up_is
     moved = [n for d, n in zip(letters, sent) if d.node == "10.0.0.9"]
     assert set(moved) <= set(live) and len(set(moved)) > 1, "spread over the live nodes"
     assert dlq.retry_node(letters[1], []) == "10.0.0.9", "nothing known up: as before"
+
+
+def test_dead_letters_are_read_at_local_one_when_a_quorum_is_unavailable():
+    from types import SimpleNamespace
+
+    from cassandra import ConsistencyLevel, Unavailable
+
+    from async_triggers import dlq
+
+    class Session:
+        levels = []
+        cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": SimpleNamespace(
+            tables={"dead_letters": object()})}))
+
+        def execute(self, statement, params=None):
+            self.levels.append(statement.consistency_level)
+            if statement.consistency_level == ConsistencyLevel.LOCAL_QUORUM:
+                raise Unavailable("Cannot achieve consistency level LOCAL_QUORUM")
+            return SimpleNamespace(one=lambda: (4,))
+
+    session = Session()
+    assert dlq.count(session, "copy") == 4
+    assert session.levels == [ConsistencyLevel.LOCAL_QUORUM, ConsistencyLevel.LOCAL_ONE]
