@@ -338,9 +338,40 @@ def add_arguments(parser) -> None:
 
 
 def from_arguments(args, env: Mapping[str, str] | None = None) -> Connection:
-    """The connection an argparse namespace (with :func:`add_arguments`) and the environment name."""
+    """The connection an argparse namespace (with :func:`add_arguments`) and the environment name (a job's command
+    line: with --verbose, its connection lines go to stderr)."""
     flags = {k[len("conn_"):]: v for k, v in vars(args).items() if k.startswith("conn_")}
-    return resolve(flags, env)
+    conn = resolve(flags, env)
+    if conn.verbose:
+        show_on_stderr()
+    return conn
+
+
+def show_on_stderr() -> None:
+    """--verbose, for a command line (ctl, a Spark job's main): the connection's log lines (async_triggers.cql, logger
+    ``async_triggers.connection``) on stderr as ``connection: ...``. Library code only logs them."""
+    import logging
+    import sys
+    log = logging.getLogger("async_triggers.connection")
+    class ToStderr(logging.StreamHandler):
+        """Writes to whatever sys.stderr is when a line is logged (a test runner swaps it per command)."""
+        async_triggers_cli = True
+
+        @property
+        def stream(self):
+            return sys.stderr
+
+        @stream.setter
+        def stream(self, _value):
+            pass
+
+    if not any(getattr(h, "async_triggers_cli", False) for h in log.handlers):
+        handler = ToStderr()
+        handler.setFormatter(logging.Formatter("connection: %(message)s"))
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    log.propagate = False
+
 
 
 def arguments_of(conn: Connection) -> list[str]:

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import sys
 from typing import Iterator
 
 from cassandra import AuthenticationFailed
@@ -14,6 +13,9 @@ from .errors import ConnectionFailed
 
 # The driver logs every failed connection attempt at WARNING; our own errors say what went wrong.
 logging.getLogger("cassandra").setLevel(logging.ERROR)
+# --verbose: where each connection option came from and the data center chosen, at INFO; the command line shows them
+# (cli/options.py), a library caller decides with its own logging
+LOG = logging.getLogger("async_triggers.connection")
 
 
 @contextlib.contextmanager
@@ -23,7 +25,7 @@ def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Ite
     conn = connection_mod.with_password(getattr(settings, "connection", settings))
     if conn.verbose:
         for line in conn.describe():
-            print(f"connection: {line}", file=sys.stderr)
+            LOG.info("%s", line)
     cluster = connection_mod.make_cluster(conn)
     try:
         try:
@@ -36,7 +38,7 @@ def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Ite
         if conn.verbose:
             dc = connection_mod.chosen_dc(cluster)
             how = "given" if conn.local_dc else "chosen by the driver"
-            print(f"connection: local data center {dc} ({how})", file=sys.stderr)
+            LOG.info("local data center %s (%s)", dc, how)
         session.default_timeout = timeout
         yield session
     finally:

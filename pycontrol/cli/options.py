@@ -108,6 +108,8 @@ def connection_options(command):
         with errors_to_exit():
             conn = connection_mod.resolve(flags)
         ctx.obj = dataclasses.replace(ctx.obj, connection=conn)
+        if conn.verbose:
+            connection_mod.show_on_stderr()
         return command(*args, **kwargs)
 
     wrapper.__signature__ = signature.replace(parameters=[*signature.parameters.values(), *extra])

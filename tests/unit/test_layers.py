@@ -90,3 +90,16 @@ def test_a_planted_upward_import_is_found(tmp_path):
         "async_triggers.spark_jobs.verify (Spark jobs and clusters) imports async_triggers.cli.exit_codes.X (cli)"]
     assert any("async_triggers.status (core) imports async_triggers.cli.exit_codes (cli)" in f for f in found)
     assert not any("exit_codes (cli) imports" in f for f in found)
+
+
+def test_library_code_prints_nothing():
+    """The core and the clusters say things through logging, callbacks or return values; printing is for command
+    lines (the CLI, a Spark job's or a benchmark's main)."""
+    printing = []
+    for name, path in sorted(modules(PACKAGES).items()):
+        if layer(name) != 1 and not name.startswith("async_triggers.cluster"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
+                printing.append(f"{path}:{node.lineno}")
+    assert printing == []
