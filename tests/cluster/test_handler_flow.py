@@ -41,7 +41,7 @@ def handler_flow(cluster_settings, settings, tmp_path_factory):
     create_schema(cluster_settings, SCHEMA)
     deploy_flow_text(cluster_settings, build, FLOW_FILE)
     yield
-    run_ctl(cluster_settings, "trigger", "drop", FLOW, "--drain")
+    run_ctl(cluster_settings, "trigger", "drop", FLOW, "--discard-pending", "--yes")   # its poison test leaves a dead letter
     for node in nodes:
         (cluster_mod.triggers_dir_of(node) / jar.name).unlink(missing_ok=True)
 
