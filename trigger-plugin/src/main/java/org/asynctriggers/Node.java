@@ -88,7 +88,7 @@ public final class Node
         FlowConfigSource config = new FlowConfigSource(b.gateway, flows);
         ScanSchedule scans = b.scanner == null ? null : new ScanSchedule(
             new Takeover(new ScanView(flows, ownership, backlog, task -> intake().requeue(task), b.wallClockMillis), b.scanner, b.threadFactory,
-                         b.wallClockMillis, b.gossip),
+                         b.wallClockMillis, b.nanoClock, b.gossip),
             backlog, ownership, flows::idle, flows::isPaused, b.wallClockMillis, ControlLoop.POLL_MILLIS);
         StatusReporter statusReporter = new StatusReporter(b.gateway, flows::metrics, b.nodeName, b.wallClockMillis, backlog::statusOf);
         DeadLetterRetries deadLetterRetries = new DeadLetterRetries(b.gateway, b.nodeName, name -> {

@@ -97,9 +97,18 @@ public final class Takeover implements IEndpointStateChangeSubscriber
     private final AtomicBoolean safetyNetQueued = new AtomicBoolean();
     private volatile boolean registered;
     private volatile long lastScanStartedMillis = Long.MIN_VALUE;
+    private final LongSupplier nanoClock;
 
     public Takeover(NodeView node, Scanner scanner, ThreadFactory threadFactory, LongSupplier wallClockMillis, boolean gossip)
     {
+        this(node, scanner, threadFactory, wallClockMillis, System::nanoTime, gossip);
+    }
+
+    /** {@code nanoClock}: what a task taken over counts its age from (its retries' {@code max_age_ms}) */
+    public Takeover(NodeView node, Scanner scanner, ThreadFactory threadFactory, LongSupplier wallClockMillis,
+                    LongSupplier nanoClock, boolean gossip)
+    {
+        this.nanoClock = nanoClock;
         this.gossip = gossip;
         this.node = node;
         this.scanner = scanner;
@@ -212,8 +221,8 @@ public final class Takeover implements IEndpointStateChangeSubscriber
                           || node.orphaned(keyspace, entry.key.getToken(), flow, entry.capturedMillis)))
                         return;
                     Task task = entry.resume == null
-                                ? entry.task.recovered(System.nanoTime(), 0, null)
-                                : entry.task.recovered(System.nanoTime(), entry.resume.getKey(), entry.resume.getValue());
+                                ? entry.task.recovered(nanoClock.getAsLong(), 0, null)
+                                : entry.task.recovered(nanoClock.getAsLong(), entry.resume.getKey(), entry.resume.getValue());
                     if (node.requeue(task, why))
                         queuedHere[0]++;
                 });

@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.LongSupplier;
 
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.DeletionTime;
@@ -33,6 +34,8 @@ public final class WriteCapture implements Index.Indexer
     private final WriteContext ctx;
     private final CaptureSink sink;
     private final ErrorLog errors;
+    private final LongSupplier nanoClock;
+    private final LongSupplier wallClockMillis;
     private TaskExtractor.Collector changes;
     private final List<String> keyColumns;
 
@@ -41,11 +44,23 @@ public final class WriteCapture implements Index.Indexer
     {
         private static final Logger logger = LoggerFactory.getLogger("org.asynctriggers.CaptureIndex"); // its errors' logger, as before the split
         private static final long INTERVAL_NANOS = TimeUnit.SECONDS.toNanos(10);
-        private final AtomicLong next = new AtomicLong(System.nanoTime());
+        private final LongSupplier nanoClock;
+        private final AtomicLong next;
+
+        public ErrorLog()
+        {
+            this(System::nanoTime);
+        }
+
+        public ErrorLog(LongSupplier nanoClock)
+        {
+            this.nanoClock = nanoClock;
+            this.next = new AtomicLong(nanoClock.getAsLong());
+        }
 
         void log(String what, Throwable e)
         {
-            long now = System.nanoTime();
+            long now = nanoClock.getAsLong();
             long at = next.get();
             if (now - at >= 0 && next.compareAndSet(at, now + INTERVAL_NANOS))
                 logger.error("Async trigger capture: {}", what, e);
@@ -55,6 +70,18 @@ public final class WriteCapture implements Index.Indexer
     public WriteCapture(TableMetadata table, DecoratedKey key, CaptureOptions options, WriteContext ctx, CaptureSink sink,
                         ErrorLog errors)
     {
+        this(table, key, options, ctx, sink, errors, System::nanoTime, System::currentTimeMillis);
+    }
+
+    /**
+     * {@code nanoClock}: what a task's age (its retries' {@code max_age_ms}) counts from; {@code wallClockMillis}: the
+     * {@code captured} time of its backup entries (the safety net's age).
+     */
+    public WriteCapture(TableMetadata table, DecoratedKey key, CaptureOptions options, WriteContext ctx, CaptureSink sink,
+                        ErrorLog errors, LongSupplier nanoClock, LongSupplier wallClockMillis)
+    {
+        this.nanoClock = nanoClock;
+        this.wallClockMillis = wallClockMillis;
         this.table = table;
         this.key = key;
         this.options = options;
@@ -106,7 +133,7 @@ public final class WriteCapture implements Index.Indexer
 
     private void record()
     {
-        long now = System.nanoTime();
+        long now = nanoClock.getAsLong();
         List<Task> tasks = new ArrayList<>();
         List<Task> backedUp = new ArrayList<>();
         for (SourceChange change : changes.changes())
@@ -149,7 +176,7 @@ public final class WriteCapture implements Index.Indexer
                        + table + " have no backup entries (redeploy its flows)", null);
             return 0;
         }
-        PartitionUpdate entries = BackupTable.entries(companion, key, backedUp, System.currentTimeMillis());
+        PartitionUpdate entries = BackupTable.entries(companion, key, backedUp, wallClockMillis.getAsLong());
         BackupTable.applyLocally(entries, ctx);
         return backedUp.size();
     }

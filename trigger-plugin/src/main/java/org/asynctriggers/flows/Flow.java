@@ -75,7 +75,7 @@ public final class Flow
         boolean elastic = overflow.policy == FlowSpec.Overflow.Policy.ELASTIC;
         this.processor = new TaskProcessor(executor, metrics, retries, workers.sleeper, nanoClock, spec.startDelayMillis);
         this.pool = new WorkerPool(spec.name, spec.workers, elastic ? overflow.maxWorkers : spec.workers,
-                                   workers.idleWorkerMillis, threadFactory, queue, processor);
+                                   workers.idleWorkerMillis, threadFactory, queue, processor, nanoClock);
         metrics.poolSize(pool::currentSize);
         if (overflow.policy == FlowSpec.Overflow.Policy.DISCARD)
         {

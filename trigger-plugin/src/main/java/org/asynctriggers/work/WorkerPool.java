@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
+import java.util.function.LongSupplier;
 
 import org.asynctriggers.queue.FlowQueue;
 import org.asynctriggers.task.Task;
@@ -33,6 +34,8 @@ public final class WorkerPool
     private final int size;
     private final int maxSize;
     private final long idleNanos;
+    /** what decides that an extra worker has idled long enough (System::nanoTime; a test's own clock) */
+    private final LongSupplier nanoClock;
     /** the numbers of the live workers (guarded by this) */
     private final java.util.BitSet numbers = new java.util.BitSet();
     private final ThreadFactory threadFactory;
@@ -51,6 +54,12 @@ public final class WorkerPool
     public WorkerPool(String flow, int size, int maxSize, long idleMillis, ThreadFactory threadFactory, FlowQueue queue,
                       Consumer<Task> processor)
     {
+        this(flow, size, maxSize, idleMillis, threadFactory, queue, processor, System::nanoTime);
+    }
+
+    public WorkerPool(String flow, int size, int maxSize, long idleMillis, ThreadFactory threadFactory, FlowQueue queue,
+                      Consumer<Task> processor, LongSupplier nanoClock)
+    {
         if (size <= 0)
             throw new IllegalArgumentException("pool size must be strictly positive, found: " + size);
         if (maxSize < size)
@@ -62,6 +71,7 @@ public final class WorkerPool
         this.threadFactory = threadFactory;
         this.queue = queue;
         this.processor = processor;
+        this.nanoClock = nanoClock;
     }
 
     public static String threadName(String flow, int n)
@@ -181,7 +191,7 @@ public final class WorkerPool
 
     private void runWorker(Thread self, int n)
     {
-        long idleSince = System.nanoTime();
+        long idleSince = nanoClock.getAsLong();
         while (true)
         {
             if (paused && !awaitRunning())
@@ -200,7 +210,7 @@ public final class WorkerPool
                 // drained: only a closed queue can be considered finished
                 if (stopping && queue.size() == 0)
                     return;
-                if (maxSize > size && System.nanoTime() - idleSince >= idleNanos && retire(self, n))
+                if (maxSize > size && nanoClock.getAsLong() - idleSince >= idleNanos && retire(self, n))
                 {
                     logger.info("Flow '{}': idle worker {} left the pool", flow, threadName(flow, n));
                     return;
@@ -216,7 +226,7 @@ public final class WorkerPool
                 // the processor counts and logs its failures; this only guards the thread itself
                 logger.error("Unexpected error in worker of flow '{}' on {}", flow, task, t);
             }
-            idleSince = System.nanoTime();
+            idleSince = nanoClock.getAsLong();
         }
     }
 

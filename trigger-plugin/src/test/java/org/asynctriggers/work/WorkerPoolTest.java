@@ -134,4 +134,22 @@ class WorkerPoolTest
         assertThrows(IllegalStateException.class, pool::start);
         pool.stop(1_000);
     }
+
+    @Test
+    void shouldLetAnExtraWorkerGoOnlyOnceItIdledLongEnoughOnThePoolsClock() throws InterruptedException
+    {
+        java.util.concurrent.atomic.AtomicLong now = new java.util.concurrent.atomic.AtomicLong();
+        WorkerPool pool = new WorkerPool("f", 1, 2, 5_000, threads, queue, t -> {}, now::get);
+        pool.start();
+        assertTrue(pool.grow());
+        assertEquals(2, pool.currentSize());
+        Thread.sleep(500);   // five idle polls of each worker, and no time passed on the pool's clock
+        assertEquals(2, pool.currentSize(), "an extra worker stays while the clock says it idled under 5 s");
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(5_000));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        while (pool.currentSize() > 1 && System.nanoTime() < deadline)
+            Thread.sleep(20);
+        assertEquals(1, pool.currentSize(), "the extra worker left; the pool keeps its size");
+        assertEquals(0, pool.stop(1_000));
+    }
 }
