@@ -333,3 +333,19 @@ def test_a_run_refuses_a_results_directory_of_another_commit_before_it_starts(tm
     prepare_out(d, replace=True)
     assert sorted(p.name for p in d.iterdir()) == []
     prepare_out(tmp_path / "new")                     # nothing there yet: nothing to refuse
+
+
+def test_the_fan_out_target_holds_only_if_it_holds_in_every_repetition_and_a_capacity_of_nothing_is_not_a_ratio():
+    # the committed run's three repetitions: 0.71x, 1.33x and 1.39x of the bulk writer (reported met from the latest)
+    runs = []
+    for i, (flow, bulk) in enumerate(((710.0, 1000.0), (1330.0, 1000.0), (1390.0, 1000.0)), start=1):
+        for app, rows_s in (("integrated", flow), ("bulk_writer", bulk)):
+            run = make("bulk_writer", app, [1], offset=300 * i + (5 if app == "bulk_writer" else 0),
+                       config={"repetition": i}, fanout_rows_s=rows_s)
+            runs.append(run)
+    runs += [make("capacity", "loadgen", [0.1], offset=-10 - i, throughput_msg_s=rate, config={"sender": "null"})
+             for i, rate in enumerate((0.0, 9000.0))]
+    rows = {name: (measured, verdict) for name, measured, verdict in targets.targets(runs)}
+    assert rows["fan-out rows/s: integrated >= 0.9x plain bulk writer"] == ("0.71x–1.39x (3 repetitions)", "MISSED")
+    assert rows["load generator capacity >= 3x the highest offered rate, alone (a sender answered at once)"] == (
+        "not measured (1 of 2 repetitions measured no throughput)", "not measured")
