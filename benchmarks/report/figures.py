@@ -66,6 +66,7 @@ def _over_time(runs: Sequence[dict], figure: dict, path: Path) -> bool:
         ax.set_xlabel("time [s]")
         ax.grid(alpha=0.3)
     ax_a.set_title(figure["panels"][0] + " [msg/s]", fontsize=10)
+    ax_a.set_ylim(bottom=0)   # rates from 0: an axis starting near the data exaggerates every dip
     ax_b.set_title(figure["panels"][1] + ", median", fontsize=10)
     ax_b.set_yscale("log")
     ax_b.yaxis.set_major_formatter(_ticker().ScalarFormatter())
@@ -123,6 +124,7 @@ def _scalability(runs: Sequence[dict], figure: dict, path: Path) -> bool:
         ax.set_xlabel("database nodes")
         ax.xaxis.set_major_locator(_ticker().MaxNLocator(integer=True))
         ax.grid(alpha=0.3)
+        ax.set_ylim(bottom=0)   # from 0, as the rates and times it compares are
         if ax.lines:
             ax.legend(fontsize=8)
         else:
