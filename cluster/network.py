@@ -78,6 +78,14 @@ def require() -> None:
         raise ClusterError("network partitions need iptables: `make netfilter` installs it (Debian's package)")
     if cgroup2_root() is None:
         raise ClusterError("network partitions need a cgroup v2 hierarchy (none mounted: /proc/mounts)")
+    if shutil.which("ss") is None:
+        raise ClusterError("network partitions need ss (iproute2) to find the connections a node already has open")
+    (cgroup2_root() / CGROUP_PARENT).mkdir(exist_ok=True)
+    _ensure_chain()
+    probe = ["-m", "cgroup", "--path", CGROUP_PARENT, "-j", "RETURN"]
+    if _iptables("-A", CHAIN, *probe, check=False).returncode != 0:
+        raise ClusterError("network partitions need iptables' cgroup match (xt_cgroup), which this kernel refuses")
+    _iptables("-D", CHAIN, *probe, check=False)
 
 
 def _ensure_chain() -> None:

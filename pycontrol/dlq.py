@@ -40,13 +40,16 @@ def _statement(cql: str, consistency=ConsistencyLevel.LOCAL_QUORUM) -> SimpleSta
     return SimpleStatement(cql, consistency_level=consistency)
 
 
-def _read(session, cql: str, params: tuple):
+def _read(session, cql: str, params: tuple, strict: bool = False):
     """A read of the dead letters at LOCAL_QUORUM, the level they are written at; when a replica is down and the
-    quorum unavailable (RF 2), at LOCAL_ONE: a letter written at a quorum of two is on both replicas, and what a
+    quorum unavailable, at LOCAL_ONE, unless ``strict`` (what decides a discard never settles for it): with RF 2 a
+    letter written at a quorum is on both replicas, with RF 3 and two nodes down one replica may miss it, and what a
     command shows beats an error while a node is down."""
     try:
         return session.execute(_statement(cql), params)
     except Unavailable:
+        if strict:
+            raise
         return session.execute(_statement(cql, ConsistencyLevel.LOCAL_ONE), params)
 
 
@@ -55,14 +58,14 @@ def _has_tables(session) -> bool:
     return ks is not None and keyspace.DEAD_LETTERS.name in ks.tables
 
 
-def list_letters(session, flow: str | None = None, limit: int = 100) -> list[DeadLetter]:
+def list_letters(session, flow: str | None = None, limit: int = 100, strict: bool = False) -> list[DeadLetter]:
     if not _has_tables(session):
         return []
     cols = '"flow", "id", "node", "op", "ts", "source_key", "error", "attempts", "failed_at"'
     if flow:
-        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s', (flow, limit))
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s', (flow, limit), strict)
     else:
-        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} LIMIT %s', (limit,))
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} LIMIT %s', (limit,), strict)
     return [DeadLetter(flow=r.flow, id=r.id, node=r.node or "", op=r.op or "", ts=r.ts or 0,
                        source_key=(r.source_key or b"").hex(), error=r.error or "", attempts=r.attempts or 0,
                        failed_at=r.failed_at) for r in rows]

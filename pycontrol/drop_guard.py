@@ -68,8 +68,10 @@ def holdings_of(flow: str, statuses: Sequence[status.FlowNodeStatus], dead_lette
 
 
 def read_holdings(session, flow: str) -> Holdings:
-    return holdings_of(flow, status.read(session, [flow]), len(dlq.list_letters(session, flow, LETTERS_COUNTED)),
-                       flow in status.paused_flows(session), sorted(status.live_nodes(session)))
+    # the dead letters at a quorum, never less: a count that may be short must not let a drop through
+    letters = dlq.list_letters(session, flow, LETTERS_COUNTED, strict=True)
+    return holdings_of(flow, status.read(session, [flow]), len(letters), flow in status.paused_flows(session),
+                       sorted(status.live_nodes(session)))
 
 
 def refusal(holdings: Holdings) -> FlowNotEmpty:

@@ -56,8 +56,10 @@ def fresh(s: FlowNodeStatus, now: dt.datetime) -> bool:
 
 def summarize(flows: Sequence[str], statuses: Sequence[FlowNodeStatus], hosts: Sequence[Host],
               letters: Mapping[str, int], now: dt.datetime,
-              previous: Mapping[str, tuple[dt.datetime, int]] | None = None) -> list[FlowLine]:
-    """One line per flow. ``previous``: flow -> (when, completed) of the last sample, for the rate."""
+              previous: Mapping[str, tuple[dt.datetime, Mapping[str, int]]] | None = None) -> list[FlowLine]:
+    """One line per flow. ``previous``: flow -> (when, completed per node) of the last sample, for the rate: summed
+    over the nodes in both samples, each counted from its own figure (a node that went silent or restarted, its
+    counter back to 0, neither drops nor spikes the rate)."""
     by_address = {h.address: h for h in hosts}
     out = []
     for flow in flows:
@@ -72,7 +74,8 @@ def summarize(flows: Sequence[str], statuses: Sequence[FlowNodeStatus], hosts: S
         if previous and flow in previous:
             when, before = previous[flow]
             seconds = (now - when).total_seconds()
-            rate = max(0.0, (completed - before) / seconds) if seconds > 0 else None
+            done = sum(max(0, s.completed - before[s.node]) for s in mine if s.node in before)
+            rate = done / seconds if seconds > 0 else None
         states = {s.state for s in mine}
         missing = len(mine) < len(hosts)
         state = ("degraded" if missing else

@@ -165,6 +165,13 @@ def _hands(settings: Settings, config: CampaignConfig, info, forms: dict[str, st
         cut=cut, heal=cluster_mod.network.heal, switch=switch)
 
 
+def _unfreeze(settings: Settings, config: CampaignConfig, info) -> None:
+    """No partition rule left, every paused JVM resumed (nodes that are down stay down)."""
+    cluster_mod.network.heal()
+    for node in _nodes(info):
+        cluster_mod.resume_node(settings, node, name=config.cluster)
+
+
 def _heal(settings: Settings, config: CampaignConfig, info, forms: dict[str, str]) -> None:
     """No partition, no paused JVM, every node running."""
     cluster_mod.network.heal()
@@ -199,7 +206,9 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     created = cluster_mod.load_cluster(settings, config.cluster) is None
     if set(config.kinds) & set(nemesis.PARTITIONS):
         cluster_mod.network.require()   # refused before anything starts
+    cluster_mod.network.heal()   # rules an interrupted campaign may have left
     info, session = _setup(settings, config, progress)
+    _unfreeze(settings, config, info)
     spark = build_session(master=config.master, connection=settings.with_hosts(info.contact_points).connection,
                           app_name="chaos-check")
     ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
@@ -274,6 +283,15 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         result.differs = check_result["differs"]
     except ClusterError as e:
         result.error = str(e).splitlines()[0]
+        try:   # the nodes the nemesis left down are started again before the next run
+            _heal(settings, config, info, forms)
+        except ClusterError as again:
+            result.error += f"; and healing failed: {str(again).splitlines()[0]}"
+    except BaseException:
+        # interrupted (Ctrl-C, SIGTERM, an unexpected error) in the middle of a fault: no partition and no frozen
+        # JVM may outlive the campaign
+        _unfreeze(settings, config, info)
+        raise
     rows: list[dict] = []
     if not result.ok and check_result is not None and index > 0:
         # what the wrong rows are made of, read now; then, once everything had time to arrive, the check again

@@ -143,7 +143,8 @@ def _status_sample(session, names: Sequence[str], previous: dict | None, nodes: 
     if nodes:
         return status_view.node_rows(flows, statuses, hosts, now), {}
     lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now, previous)
-    return lines, {line.flow: (now, line.completed) for line in lines}
+    per_node = {f: {s.node: s.completed for s in statuses if s.flow == f and status_view.fresh(s, now)} for f in flows}
+    return lines, {line.flow: (now, per_node[line.flow]) for line in lines}
 
 
 def _status_out(items: list, nodes: bool, as_json: bool) -> list[str]:
@@ -289,9 +290,9 @@ def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...),
                 if not discard_pending:
                     raise drop_guard.refusal(held)
                 confirm(f"Drop flow '{name}' and discard {held.describe()}?", yes)
-                if held.dead_letters:
-                    dlq.purge(session, name, everything=True)
             deploy_mod.drop(session, name, progress=_progress)
+            if not held.empty and held.dead_letters:   # after the drop: a drop that fails keeps its letters
+                dlq.purge(session, name, everything=True)
         discarded = held.as_dict() if not held.empty else None
         if as_json:
             typer.echo(json.dumps({"dropped": name, "discarded": discarded}))

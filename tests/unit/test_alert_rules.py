@@ -47,6 +47,7 @@ def test_every_alert_has_its_cases_and_reads_only_exported_names():
     ("> 60000", "> 600000"),                       # a lag threshold nobody reaches
     ("unless on (flow, instance) async_triggers_paused == 1", ""),   # a paused flow's lag raising an alert
     ("max_over_time(async_triggers_pending[1h])", "async_triggers_pending"),   # a silent node never noticed
+    ("and on (flow) (count by (flow) (async_triggers_pending) > 0)", ""),       # a dropped flow raising it
 ])
 def test_the_cases_catch_a_wrong_rule(tmp_path, change):
     old, new = change

@@ -44,8 +44,14 @@ def test_the_rate_comes_from_two_samples_and_a_healthy_flow_runs():
     first = status_view.summarize(["timeline"], STATUSES[:2], hosts, {}, NOW)
     later = [report("10.0.0.1", completed=130, age_s=0), report("10.0.0.2", completed=80, age_s=0)]
     [line] = status_view.summarize(["timeline"], later, hosts, {}, NOW + dt.timedelta(seconds=10),
-                                   {f.flow: (NOW, f.completed) for f in first})
+                                   {"timeline": (NOW, {"10.0.0.1": 100, "10.0.0.2": 50})})
     assert line.rate == 6.0 and line.state == "running" and line.nodes == {"dc1": (2, 2)}
+    assert first[0].completed == 150
+    # node2 restarted (its counter from 0) and node1 stopped reporting: the rate counts what each node it knows did
+    again = [report("10.0.0.1", completed=160, age_s=-20), report("10.0.0.2", completed=4, age_s=-20)]
+    [line] = status_view.summarize(["timeline"], again, hosts, {}, NOW + dt.timedelta(seconds=20),
+                                   {"timeline": (NOW + dt.timedelta(seconds=10), {"10.0.0.1": 130, "10.0.0.2": 80})})
+    assert line.rate == 3.0, "node1's 30 in 10 s; node2's counter went back, it adds nothing rather than less"
 
 
 def test_the_node_table_shows_data_center_rack_and_the_nodes_that_do_not_report():

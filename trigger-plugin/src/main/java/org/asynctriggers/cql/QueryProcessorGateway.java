@@ -64,14 +64,32 @@ public final class QueryProcessorGateway implements CqlGateway
         }
     }
 
+    /** per statement, the table metadata it was last found current against: an unchanged schema is one lookup */
+    private final java.util.Map<CQLStatement, TableMetadata> checked = new java.util.concurrent.ConcurrentHashMap<>();
+
     @Override
     public boolean isCurrent(Prepared statement)
     {
-        TableMetadata prepared = tableOf((CQLStatement) statement.handle);
+        CQLStatement cql = (CQLStatement) statement.handle;
+        TableMetadata prepared = tableOf(cql);
         if (prepared == null)
             return true;
         TableMetadata now = Schema.instance.getTableMetadata(prepared.keyspace, prepared.name);
-        return now == prepared || prepared.equals(now);
+        if (now == null)
+        {
+            checked.remove(cql);
+            return false;
+        }
+        if (now == prepared || now == checked.get(cql))
+            return true;
+        // a schema pulled from another node rebuilds every table of the keyspace: equal, not the same object
+        if (prepared.equals(now))
+        {
+            checked.put(cql, now);
+            return true;
+        }
+        checked.remove(cql);
+        return false;
     }
 
     private static TableMetadata tableOf(CQLStatement statement)
