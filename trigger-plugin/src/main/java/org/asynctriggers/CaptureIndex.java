@@ -167,6 +167,10 @@ public final class CaptureIndex implements Index
     @Override
     public boolean dependsOn(ColumnMetadata column)
     {
+        // Cassandra also asks it to validate vector searches (StatementRestrictions): a vector column we claimed
+        // would read as indexed there, so a vector column is never claimed (dropping one a flow uses is not refused)
+        if (column.type.isVector())
+            return false;
         return dependsOn(options, column.isPrimaryKeyColumn(), column.name.toString());
     }
 

@@ -155,6 +155,9 @@ class CaptureIndexTest
         ColumnMetadata id = ColumnMetadata.partitionKeyColumn("ks", "users", "id", Int32Type.instance, 0);
         assertTrue(index.dependsOn(name));
         assertTrue(index.dependsOn(id));
+        ColumnMetadata vector = ColumnMetadata.regularColumn("ks", "users", "name",
+                                                             org.apache.cassandra.db.marshal.VectorType.getInstance(org.apache.cassandra.db.marshal.FloatType.instance, 3));
+        assertFalse(index.dependsOn(vector), "a vector column is never claimed: vector searches ask dependsOn too");
         index.getMetadataReloadTask(metadata(options("{}"))).call();
         assertFalse(index.dependsOn(name), "the flow was dropped: the column can go");
         assertFalse(index.dependsOn(id));
