@@ -58,24 +58,24 @@ def _has_tables(session) -> bool:
     return ks is not None and keyspace.DEAD_LETTERS.name in ks.tables
 
 
-def list_letters(session, flow: str | None = None, limit: int = 100, strict: bool = False) -> list[DeadLetter]:
+def list_letters(session, flow: str | None = None, limit: int = 100) -> list[DeadLetter]:
     if not _has_tables(session):
         return []
     cols = '"flow", "id", "node", "op", "ts", "source_key", "error", "attempts", "failed_at"'
     if flow:
-        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s', (flow, limit), strict)
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} WHERE "flow" = %s LIMIT %s', (flow, limit))
     else:
-        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} LIMIT %s', (limit,), strict)
+        rows = _read(session, f'SELECT {cols} FROM {_LETTERS} LIMIT %s', (limit,))
     return [DeadLetter(flow=r.flow, id=r.id, node=r.node or "", op=r.op or "", ts=r.ts or 0,
                        source_key=(r.source_key or b"").hex(), error=r.error or "", attempts=r.attempts or 0,
                        failed_at=r.failed_at) for r in rows]
 
 
-def count(session, flow: str) -> int:
-    """How many dead letters the flow has."""
+def count(session, flow: str, strict: bool = False) -> int:
+    """How many dead letters the flow has (``strict``: at a quorum only, as _read says)."""
     if not _has_tables(session):
         return 0
-    return _read(session, f'SELECT count(*) FROM {_LETTERS} WHERE "flow" = %s', (flow,)).one()[0]
+    return _read(session, f'SELECT count(*) FROM {_LETTERS} WHERE "flow" = %s', (flow,), strict).one()[0]
 
 
 def _parse_id(flow: str, text: str) -> uuid.UUID:

@@ -16,9 +16,6 @@ from typing import Sequence
 from . import dlq, status
 from .errors import FlowNotEmpty
 
-LETTERS_COUNTED = 100_000   # a count beyond this says "at least"
-
-
 @dataclasses.dataclass(frozen=True)
 class Holdings:
     """What a flow still holds: unfinished tasks per node (pending + active + live backup entries, as each node last
@@ -49,8 +46,7 @@ class Holdings:
             parts.append(f"tasks not counted yet on {', '.join(self.uncounted)} (captured since its last scan, or "
                          f"no report)" + ("" if self.tasks else paused))
         if self.dead_letters:
-            more = "+" if self.dead_letters >= LETTERS_COUNTED else ""
-            parts.append(f"{self.dead_letters}{more} dead letter(s)")
+            parts.append(f"{self.dead_letters} dead letter(s)")
         return " and ".join(parts) or "nothing"
 
     def as_dict(self) -> dict:
@@ -69,9 +65,8 @@ def holdings_of(flow: str, statuses: Sequence[status.FlowNodeStatus], dead_lette
 
 def read_holdings(session, flow: str) -> Holdings:
     # the dead letters at a quorum, never less: a count that may be short must not let a drop through
-    letters = dlq.list_letters(session, flow, LETTERS_COUNTED, strict=True)
-    return holdings_of(flow, status.read(session, [flow]), len(letters), flow in status.paused_flows(session),
-                       sorted(status.live_nodes(session)))
+    return holdings_of(flow, status.read(session, [flow]), dlq.count(session, flow, strict=True),
+                       flow in status.paused_flows(session), sorted(status.live_nodes(session)))
 
 
 def refusal(holdings: Holdings) -> FlowNotEmpty:

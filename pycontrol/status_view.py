@@ -54,6 +54,11 @@ def fresh(s: FlowNodeStatus, now: dt.datetime) -> bool:
     return s.updated is not None and (now - _naive(s.updated)).total_seconds() <= STALE_S
 
 
+def completed_by_node(flow: str, statuses: Sequence[FlowNodeStatus], now: dt.datetime) -> dict[str, int]:
+    """The flow's completed count per node with a fresh report: what the next sample's rate starts from."""
+    return {s.node: s.completed for s in statuses if s.flow == flow and fresh(s, now)}
+
+
 def summarize(flows: Sequence[str], statuses: Sequence[FlowNodeStatus], hosts: Sequence[Host],
               letters: Mapping[str, int], now: dt.datetime,
               previous: Mapping[str, tuple[dt.datetime, Mapping[str, int]]] | None = None) -> list[FlowLine]:

@@ -133,18 +133,16 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
                    + ("  PAUSED" if r["paused"] else ""))
 
 
-def _status_sample(session, names: Sequence[str], previous: dict | None, nodes: bool) -> tuple[list, dict]:
-    """One sample of the flows: (the summary's lines, or the per-node rows with --nodes; the sample for the rate)."""
+def _status_sample(session, names: Sequence[str], previous: dict | None) -> tuple[list, list, dict]:
+    """One read of the flows' reports: (the summary's lines, the per-node rows, the sample the next rate starts from)."""
     from .. import status_view
     deployed = deploy_mod.require_deployed(session, names)
     flows = sorted(names or deployed)
     now = dt.datetime.utcnow()
     statuses, hosts = status_mod.read(session, flows), status_view.hosts_of(session)
-    if nodes:
-        return status_view.node_rows(flows, statuses, hosts, now), {}
     lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now, previous)
-    per_node = {f: {s.node: s.completed for s in statuses if s.flow == f and status_view.fresh(s, now)} for f in flows}
-    return lines, {line.flow: (now, per_node[line.flow]) for line in lines}
+    return (lines, status_view.node_rows(flows, statuses, hosts, now),
+            {f: (now, status_view.completed_by_node(f, statuses, now)) for f in flows})
 
 
 def _status_out(items: list, nodes: bool, as_json: bool) -> list[str]:
@@ -169,7 +167,8 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
         with connect(ctx.obj) as session:
             previous = None
             while True:
-                items, previous = _status_sample(session, flow or [], previous, nodes)
+                lines, rows, previous = _status_sample(session, flow or [], previous)
+                items = rows if nodes else lines
                 if watch and not as_json:
                     typer.echo(f"--- {dt.datetime.now():%H:%M:%S}")
                 for line in _status_out(items, nodes, as_json):
@@ -193,8 +192,7 @@ def top_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
         with connect(ctx.obj) as session:
             previous, done = None, 0
             while True:
-                lines, previous = _status_sample(session, flow or [], previous, nodes=False)
-                rows, _ = _status_sample(session, flow or [], None, nodes=True)
+                lines, rows, previous = _status_sample(session, flow or [], previous)
                 if as_json:
                     out = [json.dumps({"flows": [x.as_dict() for x in lines], "nodes": rows})]
                 else:
