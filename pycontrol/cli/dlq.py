@@ -80,9 +80,9 @@ def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str
     """Delete dead letters (their tasks are then never retried; asks first)."""
     with errors_to_exit():
         with connect(ctx.obj) as session:
-            letters = dlq.list_letters(session, flow, 100_000) if everything else []
-            if everything and letters:
-                confirm(f"Delete all {len(letters)} dead letter(s) of {flow}? Their tasks will never run.", yes)
+            held = dlq.count(session, flow) if everything else 0
+            if held:
+                confirm(f"Delete all {held} dead letter(s) of {flow}? Their tasks will never run.", yes)
             elif ids:
                 confirm(f"Delete {len(ids)} dead letter(s) of {flow}? Their tasks will never run.", yes)
             n = dlq.purge(session, flow, ids or (), everything)
