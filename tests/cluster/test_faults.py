@@ -132,14 +132,14 @@ def verify(settings, flow: str, expected: int):
 
 
 def status(settings, flow: str) -> list[dict]:
-    return json.loads(run_ctl(settings, "trigger", "status", flow, "--json").stdout)
+    return json.loads(run_ctl(settings, "trigger", "status", flow, "--nodes", "--json").stdout)
 
 
 def status_reaches(settings, flow: str, column: str, at_least: int, timeout: float = 20) -> int:
     """The sum of a flow_status column over the nodes, once it reaches ``at_least`` (nodes report every 2 s)."""
     deadline = time.monotonic() + timeout
     while True:
-        total = sum(s[column] for s in status(settings, flow))
+        total = sum(s.get(column, 0) for s in status(settings, flow))   # a down node reports nothing
         if total >= at_least or time.monotonic() > deadline:
             assert total >= at_least, f"{flow}: {column} = {total} after {timeout} s, expected at least {at_least}"
             return total

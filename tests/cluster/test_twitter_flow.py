@@ -70,7 +70,7 @@ def test_should_propagate_a_delete_to_every_timeline(twitter, session):
 
 def test_should_report_status_per_node(twitter, session, cluster_settings):
     import json
-    result = run_ctl(cluster_settings, "trigger", "status", FLOW, "--json")
+    result = run_ctl(cluster_settings, "trigger", "status", FLOW, "--nodes", "--json")
     assert result.returncode == 0, result.stderr
     rows = json.loads(result.stdout)
     assert {r["flow"] for r in rows} == {FLOW}
@@ -105,7 +105,7 @@ def test_should_finish_the_fan_outs_in_flight_when_the_flow_is_redeployed(twitte
     short = {f: set(tweets) - timeline_of(session, f) for f in FOLLOWERS[1] + [1]}
     assert not any(short.values()), {f: len(t) for f, t in short.items() if t}
     assert session.execute(dead, (FLOW,)).one()[0] == dead_before
-    status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--json").stdout)
+    status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--nodes", "--json").stdout)
     assert all(r["failed"] == 0 for r in status), status
 
 
