@@ -55,7 +55,7 @@ def run(app, seconds=1.0, rate=40):
     return run_task(0, 1, time.time() + 0.2, [Phase(seconds, rate)], 21, app, concurrency=4)
 
 
-def test_integrated_acknowledges_after_the_tweet_write_alone():
+def test_should_acknowledge_after_the_tweet_write_alone_in_the_integrated_app():
     store = Store()
     records = run(IntegratedApp(lambda slot: store, N_USERS))
     assert all(r.status == OK for r in records) and len(records) == 40
@@ -66,7 +66,7 @@ def test_integrated_acknowledges_after_the_tweet_write_alone():
     assert celebrity and max(r.latency for r in celebrity) < CELEBRITY_DELAY_S / 2
 
 
-def test_synchronous_acknowledges_after_the_whole_fan_out():
+def test_should_acknowledge_after_the_whole_fan_out_in_the_synchronous_app():
     store, timelines = Store(), Timelines()
     records = run(SynchronousApp(lambda slot: store, lambda slot: timelines, N_USERS))
     source = TweetSource(N_USERS, 21, 0)

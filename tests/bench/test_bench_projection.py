@@ -32,7 +32,7 @@ def measured(app, throughput_msg_s, resources=None, db_nodes=2, offset=0.0, expe
                              commit="c0ffee")
 
 
-def test_a_projection_gives_the_reports_figures_from_the_costs_per_message():
+def test_should_project_the_report_figures_from_the_costs_per_message():
     run = measured("integrated", 1260, INTEGRATED)
     p = projection.project(run, 16, 10_080)
     results.validate(p)
@@ -60,7 +60,7 @@ def test_a_projection_gives_the_reports_figures_from_the_costs_per_message():
     assert report_runs.app_cost_per_message(p) == pytest.approx((0.05, 200.0))
 
 
-def test_processes_are_as_many_as_the_cpu_needs():
+def test_should_project_as_many_processes_as_the_cpu_needs():
     run = measured("external_queue", 1250, EXTERNAL_QUEUE)
     p = projection.project(run, 16, 10_000)
     # app: 0.9 ms per message * 10 000 msg/s = 9 cores, at most 0.8 each -> 12 processes at 75 %
@@ -80,7 +80,7 @@ def test_processes_are_as_many_as_the_cpu_needs():
     assert [small["resources"][c]["processes"] for c in ("app", "db", "queue")] == [1, 1, 1]
 
 
-def test_report_scale_projects_table_4_from_the_smallest_measured_cluster(tmp_path):
+def test_should_project_table_4_from_the_smallest_measured_cluster(tmp_path):
     runs = [
         measured("integrated", 1260, INTEGRATED),
         measured("integrated", 1800, {**INTEGRATED, "db": comp(3, 200, 10.0, 900e6)}, db_nodes=3, offset=10),
@@ -114,7 +114,7 @@ def test_report_scale_projects_table_4_from_the_smallest_measured_cluster(tmp_pa
     assert [p["app"] for p in projection.report_scale(runs + [at_16])] == ["external_queue"]
 
 
-def test_a_run_without_resources_is_named():
+def test_should_name_a_run_without_resources_as_not_projectable():
     run = measured("synchronous", 1210, None)
     with pytest.raises(ResultsError, match=f"run {run['run_id']}: no resources were measured, so there are no "
                                            "per-message costs to project from"):
@@ -131,7 +131,7 @@ def test_a_run_without_resources_is_named():
     (lambda r: None, (16, 0), "'throughput_msg_s' must be a number above 0, found: 0"),
     (lambda r: None, (16, float("nan")), "'throughput_msg_s' must be a number above 0, found: nan"),
 ])
-def test_what_cannot_be_projected_is_said(change, args, message):
+def test_should_say_why_a_run_cannot_be_projected(change, args, message):
     run = measured("integrated", 1260, INTEGRATED)
     change(run)
     with pytest.raises(ResultsError) as e:

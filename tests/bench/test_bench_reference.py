@@ -45,7 +45,7 @@ def flat(row: dict) -> list[str]:
 
 
 @pytest.mark.parametrize("table_id", ["table1", "table2", "table3", "table4"])
-def test_every_cell_is_transcribed_as_printed(table_id):
+def test_should_transcribe_every_reference_table_cell_as_printed(table_id):
     table = reference.TABLES[table_id]
     printed = table_blocks(seed_text())[table["title"]]
     assert [r[0] for r in printed] == [table["labels"][a] for a in reference.APPROACHES]
@@ -53,7 +53,7 @@ def test_every_cell_is_transcribed_as_printed(table_id):
         assert flat(table["rows"][LABEL_TO_ID[cells[0]]]) == cells[1:], cells[0]
 
 
-def test_numbers_are_exact_decimals():
+def test_should_keep_reference_numbers_as_exact_decimals():
     assert str(reference.TABLE_2["rows"]["integrated"]["median_ms"]) == "0.80"
     assert reference.TABLE_3["rows"]["integrated"]["cpu_pct"]["app"] == Decimal("2.3")
     assert reference.TABLE_4["rows"]["external_queue"]["nodes"] == {"app": 3, "db": 16, "queue": 2, "total": 21}
@@ -67,13 +67,13 @@ def normalise(text: str) -> str:
 @pytest.mark.parametrize("section", [reference.SATURATING, reference.EIGHTY_PERCENT, reference.FIGURE_6,
                                      reference.FIGURE_7, reference.FIGURE_8, reference.RESOURCES],
                          ids=lambda s: s.get("id", s["section"]))
-def test_observations_are_quoted_verbatim(section):
+def test_should_quote_the_observations_verbatim(section):
     text = normalise(seed_text())
     for sentence in section["observations"]:
         assert normalise(sentence) in text, sentence
 
 
-def test_the_headline_values_are_the_ones_the_text_states():
+def test_should_hold_the_headline_values_the_text_states():
     assert reference.SATURATING["values"]["saturation_msg_s"] == 1300
     assert reference.FIGURE_6["values"]["burst_rate_msg_s"] == 2600
     assert reference.FIGURE_6["values"]["async_burst_write_rate_msg_s"] == 2600

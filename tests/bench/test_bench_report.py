@@ -79,7 +79,7 @@ def section(text: str, title: str) -> list[str]:
     return body
 
 
-def test_table_1_saturating(results_dir):
+def test_should_report_table_1_saturating_beside_the_reference(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     assert section(text, "Table 1: Saturating Workload, 2 Database Nodes.") == [
         "| | Throughput [msg/s] | Response Time [ms] median | stddev | max |",
@@ -92,7 +92,7 @@ def test_table_1_saturating(results_dir):
             "`20231114T221330Z-saturating-external_queue-2n`, `20231114T221340Z-saturating-integrated-2n`.") in text
 
 
-def test_table_2_eighty_percent_with_our_percentiles(results_dir):
+def test_should_report_table_2_eighty_percent_with_our_percentiles(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     assert section(text, "Table 2: 80% Workload, 2 Database Nodes.") == [
         "| | Throughput [msg/s] | Response Time [ms] median | stddev | max | p99 | p99.9 |",
@@ -103,7 +103,7 @@ def test_table_2_eighty_percent_with_our_percentiles(results_dir):
     ]
 
 
-def test_tables_3_and_4_resources(results_dir):
+def test_should_report_tables_3_and_4_resources_with_n_a_for_unmeasured_cells(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     assert section(text, "Table 3: Resource Utilization, Saturating Workload, 2 Database Nodes.")[2:] == [
         "| Synchronous | 11.0 / 50.0 | 39.6 / 60.0 | – / – | 1.76 / 1.50 | 2.98 / 6.00 | – / – "
@@ -124,7 +124,7 @@ def test_tables_3_and_4_resources(results_dir):
     ]
 
 
-def test_targets_met_missed_and_not_measured(results_dir):
+def test_should_mark_each_target_met_missed_or_not_measured(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     lines = text.splitlines()
     start = lines.index("## Targets")
@@ -158,7 +158,7 @@ def test_targets_met_missed_and_not_measured(results_dir):
     ]
 
 
-def test_capacity_plain_write_and_invalid_runs_in_the_targets(results_dir):
+def test_should_judge_capacity_plain_write_and_invalid_runs_in_the_targets(results_dir):
     runs = results.load_runs(results_dir)
     burst = make("burst", "external_queue", [1, 2], offset=85, config={"phases": [
         {"duration_s": 1, "rate": 1000}, {"duration_s": 1, "rate": 2500}]})
@@ -184,7 +184,7 @@ def test_capacity_plain_write_and_invalid_runs_in_the_targets(results_dir):
     assert rows["80 %: synchronous median >= 5x integrated's"] == ("3.33x", "MISSED")
 
 
-def test_the_header_names_machine_commit_and_the_report_quotes_its_figures(results_dir):
+def test_should_name_machine_and_commit_in_the_header_and_quote_the_report(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     assert "ours run on one machine: Test CPU 2.0GHz, 2 cores, 24.0 GB, Linux-6.1." in text
     assert "Commit(s): `c0ffee`. Runs: 13." in text
@@ -192,7 +192,7 @@ def test_the_header_names_machine_commit_and_the_report_quotes_its_figures(resul
     assert "> Throughput stabilizes at around 350 messages per second 20 seconds after the fault." in text
 
 
-def test_a_missing_experiment_is_reported_not_invented(tmp_path):
+def test_should_report_a_missing_experiment_as_n_a_not_invent_it(tmp_path):
     d = tmp_path / "only-80"
     results.write_run(d, make("80pct", "integrated", [1, 2, 3]))
     text = report.markdown(results.load_runs(d))
@@ -201,13 +201,13 @@ def test_a_missing_experiment_is_reported_not_invented(tmp_path):
     assert "| fan-out rows/s: integrated >= 0.9x plain bulk writer | n/a | not measured |" in text
 
 
-def test_number_formats_follow_the_report():
+def test_should_format_numbers_as_the_report_does():
     assert [report_format.fmt_sig(v) for v in (1297.4, 8.9, 0.36, 2.3, 49900, 9.996, 0.0999, 0)] == [
         "1297", "8.90", "0.360", "2.30", "49900", "10.0", "0.0999", "0"]
     assert [report_format.fmt_ms(v) for v in (0.834, 20.655, 286.84, 13800.2)] == ["0.83", "20.66", "286.8", "13800"]
 
 
-def test_build_writes_the_report_and_the_figures(results_dir, tmp_path):
+def test_should_write_the_report_and_the_figures_on_build(results_dir, tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
     out = tmp_path / "report"
     path = report.build(results_dir, out)
@@ -225,13 +225,13 @@ def test_build_writes_the_report_and_the_figures(results_dir, tmp_path):
     assert "What we measured: propagations missing after the fault, by Spark's verification: Synchronous 2, " in text
 
 
-def test_each_event_is_drawn_once_at_the_median_of_its_times():
+def test_should_draw_each_event_once_at_the_median_of_its_times():
     runs = [{"events": [{"t_s": t, "what": "kill -9 node2"}, {"t_s": t + 30, "what": "restart node2"}]}
             for t in (60.1, 60.3, 60.2)]
     assert figures.events_once(runs) == [(60.2, "kill -9 node2"), (90.2, "restart node2")]
 
 
-def test_the_burst_at_the_highest_rate_is_figure_6b_and_stays_out_of_the_targets(tmp_path):
+def test_should_draw_the_highest_rate_burst_as_figure_6b_and_keep_it_out_of_the_targets(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
     d = tmp_path / "r"
     results.write_run(d, make("burst", "integrated", [1, 1, 1], config={"base": "lowest", "base_rate": 100}))
@@ -247,7 +247,7 @@ def test_the_burst_at_the_highest_rate_is_figure_6b_and_stays_out_of_the_targets
     assert "| Plain write, no flow (ours only) | – / 1500 | – / 0.60 |" in text
 
 
-def test_figures_are_left_out_when_no_run_allows_them(tmp_path):
+def test_should_leave_out_figures_no_run_allows(tmp_path):
     pytest.importorskip("matplotlib", reason="matplotlib is in the 'bench' extra: make bench-deps")
     d = tmp_path / "r"
     results.write_run(d, make("burst", "integrated", [1, 1, 1]))
@@ -256,12 +256,12 @@ def test_figures_are_left_out_when_no_run_allows_them(tmp_path):
         "figure6_burst.png"]
 
 
-def test_the_command_line_reports_an_empty_directory(tmp_path, capsys):
+def test_should_report_an_empty_results_directory_on_the_command_line(tmp_path, capsys):
     assert report_main([str(tmp_path)]) == 2
     assert capsys.readouterr().err == f"error: no results (*.json) in {tmp_path}\n"
 
 
-def test_the_burst_base_is_common_to_the_approaches_and_ignores_the_plain_write():
+def test_should_take_a_burst_base_common_to_the_approaches_ignoring_the_plain_write():
     from async_triggers.benchmarks.experiments.burst import base_rates
     assert base_rates({"synchronous": 900.0, "external_queue": 1200.0, "integrated": 1300.0, "plain": 400.0}) == {
         "lowest": 900.0, "highest": 1300.0}
@@ -279,7 +279,7 @@ def _reps(experiment, app, values, offset, key="throughput_msg_s", commit="c0ffe
     return runs
 
 
-def test_repetitions_give_median_and_min_max_and_targets_must_hold_in_each(tmp_path):
+def test_should_give_median_and_range_of_repetitions_and_hold_targets_in_each(tmp_path):
     runs = (_reps("saturating", "integrated", [1200, 1300, 1250], 0)
             + _reps("saturating", "external_queue", [1100, 1350, 1200], 10)
             + _reps("saturating", "synchronous", [900, 950, 1000], 20)
@@ -299,7 +299,7 @@ def test_repetitions_give_median_and_min_max_and_targets_must_hold_in_each(tmp_p
     assert rows["80 %: integrated median <= external queue's"] == ("0.48x–0.50x (3 repetitions)", "met")
 
 
-def test_runs_of_different_commits_are_refused_unless_asked(tmp_path):
+def test_should_refuse_runs_of_different_commits_unless_asked(tmp_path):
     d = tmp_path / "r"
     results.write_run(d, _reps("saturating", "integrated", [1200], 0, commit="aaa111")[0])
     results.write_run(d, _reps("saturating", "synchronous", [900], 10, commit="bbb222")[0])
@@ -311,7 +311,7 @@ def test_runs_of_different_commits_are_refused_unless_asked(tmp_path):
     assert "Commit(s): `aaa111`, `bbb222`." in text and "mixed on purpose" in text
 
 
-def test_repeat_must_be_a_positive_whole_number(tmp_path):
+def test_should_require_repeat_to_be_a_positive_whole_number(tmp_path):
     from async_triggers.benchmarks.errors import BenchError
     from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     assert BenchConfig().repeat == 3 and smoke_config(tmp_path).repeat == 1
@@ -319,7 +319,7 @@ def test_repeat_must_be_a_positive_whole_number(tmp_path):
         BenchConfig(repeat=0)
 
 
-def test_a_run_refuses_a_results_directory_of_another_commit_before_it_starts(tmp_path):
+def test_should_refuse_a_results_directory_of_another_commit_before_a_run_starts(tmp_path):
     from async_triggers.benchmarks.experiments import prepare_out
     d = tmp_path / "r"
     old = _reps("saturating", "integrated", [1200], 0, commit="0ld")[0]
@@ -335,7 +335,7 @@ def test_a_run_refuses_a_results_directory_of_another_commit_before_it_starts(tm
     prepare_out(tmp_path / "new")                     # nothing there yet: nothing to refuse
 
 
-def test_the_fan_out_target_holds_only_if_it_holds_in_every_repetition_and_a_capacity_of_nothing_is_not_a_ratio():
+def test_should_hold_the_fan_out_target_only_in_every_repetition_and_not_divide_by_no_capacity():
     # the committed run's three repetitions: 0.71x, 1.33x and 1.39x of the bulk writer (reported met from the latest)
     runs = []
     for i, (flow, bulk) in enumerate(((710.0, 1000.0), (1330.0, 1000.0), (1390.0, 1000.0)), start=1):

@@ -121,7 +121,7 @@ def a_run(resources_object: dict) -> dict:
                              throughput_msg_s=1.0, resources=resources_object, machine=MACHINE, commit="abc123")
 
 
-def test_cpu_memory_and_bytes_of_processes_started_during_the_window(sink, children):
+def test_should_measure_cpu_memory_and_bytes_of_processes_started_during_the_window(sink, children):
     pids: dict[str, list[int]] = {"app": [], "queue": []}
     sampler = Sampler({"app": lambda: pids["app"], "queue": lambda: pids["queue"]}, interval_s=0.1)
     with sampler:
@@ -155,7 +155,7 @@ def test_cpu_memory_and_bytes_of_processes_started_during_the_window(sink, child
     assert run["resources"] == res
 
 
-def test_what_was_there_before_the_window_counts_from_the_first_sample(sink, children):
+def test_should_count_what_ran_before_the_window_from_the_first_sample(sink, children):
     worker = children(f"connect:{sink.port}", "send:1000000", "burn:0.4", "burn:0.3", "send:2000000")
     worker.done(f"connect:{sink.port}")
     for step in ("send:1000000", "burn:0.4"):
@@ -179,7 +179,7 @@ def test_what_was_there_before_the_window_counts_from_the_first_sample(sink, chi
     results.validate(a_run(res))
 
 
-def test_a_group_is_picked_up_as_its_processes_come_and_go(children):
+def test_should_follow_a_group_as_its_processes_come_and_go(children):
     first = children("burn:0.2")
     first.done("burn:0.2")
     current = [first.pid]
@@ -196,7 +196,7 @@ def test_a_group_is_picked_up_as_its_processes_come_and_go(children):
     assert 0.3 <= res["app"]["cpu_s"] < 1.0     # the second's burn (and start-up); the first burnt before
 
 
-def test_descendants_of_a_process_tree(children):
+def test_should_find_the_descendants_of_a_process_tree(children):
     parent = subprocess.Popen([sys.executable, "-c", (
         "import subprocess, sys\n"
         "wait = [sys.executable, '-c', 'import sys; sys.stdin.read()']\n"
@@ -260,7 +260,7 @@ SS_SAMPLE = (
 SHARED = (14982, 15023)
 
 
-def test_parse_ss_output_of_this_machine():
+def test_should_parse_the_ss_output_of_this_machine():
     sockets = parse_ss(SS_SAMPLE)
     assert [(s.state, s.local, s.peer, s.pids, s.bytes_sent, s.bytes_received) for s in sockets] == [
         ("ESTAB", "127.0.0.1:38603", "127.0.0.1:44364", SHARED, 1234, 100000),
@@ -275,12 +275,12 @@ def test_parse_ss_output_of_this_machine():
     assert parse_ss("") == []
 
 
-def test_parse_ss_of_a_kernel_without_bytes_sent_uses_bytes_acked():
+def test_should_use_bytes_acked_from_ss_on_a_kernel_without_bytes_sent():
     old_kernel = SS_SAMPLE.replace("bytes_sent:", "unknown_counter:")
     assert [s.bytes_sent for s in parse_ss(old_kernel)] == [1234, 3001, 0, 0, 100001, 0]
 
 
-def test_parse_ss_names_what_it_cannot_read():
+def test_should_name_the_ss_output_it_cannot_read():
     with pytest.raises(BenchError, match=r"ss output: expected 'state recv-q send-q local peer \[users\]', "
                                          r"found: 'ESTAB 0 0'"):
         parse_ss("ESTAB 0 0\n")
@@ -288,7 +288,7 @@ def test_parse_ss_names_what_it_cannot_read():
         parse_ss("\t cubic bytes_sent:1\n")
 
 
-def test_ss_sees_a_connection_of_this_process(sink):
+def test_should_see_a_connection_of_this_process_through_ss(sink):
     with socket.create_connection(("127.0.0.1", sink.port)) as conn:
         conn.sendall(b"y" * 1000)
         sink.wait_for(1000)
@@ -302,7 +302,7 @@ def sock(local: str, sent: int, received: int, pids=(1,)) -> TcpSocket:
     return TcpSocket("ESTAB", local, "127.0.0.1:9042", tuple(pids), sent, received)
 
 
-def test_tcp_counters_follow_the_window():
+def test_should_count_tcp_bytes_within_the_window_only():
     c = TcpCounters()
     c.first([sock("127.0.0.1:1000", 500, 700), sock("127.0.0.1:3000", 5, 5)])
     c.update("app", [sock("127.0.0.1:1000", 500, 700)])
@@ -318,12 +318,12 @@ def test_tcp_counters_follow_the_window():
     assert c.total("db") == 7 and c.total("queue") == 0
 
 
-def test_tcp_counters_need_a_first_sample():
+def test_should_refuse_tcp_counter_updates_before_a_first_sample():
     with pytest.raises(BenchError, match="TcpCounters.update before TcpCounters.first"):
         TcpCounters().update("app", [])
 
 
-def test_the_sampler_checks_its_groups_and_interval():
+def test_should_check_the_sampler_groups_and_interval():
     with pytest.raises(BenchError, match="unknown resource group\\(s\\) 'spark': the results schema's components "
                                          "are app, db, queue"):
         Sampler({"app": list, "spark": list})
@@ -331,7 +331,7 @@ def test_the_sampler_checks_its_groups_and_interval():
         Sampler({"app": list}, interval_s=0)
 
 
-def test_results_need_a_window():
+def test_should_refuse_sampler_results_without_a_window():
     sampler = Sampler({"app": list})
     with pytest.raises(BenchError, match=r"the resource sampler has no window yet: start\(\) and stop\(\) it "
                                          r"around the run \(0 sample\(s\) so far\)"):
@@ -347,7 +347,7 @@ def test_results_need_a_window():
         sampler.start()
 
 
-def test_a_failing_group_is_named():
+def test_should_name_a_resource_group_whose_pid_listing_fails():
     with pytest.raises(BenchError, match="resource group 'db': listing its pids failed: integer division or modulo "
                                          "by zero"):
         Sampler({"db": lambda: [1 // 0]}).start()
@@ -369,7 +369,7 @@ def test_a_failing_group_is_named():
         sampler.result(messages=1)
 
 
-def test_missing_tools_say_how_to_get_them(monkeypatch, tmp_path):
+def test_should_say_how_to_get_missing_sampler_tools(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))           # no ss on it
     with pytest.raises(BenchError, match=r"the resource sampler needs 'ss' from iproute2 .*apt-get install "
                                          r"iproute2"):

@@ -29,7 +29,7 @@ def summarise(records, **kw):
     return results.summarise(records, machine=MACHINE, commit="abc123", **kw)
 
 
-def test_nearest_rank_percentiles():
+def test_should_compute_percentiles_by_nearest_rank():
     values = list(range(1, 1001))
     assert results.nearest_rank(values, 99) == 990
     assert results.nearest_rank(values, 99.9) == 999
@@ -37,7 +37,7 @@ def test_nearest_rank_percentiles():
     assert results.nearest_rank([7.0], 99.9) == 7.0
 
 
-def test_a_run_summarises_its_requests():
+def test_should_summarise_the_requests_of_a_run():
     records = [ok(0, 2), ok(1, 4), ok(2, 6), ok(4, 10, late=True),
                Record(1, 0, T0 + 5, T0 + 5, T0 + 5.5, "error", False, "Unavailable: 1 of 2 replicas"),
                Record(1, 1, T0 + 7, None, None, "dropped", True, None)]
@@ -55,7 +55,7 @@ def test_a_run_summarises_its_requests():
     assert run["resources"] is None and run["events"] == [] and run["projected"] is False
 
 
-def test_a_run_says_whether_the_generator_kept_its_schedule():
+def test_should_say_whether_the_load_generator_kept_its_schedule():
     on_time = [ok(i / 10, 2) for i in range(99)]
     waited = Record(0, 990, T0 + 10, T0 + 10.5, T0 + 11, "ok", True, None, True)   # the system was slow
     run = summarise(on_time + [waited], in_flight=256)
@@ -74,14 +74,14 @@ def test_a_run_says_whether_the_generator_kept_its_schedule():
     results.validate(run)
 
 
-def test_a_run_written_before_the_generator_reported_its_schedule_still_loads(tmp_path):
+def test_should_still_load_a_run_written_before_the_generator_reported_its_schedule(tmp_path):
     run = summarise([ok(0, 2), ok(1, 4)])
     for key in ("loadgen", "valid", "invalid_reason"):
         run.pop(key)
     results.validate(run, "old.json")
 
 
-def test_the_time_series_buckets_by_three_seconds():
+def test_should_bucket_the_time_series_by_three_seconds():
     records = [ok(0, 2), ok(1, 4), ok(2.5, 1000), ok(4, 10),
                Record(1, 0, T0 + 5, T0 + 5, T0 + 6.5, "error", False, "Timeout"),
                Record(1, 1, T0 + 7, None, None, "dropped", True, None)]
@@ -96,12 +96,12 @@ def test_the_time_series_buckets_by_three_seconds():
     assert ts["propagated_msg_s"] is None
 
 
-def test_answers_after_the_schedule_get_buckets_of_their_own():
+def test_should_give_answers_after_the_schedule_buckets_of_their_own():
     ts = summarise([ok(0, 2), ok(1, 7000)], duration_s=3.0)["timeseries"]
     assert ts["t_s"] == [0.0, 3.0, 6.0] and ts["handled_msg_s"] == [0.33, 0.0, 0.33]
 
 
-def test_no_requests_is_an_error():
+def test_should_refuse_to_summarise_a_run_without_requests():
     with pytest.raises(ResultsError, match="run 80pct/integrated: no requests were recorded"):
         summarise([])
 
@@ -131,7 +131,7 @@ def test_no_requests_is_an_error():
     (lambda r: r["loadgen"].pop("own_late"), "'loadgen' lacks 'own_late'"),
     (lambda r: r["loadgen"]["own_lateness_ms"].pop("p99"), "'loadgen.own_lateness_ms' lacks 'p99'"),
 ])
-def test_the_schema_names_the_file_and_the_field(change, message):
+def test_should_name_the_file_and_the_field_a_run_breaks_the_schema_with(change, message):
     run = summarise([ok(0, 2), ok(1, 4), ok(4, 3)])
     bad = copy.deepcopy(run)
     change(bad)
@@ -140,7 +140,7 @@ def test_the_schema_names_the_file_and_the_field(change, message):
     assert str(e.value).startswith(f"results/x.json: {message}")
 
 
-def test_runs_round_trip_through_files(tmp_path):
+def test_should_round_trip_runs_and_their_requests_through_files(tmp_path):
     records = [ok(0, 2), ok(1, 4), Record(1, 0, T0 + 2, T0 + 2, T0 + 2.1, "error", False, "Timeout: 2 s")]
     older = summarise(records, app="synchronous")
     newer = summarise([ok(10, 3)], app="integrated")
@@ -169,7 +169,7 @@ def test_runs_round_trip_through_files(tmp_path):
         results.read_requests(tmp_path / "not.gz")
 
 
-def test_loading_reports_what_is_wrong(tmp_path):
+def test_should_report_what_is_wrong_when_loading_results(tmp_path):
     with pytest.raises(ResultsError, match=f"no results directory at {tmp_path / 'none'}"):
         results.load_runs(tmp_path / "none")
     with pytest.raises(ResultsError, match=r"no results \(\*\.json\) in "):
@@ -182,14 +182,14 @@ def test_loading_reports_what_is_wrong(tmp_path):
         results.load_runs(tmp_path)
 
 
-def test_machine_and_commit_describe_this_checkout():
+def test_should_describe_this_machine_and_checkout_commit():
     m = results.machine_description()
     assert m["cores"] >= 1 and m["python"].count(".") == 2
     commit = results.git_commit()
     assert commit is None or len(commit.split("-")[0]) == 40
 
 
-def test_the_commit_is_dirty_for_changed_code_not_for_replaced_results(tmp_path):
+def test_should_mark_the_commit_dirty_for_changed_code_not_for_replaced_results(tmp_path):
     def git(*args):
         subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True)
 

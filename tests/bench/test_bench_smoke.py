@@ -38,7 +38,7 @@ def _runs(out):
     return results.load_runs(out)
 
 
-def test_every_experiment_ran_each_application_and_completed_every_propagation(smoke):
+def test_should_run_every_experiment_for_each_application_and_complete_every_propagation(smoke):
     out, _ = smoke
     runs = [r for r in _runs(out) if not r["projected"]]
     apps = ("synchronous", "external_queue", "integrated")
@@ -68,7 +68,7 @@ def test_every_experiment_ran_each_application_and_completed_every_propagation(s
         assert series is not None and sum(series) > 0, run["run_id"]
 
 
-def test_the_load_generator_measured_its_own_capacity_with_both_senders(smoke):
+def test_should_measure_the_load_generator_capacity_with_both_senders(smoke):
     out, _ = smoke
     capacity = {r["config"]["sender"]: r for r in _runs(out) if r["experiment"] == "capacity"}
     assert sorted(capacity) == ["null", "release_version"]
@@ -79,7 +79,7 @@ def test_the_load_generator_measured_its_own_capacity_with_both_senders(smoke):
         assert run["throughput_msg_s"] == (max(kept) if kept else 0.0), (sender, steps)
 
 
-def test_the_fault_runs_lose_no_propagation(smoke):
+def test_should_lose_no_propagation_in_the_fault_runs(smoke):
     out, _ = smoke
     faults = [r for r in _runs(out) if r["experiment"] == "fault"]
     assert len(faults) == 3
@@ -91,7 +91,7 @@ def test_the_fault_runs_lose_no_propagation(smoke):
     assert missing == {"synchronous": 0, "external_queue": 0, "integrated": 0}, missing
 
 
-def test_the_bulk_writer_and_the_flows_fan_out_are_measured(smoke):
+def test_should_measure_the_fan_out_of_the_bulk_writer_and_the_flow(smoke):
     out, _ = smoke
     bulk = {r["app"]: r for r in _runs(out) if r["experiment"] == "bulk_writer"}
     assert bulk["bulk_writer"]["fanout_rows_s"] > 0
@@ -99,7 +99,7 @@ def test_the_bulk_writer_and_the_flows_fan_out_are_measured(smoke):
     assert bulk["integrated"]["config"]["rows"] >= bulk["integrated"]["config"]["followers"]
 
 
-def test_the_report_has_every_table_and_figure(smoke):
+def test_should_write_a_report_with_every_table_and_figure(smoke):
     out, report = smoke
     text = report.read_text()
     for title in ("Table 1", "Table 2", "Table 3", "Table 4", "Targets"):

@@ -18,13 +18,13 @@ from broker_helpers import free_ports, private_config, require_broker
     (dict(epmd_port=70000), "'epmd_port' must be a port number between 1 and 65535, found: 70000"),
     (dict(amqp_port=5000, dist_port=5000), "the broker's ports must differ, found: "),
 ])
-def test_options_are_checked_with_exact_messages(tmp_path, overrides, message):
+def test_should_check_broker_options_with_exact_messages(tmp_path, overrides, message):
     with pytest.raises(BrokerError) as e:
         Broker(BrokerConfig(data_dir=tmp_path, **overrides))
     assert str(e.value).startswith(message)
 
 
-def test_the_default_node_lives_under_the_cache_home(tmp_path, monkeypatch):
+def test_should_keep_the_default_broker_node_under_the_cache_home(tmp_path, monkeypatch):
     monkeypatch.setenv("ASYNC_TRIGGERS_HOME", str(tmp_path))
     config = broker_mod.default_config()
     assert config.data_dir == tmp_path / "rabbitmq" / "async-triggers-bench"
@@ -32,7 +32,7 @@ def test_the_default_node_lives_under_the_cache_home(tmp_path, monkeypatch):
     assert config.url == "amqp://guest:guest@127.0.0.1:35672/%2F"
 
 
-def test_the_node_uses_nothing_of_a_system_installation(tmp_path, monkeypatch):
+def test_should_use_nothing_of_a_system_rabbitmq_installation(tmp_path, monkeypatch):
     monkeypatch.setenv("RABBITMQ_NODENAME", "rabbit@elsewhere")
     monkeypatch.setenv("ERL_EPMD_PORT", "4369")
     env = Broker(BrokerConfig(data_dir=tmp_path, amqp_port=1001, dist_port=1002, epmd_port=1003)).environment()
@@ -43,7 +43,7 @@ def test_the_node_uses_nothing_of_a_system_installation(tmp_path, monkeypatch):
     assert paths and all(p.startswith(str(tmp_path)) for p in paths)
 
 
-def test_a_missing_installation_says_how_to_install_it(tmp_path):
+def test_should_say_how_to_install_a_missing_rabbitmq(tmp_path):
     broker = Broker(BrokerConfig(data_dir=tmp_path / "node", scripts_dir=tmp_path / "no-rabbitmq"))
     with pytest.raises(BrokerError, match=r"RabbitMQ is not installed \(.*no-rabbitmq/rabbitmq-server or epmd is "
                                           r"missing\): run 'make broker'"):
@@ -51,13 +51,13 @@ def test_a_missing_installation_says_how_to_install_it(tmp_path):
     assert broker.stop() is False
 
 
-def test_amqp_check_is_false_on_a_closed_port():
+def test_should_find_no_amqp_answer_on_a_closed_port():
     (port,) = free_ports(1)
     assert broker_mod.amqp_answers("127.0.0.1", port, timeout=0.5) is False
 
 
 @pytest.mark.broker
-def test_start_reuse_and_stop_a_private_node(tmp_path):
+def test_should_start_reuse_and_stop_a_private_broker_node(tmp_path):
     require_broker()
     config = private_config(tmp_path / "node")
     broker = Broker(config)
@@ -81,7 +81,7 @@ def test_start_reuse_and_stop_a_private_node(tmp_path):
 
 
 @pytest.mark.broker
-def test_a_taken_port_is_named(tmp_path):
+def test_should_name_a_taken_broker_port(tmp_path):
     require_broker()
     import socket
     config = private_config(tmp_path / "node")
@@ -95,7 +95,7 @@ def test_a_taken_port_is_named(tmp_path):
 
 
 @pytest.mark.broker
-def test_a_node_that_cannot_boot_reports_its_log_and_leaves_nothing_running(tmp_path):
+def test_should_report_the_log_of_a_node_that_cannot_boot_and_leave_nothing_running(tmp_path):
     require_broker()
     # a configuration RabbitMQ rejects: the node exits during boot
     config = dataclasses.replace(private_config(tmp_path / "node"), extra_conf=("no_such_key = 1",))

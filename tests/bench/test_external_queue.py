@@ -26,7 +26,7 @@ TESTS = Path(__file__).resolve().parents[1]   # where broker_helpers is
 
 
 # -- tweets (no broker) --------------------------------------------------------------------------------------------
-def test_tweets_are_reproducible_200_byte_messages():
+def test_should_make_tweets_reproducible_200_byte_messages():
     a, b = TweetSource(1000, seed=5, task=1), TweetSource(1000, seed=5, task=1)
     t1, t2 = a.tweet(7, 1_700_000_000.25), b.tweet(7, 1_700_000_000.25)
     assert t1 == t2 and len(t1.body) == 200 and 1 <= t1.author_id <= 1000
@@ -35,12 +35,12 @@ def test_tweets_are_reproducible_200_byte_messages():
     assert tweets.decode(tweets.encode(t1)) == t1
 
 
-def test_authors_are_drawn_across_all_users():
+def test_should_draw_tweet_authors_across_all_users():
     src = TweetSource(10, seed=1, task=0)
     assert {src.tweet(i, 0.0).author_id for i in range(500)} == set(range(1, 11))
 
 
-def test_a_foreign_message_is_a_clear_error():
+def test_should_give_a_clear_error_for_a_foreign_message():
     with pytest.raises(MessageError, match=r"^not a tweet message \(JSONDecodeError: .*\): b'hello'$"):
         tweets.decode(b"hello")
     with pytest.raises(MessageError, match=r"not a tweet message \(KeyError: 'body'\)"):
@@ -85,7 +85,7 @@ class MemoryStore:
 
 
 @pytest.mark.broker
-def test_published_messages_are_confirmed_and_a_worker_acks_them_all(broker, queue):
+def test_should_confirm_published_messages_and_have_a_worker_ack_them_all(broker, queue):
     from async_triggers.benchmarks.apps import external_queue as eq
     sent = some_tweets(200)
     pub = eq.Publisher(broker.config.url, queue)
@@ -105,7 +105,7 @@ def test_published_messages_are_confirmed_and_a_worker_acks_them_all(broker, que
 
 
 @pytest.mark.broker
-def test_a_worker_killed_before_acking_leaves_its_message_to_be_redelivered(broker, queue, tmp_path):
+def test_should_redeliver_the_message_of_a_worker_killed_before_acking(broker, queue, tmp_path):
     from async_triggers.benchmarks.apps import external_queue as eq
     sent = some_tweets(3)
     pub = eq.Publisher(broker.config.url, queue)
@@ -135,7 +135,7 @@ def test_a_worker_killed_before_acking_leaves_its_message_to_be_redelivered(brok
 
 
 @pytest.mark.broker
-def test_a_failed_fan_out_is_retried_and_a_foreign_message_is_dropped(broker, queue):
+def test_should_retry_a_failed_fan_out_and_drop_a_foreign_message(broker, queue):
     from async_triggers.benchmarks.apps import external_queue as eq
     sent = some_tweets(2)
     pub = eq.Publisher(broker.config.url, queue)
@@ -152,7 +152,7 @@ def test_a_failed_fan_out_is_retried_and_a_foreign_message_is_dropped(broker, qu
 
 
 @pytest.mark.broker
-def test_persistent_messages_survive_a_broker_restart(broker, queue):
+def test_should_keep_persistent_messages_across_a_broker_restart(broker, queue):
     from async_triggers.benchmarks.apps import external_queue as eq
     pub = eq.Publisher(broker.config.url, queue)
     for t in some_tweets(5):
@@ -165,7 +165,7 @@ def test_persistent_messages_survive_a_broker_restart(broker, queue):
 
 
 @pytest.mark.broker
-def test_the_request_path_acknowledges_after_both_writes(broker, queue):
+def test_should_acknowledge_a_request_after_both_the_tweet_write_and_the_publish(broker, queue):
     from async_triggers.benchmarks.apps import external_queue as eq
     store = MemoryStore()
     app = eq.ExternalQueueApp(broker.config.url, lambda slot: store, n_users=1000, queue=queue)
@@ -189,7 +189,7 @@ def test_the_request_path_acknowledges_after_both_writes(broker, queue):
 
 
 @pytest.mark.broker
-def test_an_unreachable_broker_is_named(broker):
+def test_should_name_an_unreachable_broker(broker):
     from async_triggers.benchmarks.apps import external_queue as eq
     from async_triggers.benchmarks.errors import BrokerError
     from broker_helpers import free_ports
@@ -200,7 +200,7 @@ def test_an_unreachable_broker_is_named(broker):
 
 @pytest.mark.broker
 @pytest.mark.spark
-def test_the_load_generator_drives_the_external_queue_app(broker, queue, spark):
+def test_should_drive_the_external_queue_app_from_the_load_generator(broker, queue, spark):
     """Spark local[2] tasks publish through the real broker with confirms; every request is in the queue."""
     from async_triggers.benchmarks.apps import external_queue as eq
     from async_triggers.spark_jobs import loadgen

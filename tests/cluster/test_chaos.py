@@ -11,7 +11,7 @@ from async_triggers.chaos import evidence, nemesis, workload
 NODES = ("node1", "node2", "node3")
 
 
-def test_a_seed_gives_the_same_schedule_and_the_faults_do_not_overlap():
+def test_should_give_the_same_schedule_for_a_seed_with_faults_that_do_not_overlap():
     for seed in range(200):
         faults = nemesis.schedule(seed, NODES, load_s=40)
         assert faults == nemesis.schedule(seed, NODES, load_s=40), "replayable"
@@ -24,13 +24,13 @@ def test_a_seed_gives_the_same_schedule_and_the_faults_do_not_overlap():
     assert drawn == set(nemesis.KINDS), "every kind is drawn"
 
 
-def test_a_schedule_keeps_to_the_kinds_asked_for_and_names_a_bad_one():
+def test_should_keep_a_schedule_to_the_kinds_asked_for_and_name_a_bad_one():
     assert {f.kind for s in range(50) for f in nemesis.schedule(s, NODES, 40, kinds=("stop",))} == {"stop"}
     with pytest.raises(ValueError, match="unknown fault kind 'unplug'"):
         nemesis.schedule(1, NODES, 40, kinds=("unplug",))
 
 
-def test_restart_all_and_two_in_a_row_take_down_what_they_say():
+def test_should_take_down_the_nodes_and_durations_each_fault_kind_says():
     faults = [f for s in range(300) for f in nemesis.schedule(s, NODES, 40)]
     assert all(f.nodes == NODES for f in faults if f.kind == "restart_all")
     assert all(len(set(f.nodes)) == 2 for f in faults if f.kind == "two_in_a_row")
@@ -40,7 +40,7 @@ def test_restart_all_and_two_in_a_row_take_down_what_they_say():
     assert all(20 <= f.down_s <= 40 for f in faults if f.kind == "pause" or f.kind in nemesis.PARTITIONS)
 
 
-def test_partitions_cut_the_links_their_kind_says():
+def test_should_cut_the_links_each_partition_kind_says():
     for seed in range(100):
         isolate, asym, split, bridge = (nemesis.schedule(seed, NODES, 40, kinds=(k,), faults=1)[0]
                                         for k in ("isolate", "asymmetric", "split", "bridge"))
@@ -76,7 +76,7 @@ class _Hands:
                                                       "switch")})
 
 
-def test_a_nemesis_heals_every_partition_and_resumes_every_pause_it_made(monkeypatch):
+def test_should_heal_every_partition_and_resume_every_pause_the_nemesis_made(monkeypatch):
     monkeypatch.setattr(nemesis.time, "sleep", lambda s: None)
     pause = nemesis.Fault(0, "pause", ("node2",), 30)
     cut = nemesis.Fault(0, "isolate", ("node1",), 30, (("node1", "node2"),))
@@ -98,7 +98,7 @@ def test_a_nemesis_heals_every_partition_and_resumes_every_pause_it_made(monkeyp
     assert [c[0] for c in rec.calls][-2:] == ["heal", "resume"]
 
 
-def test_the_inputs_write_each_tweet_first_and_change_it_only_later():
+def test_should_write_each_tweet_first_and_change_it_only_later_in_the_inputs():
     ops = workload.operations(seed=7, tweets=500, seconds=40, users=1000, celebrity_tweets=3)
     assert ops == workload.operations(seed=7, tweets=500, seconds=40, users=1000, celebrity_tweets=3)
     first = {}
@@ -112,7 +112,7 @@ def test_the_inputs_write_each_tweet_first_and_change_it_only_later():
     assert sum(1 for op in first.values() if op.author == 0) == 3, "the celebrity tweets"
 
 
-def test_the_follower_graph_has_its_celebrity():
+def test_should_give_the_follower_graph_its_celebrity():
     g = workload.follower_graph(users=3000, celebrity_followers=2500, seed=1)
     followers = g.followers()
     assert len(followers[0]) == 2500
@@ -120,7 +120,7 @@ def test_the_follower_graph_has_its_celebrity():
     assert max(len(v) for u, v in followers.items() if u) <= 200
 
 
-def test_a_campaign_refuses_to_kill_every_node_of_a_cluster_with_a_periodic_commit_log(tmp_path, monkeypatch):
+def test_should_refuse_a_campaign_on_a_cluster_with_a_periodic_commit_log(tmp_path, monkeypatch):
     from types import SimpleNamespace
 
     from async_triggers import cluster as cluster_mod, config
@@ -136,7 +136,7 @@ def test_a_campaign_refuses_to_kill_every_node_of_a_cluster_with_a_periodic_comm
     assert started == []   # refused before anything ran
 
 
-def test_lineage_keys_are_read_as_the_plugin_writes_them():
+def test_should_read_lineage_keys_as_the_plugin_writes_them():
     # KeyCodec: per component a 4-byte big-endian length, then its bytes; a target key starts with the target index
     key = evidence.encode_key([(7).to_bytes(8, "big")])
     assert key == bytes.fromhex("00000008" "0000000000000007")
@@ -149,7 +149,7 @@ def test_lineage_keys_are_read_as_the_plugin_writes_them():
 @pytest.mark.cluster
 @pytest.mark.spark
 @pytest.mark.timeout(2400)
-def test_a_short_campaign_loses_adds_and_changes_nothing(cluster, cluster_settings, tmp_path):
+def test_should_lose_add_and_change_nothing_in_a_short_chaos_campaign(cluster, cluster_settings, tmp_path):
     from conftest import TEST_CLUSTER
     from helpers import run_ctl
     # fault seed 34 draws, in one run under load, a restart of every node at 10 s, node2's JVM paused 39 s at 29 s,

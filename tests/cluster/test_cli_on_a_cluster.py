@@ -6,7 +6,7 @@ import time
 from tests.helpers import run_ctl
 
 
-def test_connection_options_should_work_after_the_command(cluster_settings):
+def test_should_accept_connection_options_after_the_command(cluster_settings):
     host = cluster_settings.contact_points[0]
     done = run_ctl(cluster_settings, "trigger", "list", "--json", "--hosts", f"{host}:9042", "--verbose")
     assert done.returncode == 0, done.stderr
@@ -14,7 +14,7 @@ def test_connection_options_should_work_after_the_command(cluster_settings):
     assert "connection: local data center datacenter1 (chosen by the driver)" in done.stderr
 
 
-def test_trigger_wait_on_an_unknown_flow_should_fail_at_once_naming_it(cluster_settings):
+def test_should_fail_trigger_wait_at_once_naming_an_unknown_flow(cluster_settings):
     started = time.monotonic()
     done = run_ctl(cluster_settings, "trigger", "wait", "no_such_flow", "--timeout", "600", "--json")
     assert done.returncode == 2, done.stdout + done.stderr
@@ -23,7 +23,7 @@ def test_trigger_wait_on_an_unknown_flow_should_fail_at_once_naming_it(cluster_s
     assert time.monotonic() - started < 60
 
 
-def test_verify_of_an_unknown_flow_should_exit_2(cluster_settings):
+def test_should_exit_2_on_verify_of_an_unknown_flow(cluster_settings):
     done = run_ctl(cluster_settings, "verify", "no_such_flow", "--master", "local[1]", "--json")
     assert done.returncode == 2, done.stdout + done.stderr
     error = json.loads(done.stderr.strip().splitlines()[-1])

@@ -66,7 +66,7 @@ def two_nodes(settings):
         assert cluster.load_cluster(settings, NAME) is None
 
 
-def test_two_node_cluster_lifecycle(settings, two_nodes, tmp_path: Path):
+def test_should_start_load_the_plugin_kill_and_restart_nodes_of_a_two_node_cluster(settings, two_nodes, tmp_path: Path):
     assert two_nodes.contact_points == ("127.0.0.1", "127.0.0.2")
     assert [n.state for n in two_nodes.nodes] == ["up", "up"]
 

@@ -52,7 +52,7 @@ def test_should_reject_invalid_flow_and_leave_cluster_unchanged(case, val_schema
     assert cluster_snapshot(session) == before
 
 
-def test_plugin_check_reports_every_node_running_one_build(cluster, cluster_settings):
+def test_should_report_every_node_running_one_plugin_build_on_plugin_check(cluster, cluster_settings):
     import json
     from async_triggers.bundle import jar_version, sha256
     result = run_ctl(cluster_settings, "plugin", "check", "--json")
@@ -64,7 +64,7 @@ def test_plugin_check_reports_every_node_running_one_build(cluster, cluster_sett
     assert report["same_build"] is True and report["problems"] == []
 
 
-def test_deploy_creates_our_keyspace_with_network_topology_strategy(val_schema, session, cluster_settings, tmp_path):
+def test_should_create_our_keyspace_with_network_topology_strategy_on_deploy(val_schema, session, cluster_settings, tmp_path):
     from async_triggers.keyspace import KEYSPACE
     flow_file = tmp_path / "copy.py"
     flow_file.write_text(HEADER + "FLOWS = [Flow(name='val_copy', source='val.a', steps=[Write('val.b', id=source.id)])]\n")

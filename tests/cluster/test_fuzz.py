@@ -14,7 +14,7 @@ from async_triggers.fuzz import generator
 SEED, SEEDS, OPS = 1, 2, 25   # seed 1 stops node2 for five operations, seed 2 stops nothing
 
 
-def test_the_seeds_draw_a_stopped_replica_and_a_history_without():
+def test_should_draw_a_stopped_replica_for_one_seed_and_none_for_the_next():
     assert generator.generate(SEED, OPS).fault is not None
     assert generator.generate(SEED + 1, OPS).fault is None
 

@@ -103,7 +103,7 @@ def _verify(own) -> dict:
     return {k: sum(t[k] for t in tables) for k in ("expected", "present", "missing", "unexpected")}
 
 
-def test_on_your_own_cluster(own):
+def test_should_follow_the_own_cluster_guide_end_to_end_without_exposing_the_password(own):
     cluster, folder = own["cluster"], own["folder"]
     nodes = [cluster.nodes[n] for n in sorted(cluster.nodes)]
     with ArgvWatch(own["password"]) as argv:

@@ -36,7 +36,7 @@ def _wait_for(session, ids, timeout=60):
     return _rows(session, "dst")
 
 
-def test_writes_prepared_before_the_deploy_are_captured_after_it(cluster_settings, session, tmp_path):
+def test_should_capture_writes_prepared_before_the_deploy_once_it_is_deployed(cluster_settings, session, tmp_path):
     create_schema(cluster_settings, SCHEMA)
     for t in ("src", "dst"):
         session.execute(f"TRUNCATE prep.{t}")

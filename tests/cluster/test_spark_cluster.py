@@ -71,7 +71,7 @@ def _verify(settings, master: str) -> dict:
     return {k: v for k, v in report.items() if k != "seconds"}
 
 
-def test_verify_on_the_spark_cluster_finds_what_local_finds(cluster_settings, session, spark_cluster, twitter):
+def test_should_find_on_the_spark_cluster_what_verify_finds_locally(cluster_settings, session, spark_cluster, twitter):
     gone = session.execute("SELECT user_id, tweet_id FROM twitter.timeline WHERE user_id = 100 LIMIT 1").one()
     session.execute("DELETE FROM twitter.timeline WHERE user_id = %s AND tweet_id = %s", (gone.user_id, gone.tweet_id))
     on_cluster, local = _verify(cluster_settings, spark_cluster), _verify(cluster_settings, "local[2]")
@@ -92,7 +92,7 @@ def _graph(settings, session, master: str) -> tuple[int, str]:
     return len(edges), hashlib.sha256(repr(edges).encode()).hexdigest()
 
 
-def test_the_graph_loader_writes_the_same_graph_on_the_spark_cluster(cluster_settings, session, spark_cluster,
+def test_should_write_the_same_graph_on_the_spark_cluster_as_locally(cluster_settings, session, spark_cluster,
                                                                      twitter):
     on_cluster = _graph(cluster_settings, session, spark_cluster)
     local = _graph(cluster_settings, session, "local[2]")
@@ -109,5 +109,5 @@ def _loadgen(master: str) -> tuple[int, int]:
     return int(found.group(1)), int(found.group(2))
 
 
-def test_the_load_generator_sends_the_same_schedule_on_the_spark_cluster(spark_cluster):
+def test_should_send_the_same_load_schedule_on_the_spark_cluster_as_locally(spark_cluster):
     assert _loadgen(spark_cluster) == _loadgen("local[2]") == (200, 200)

@@ -16,7 +16,7 @@ BURST = [Phase(6, 50), Phase(3, 200), Phase(9, 50)]
 
 
 # -- the schedule (pure) -------------------------------------------------------------------------------------------
-def test_uniform_tasks_together_send_exactly_at_the_rate():
+def test_should_send_exactly_at_the_rate_across_uniform_tasks():
     tasks = [schedule([Phase(2, 100)], 3, t) for t in range(3)]
     assert sorted(t for times in tasks for t in times) == pytest.approx([j / 100 for j in range(200)])
     assert [len(times) for times in tasks] == [67, 67, 66]
@@ -24,7 +24,7 @@ def test_uniform_tasks_together_send_exactly_at_the_rate():
     assert tasks[1][:3] == pytest.approx([0.01, 0.04, 0.07])   # task 1 takes requests 1, 4, 7, ...
 
 
-def test_uniform_phases_follow_the_burst_profile():
+def test_should_follow_the_burst_profile_with_uniform_phases():
     times = sorted(t for task in range(2) for t in schedule(BURST, 2, task))
     per_phase = [sum(lo <= t < hi for t in times) for lo, hi in ((0, 6), (6, 9), (9, 18))]
     assert per_phase == [300, 600, 450]
@@ -33,12 +33,12 @@ def test_uniform_phases_follow_the_burst_profile():
     assert burst[1] - burst[0] == pytest.approx(1 / 200)
 
 
-def test_a_phase_at_rate_zero_sends_nothing():
+def test_should_send_nothing_in_a_phase_at_rate_zero():
     times = schedule([Phase(1, 10), Phase(2, 0), Phase(1, 10)], 1, 0)
     assert len(times) == 20 and not [t for t in times if 1 <= t < 3]
 
 
-def test_poisson_is_seeded_and_has_the_rate():
+def test_should_draw_seeded_poisson_arrivals_at_the_rate():
     a = [schedule([Phase(100, 50)], 2, t, seed=7, arrivals="poisson") for t in range(2)]
     b = [schedule([Phase(100, 50)], 2, t, seed=7, arrivals="poisson") for t in range(2)]
     c = schedule([Phase(100, 50)], 2, 0, seed=8, arrivals="poisson")
@@ -57,7 +57,7 @@ def test_poisson_is_seeded_and_has_the_rate():
     (dict(arrivals="bursty"), "'arrivals' must be one of uniform, poisson, found: 'bursty'"),
     (dict(drop_after_s=-1.0), "'drop_after_s' must be positive or zero, found: -1.0"),
 ])
-def test_options_are_checked_with_exact_messages(kwargs, message):
+def test_should_check_load_generator_options_with_exact_messages(kwargs, message):
     options = dict(phases=[Phase(1, 10)], partitions=1, concurrency=1, arrivals="uniform", drop_after_s=None)
     options.update(kwargs)
     with pytest.raises(LoadGenError) as e:
@@ -65,7 +65,7 @@ def test_options_are_checked_with_exact_messages(kwargs, message):
     assert str(e.value) == message
 
 
-def test_phases_parse_from_the_command_line_form():
+def test_should_parse_phases_from_the_command_line_form():
     assert loadgen.parse_phases("60:600,30:2600,90:600") == [Phase(60, 600), Phase(30, 2600), Phase(90, 600)]
     with pytest.raises(LoadGenError, match=r"a phase must be seconds:rate, found: '30' in '60:600,30'"):
         loadgen.parse_phases("60:600,30")
@@ -84,7 +84,7 @@ def stalling(task: int, seq: int, seconds: float, fail_seq: int | None = None):
     return factory
 
 
-def test_a_stall_is_charged_to_every_request_scheduled_during_it():
+def test_should_charge_a_stall_to_every_request_scheduled_during_it():
     start = time.time() + 0.3
     records = run_task(0, 1, start, [Phase(1.5, 100)], 1, stalling(0, 30, 0.5), concurrency=1)
     assert len(records) == 150 and [r.seq for r in records] == list(range(150))
@@ -101,7 +101,7 @@ def test_a_stall_is_charged_to_every_request_scheduled_during_it():
     assert during[0].latency >= 0.45
 
 
-def test_free_senders_absorb_a_stall_without_delaying_the_schedule():
+def test_should_absorb_a_stall_in_free_senders_without_delaying_the_schedule():
     start = time.time() + 0.3
     records = run_task(0, 1, start, [Phase(1.0, 100)], 1, stalling(0, 30, 0.5), concurrency=4)
     assert len(records) == 100 and all(r.sent >= r.scheduled for r in records)
@@ -111,7 +111,7 @@ def test_free_senders_absorb_a_stall_without_delaying_the_schedule():
     assert max(r.sent - r.scheduled for r in records) < 0.15
 
 
-def test_requests_later_than_drop_after_are_dropped_not_sent():
+def test_should_drop_not_send_requests_later_than_drop_after():
     sent = []
 
     def factory(slot):
@@ -130,7 +130,7 @@ def test_requests_later_than_drop_after_are_dropped_not_sent():
     assert len(records) == 100
 
 
-def test_failed_requests_are_recorded_with_their_error():
+def test_should_record_failed_requests_with_their_error():
     records = run_task(0, 1, time.time() + 0.2, [Phase(0.5, 40)], 1, stalling(0, -1, 0, fail_seq=3),
                        concurrency=2)
     failed = [r for r in records if r.status == ERROR]
@@ -139,7 +139,7 @@ def test_failed_requests_are_recorded_with_their_error():
     assert sum(r.status == OK for r in records) == 19
 
 
-def test_a_failing_sender_factory_names_the_task_and_sender():
+def test_should_name_the_task_and_sender_of_a_failing_sender_factory():
     def factory(slot):
         if slot.slot == 1:
             raise ConnectionRefusedError("no broker on 127.0.0.1:1")
@@ -150,7 +150,7 @@ def test_a_failing_sender_factory_names_the_task_and_sender():
         run_task(0, 1, time.time(), [Phase(0.1, 10)], 1, factory, concurrency=2)
 
 
-def test_senders_get_their_slot_and_are_closed():
+def test_should_give_senders_their_slot_and_close_them():
     made, closed = [], []
 
     class Conn:
@@ -167,7 +167,7 @@ def test_senders_get_their_slot_and_are_closed():
     assert made == [loadgen.Slot(1, s, 2, 9) for s in range(3)] and len(closed) == 3
 
 
-def test_a_factory_returning_something_else_is_a_clear_error():
+def test_should_give_a_clear_error_for_a_factory_returning_no_sender():
     with pytest.raises(LoadGenError, match=r"must return an object with a send_async\(request, done\) or "
                                            r"send\(request\) method, or a function, found: int"):
         run_task(0, 1, time.time(), [Phase(0.1, 10)], 1, lambda slot: 42, concurrency=1)
@@ -199,7 +199,7 @@ class Delayed:
         self.closed = True
 
 
-def test_an_async_sender_is_made_once_per_task_and_closed():
+def test_should_make_an_async_sender_once_per_task_and_close_it():
     made = []
 
     def factory(slot):
@@ -210,7 +210,7 @@ def test_an_async_sender_is_made_once_per_task_and_closed():
     assert made == [loadgen.Slot(0, 0, 1, 3)] and len(records) == 20 and all(r.status == OK for r in records)
 
 
-def test_async_requests_overlap_without_a_thread_each_and_keep_the_schedule():
+def test_should_overlap_async_requests_without_a_thread_each_and_keep_the_schedule():
     sender = Delayed(0.2)
     records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 200)], 1, lambda slot: sender, in_flight=100)
     assert len(records) == 200 and all(r.status == OK for r in records)
@@ -220,7 +220,7 @@ def test_async_requests_overlap_without_a_thread_each_and_keep_the_schedule():
     assert loadgen_report(records)["kept"]
 
 
-def test_the_in_flight_bound_holds_and_what_waited_for_it_is_late_and_charged_from_its_time():
+def test_should_hold_the_in_flight_bound_and_charge_waiting_requests_from_their_time():
     sender = Delayed(0.3)
     records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 100)], 1, lambda slot: sender, in_flight=5)
     assert len(records) == 100 and all(r.status == OK for r in records)
@@ -235,7 +235,7 @@ def test_the_in_flight_bound_holds_and_what_waited_for_it_is_late_and_charged_fr
     assert report["kept"], "waiting for the system under test is not the generator falling behind"
 
 
-def test_async_requests_later_than_drop_after_are_dropped_not_sent():
+def test_should_drop_not_send_async_requests_later_than_drop_after():
     sender = Delayed(0.5)
     records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 50)], 1, lambda slot: sender, in_flight=2,
                        drop_after_s=0.2)
@@ -244,7 +244,7 @@ def test_async_requests_later_than_drop_after_are_dropped_not_sent():
     assert len(records) == 50 and sum(r.status == OK for r in records) == 50 - len(dropped)
 
 
-def test_an_async_failure_is_recorded_as_an_error_not_a_crash():
+def test_should_record_an_async_failure_as_an_error_not_a_crash():
     records = run_task(0, 1, time.time() + 0.1, [Phase(0.5, 40)], 1, lambda slot: Delayed(0.01, 3, 7))
     failed = {r.seq: r.error for r in records if r.status == ERROR}
     assert failed == {3: "RuntimeError: write 3 timed out",
@@ -252,7 +252,7 @@ def test_an_async_failure_is_recorded_as_an_error_not_a_crash():
     assert sum(r.status == OK for r in records) == 18
 
 
-def test_an_async_request_never_answered_is_an_error_after_the_answer_timeout(monkeypatch):
+def test_should_record_an_unanswered_async_request_as_an_error_after_the_timeout(monkeypatch):
     from async_triggers.spark_jobs import sending
 
     class Silent:
@@ -266,7 +266,7 @@ def test_an_async_request_never_answered_is_an_error_after_the_answer_timeout(mo
     assert "no answer" in records[2].error
 
 
-def test_a_generator_that_fell_behind_on_its_own_is_reported_as_not_keeping_its_schedule():
+def test_should_report_a_generator_that_fell_behind_on_its_own_as_not_keeping_its_schedule():
     t = 1000.0
     on_time = [loadgen.Record(0, i, t + i, t + i, t + i + 0.01, OK, False, None) for i in range(98)]
     own_late = [loadgen.Record(0, 98 + i, t + 98 + i, t + 98.5 + i, t + 99 + i, OK, True, None) for i in range(2)]
@@ -278,7 +278,7 @@ def test_a_generator_that_fell_behind_on_its_own_is_reported_as_not_keeping_its_
     assert report["own_lateness_ms"]["max"] == 500.0
 
 
-def test_a_stall_of_a_few_requests_by_less_than_the_behind_bar_is_late_but_keeps_the_schedule():
+def test_should_count_a_short_stall_of_a_few_requests_as_late_but_keeping_the_schedule():
     t = 1000.0
     on_time = [loadgen.Record(0, i, t + i, t + i, t + i + 0.01, OK, False, None) for i in range(90)]
     stalled = [loadgen.Record(0, 90 + i, t + 90 + i, t + 90.2 + i, t + 90.3 + i, OK, True, None) for i in range(10)]
@@ -287,7 +287,7 @@ def test_a_stall_of_a_few_requests_by_less_than_the_behind_bar_is_late_but_keeps
     assert report["kept"], "200 ms on a shared machine is in the response times; the generator did not fall behind"
 
 
-def test_the_null_async_sender_keeps_a_schedule_of_a_thousand_requests_a_second():
+def test_should_keep_a_schedule_of_a_thousand_requests_a_second_with_the_null_async_sender():
     records = run_task(0, 1, time.time() + 0.2, [Phase(1.0, 1000)], 1, loadgen.async_null_sender)
     assert len(records) == 1000 and all(r.status == OK for r in records)
     assert loadgen_report(records)["kept"], loadgen_report(records)
@@ -298,7 +298,7 @@ def test_the_null_async_sender_keeps_a_schedule_of_a_thousand_requests_a_second(
     (1000, [2000, 1333.3, 888.9], 888.9),                                # the first misses: down to one that keeps up
     (100, [2000, 1333.3, 888.9, 592.6, 395.1, 263.4, 175.6], None),      # not even start_rate / factor**6
 ])
-def test_capacity_steps_up_to_the_first_miss_or_down_to_the_first_that_keeps_up(monkeypatch, limit, tried, found):
+def test_should_step_capacity_up_to_the_first_miss_or_down_to_the_first_that_keeps_up(monkeypatch, limit, tried, found):
     rates = []
 
     def fake_run(spark, phases, *args, **kwargs):
@@ -326,7 +326,7 @@ def loadgen_report(records, in_flight=None):
 
 # -- Spark local[2] ------------------------------------------------------------------------------------------------
 @pytest.mark.spark
-def test_spark_tasks_share_the_rate_and_charge_a_stall_from_the_scheduled_time(spark):
+def test_should_share_the_rate_across_spark_tasks_and_charge_a_stall_from_the_scheduled_time(spark):
     phases = [Phase(3.0, 200)]
     # task 1's only sender stalls 0.6 s on its 100th request (~1 s in); task 0 is not held up by it
     records = loadgen.run(spark, phases, partitions=2, seed=3, sender_factory=stalling(1, 100, 0.6),
@@ -360,13 +360,13 @@ def test_spark_tasks_share_the_rate_and_charge_a_stall_from_the_scheduled_time(s
 
 
 @pytest.mark.spark
-def test_spark_refuses_more_partitions_than_cores(spark):
+def test_should_refuse_more_partitions_than_spark_has_cores(spark):
     with pytest.raises(LoadGenError, match=r"'partitions' \(3\) exceeds the 2 cores Spark has \(local\[2\]\)"):
         loadgen.run(spark, [Phase(1, 10)], partitions=3, seed=1, sender_factory=loadgen.null_sender)
 
 
 @pytest.mark.spark
-def test_spark_reports_a_task_failure_with_its_cause(spark):
+def test_should_report_a_spark_task_failure_with_its_cause(spark):
     def factory(slot):
         raise ConnectionRefusedError("no broker")
 
@@ -401,7 +401,7 @@ class _Executors:
         return {"spark.executor.cores": "1"}
 
 
-def test_task_slots_waits_for_the_executors_the_tasks_need_and_no_longer_than_asked():
+def test_should_wait_for_the_executors_the_tasks_need_and_no_longer_than_asked():
     # the driver alone, then one executor, then two: two tasks wait for the second
     assert loadgen.task_slots(_Executors([1, 2, 2, 3]), 2, wait_s=10) == 2
     started = time.monotonic()

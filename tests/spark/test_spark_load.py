@@ -12,7 +12,7 @@ from async_triggers.spark_jobs import load_twitter as lt  # noqa: E402
 
 
 
-def test_default_graph_has_a_celebrity_and_mostly_small_counts():
+def test_should_give_the_default_graph_a_celebrity_and_mostly_small_counts():
     counts = lt.follower_counts()  # the demo's graph: 10,000 users asked, min_celebrity 10,000
     assert len(counts) == 10_001  # grown by one: the celebrity's 10,000 followers are other users
     assert max(counts) >= 10_000
@@ -20,7 +20,7 @@ def test_default_graph_has_a_celebrity_and_mostly_small_counts():
     assert sum(1 for c in counts if c >= 1000) < 10  # a handful of heavy hitters, not a uniform graph
 
 
-def test_counts_follow_the_requested_exponent():
+def test_should_draw_follower_counts_with_the_requested_exponent():
     # P(K >= k) = k^-(alpha - 1) for the floored Pareto law: alpha = 1 + log10(P(K>=10) / P(K>=100))
     def estimate(alpha):
         counts = lt.follower_counts(100_000, exponent=alpha, seed=3, min_celebrity=0)
@@ -31,26 +31,26 @@ def test_counts_follow_the_requested_exponent():
     assert estimate(2.8) == pytest.approx(2.8, abs=0.2)
 
 
-def test_same_seed_same_graph_other_seed_other_graph():
+def test_should_draw_the_same_graph_for_a_seed_and_another_for_another_seed():
     assert lt.follower_counts(5000, seed=1, min_celebrity=3000) == lt.follower_counts(5000, seed=1, min_celebrity=3000)
     assert lt.follower_counts(5000, seed=1, min_celebrity=3000) != lt.follower_counts(5000, seed=2, min_celebrity=3000)
     assert lt.followers_of(7, 50, 1000, seed=1) == lt.followers_of(7, 50, 1000, seed=1)
     assert lt.followers_of(7, 50, 1000, seed=1) != lt.followers_of(7, 50, 1000, seed=2)
 
 
-def test_graph_grows_to_hold_the_celebrity():
+def test_should_grow_the_graph_to_hold_the_celebrity():
     counts = lt.follower_counts(100, seed=5, min_celebrity=500)
     assert len(counts) == 501 and max(counts) == 500
     assert lt.celebrities(1, 100, seed=5, min_celebrity=500)[0][1] == 500
 
 
-def test_without_min_celebrity_nothing_is_raised():
+def test_should_raise_no_count_without_min_celebrity():
     counts = lt.follower_counts(2000, seed=9, min_celebrity=0)
     assert len(counts) == 2000
     assert max(counts) == max(lt.sampled_count(u, 2000, 2.3, 9) for u in range(1, 2001))
 
 
-def test_followers_are_distinct_other_users():
+def test_should_draw_followers_as_distinct_other_users():
     for uid, k in [(1, 99), (50, 99), (100, 99), (37, 10)]:
         fs = lt.followers_of(uid, k, 100, seed=4)
         assert len(fs) == len(set(fs)) == k
@@ -61,7 +61,7 @@ def test_followers_are_distinct_other_users():
 @pytest.mark.parametrize("bad, message", [(dict(n_users=1), "'users' must be at least 2"),
                                           (dict(exponent=1.0), "'exponent' must be greater than 1"),
                                           (dict(min_celebrity=-1), "'min_celebrity' must be positive")])
-def test_invalid_arguments_are_named(bad, message):
+def test_should_name_invalid_graph_arguments(bad, message):
     with pytest.raises(ValueError, match=message):
         lt.follower_counts(**{**dict(n_users=100, exponent=2.3, min_celebrity=10), **bad})
 
@@ -74,14 +74,14 @@ def graph(spark):
     return gen, counts, edges
 
 
-def test_spark_edges_have_no_self_follow_and_no_duplicate(graph):
+def test_should_make_spark_edges_without_self_follows_or_duplicates(graph):
     _, _, edges = graph
     assert edges.where(F.col("user_id") == F.col("follower_id")).count() == 0
     assert edges.count() == edges.distinct().count()
     assert edges.where((F.col("follower_id") < 1) | (F.col("follower_id") > 2000)).count() == 0
 
 
-def test_spark_graph_matches_the_pure_counts(graph):
+def test_should_match_the_pure_counts_in_the_spark_graph(graph):
     gen, counts, edges = graph
     pure = lt.follower_counts(**gen)
     per_user = edges.groupBy("user_id").count()
@@ -92,7 +92,7 @@ def test_spark_graph_matches_the_pure_counts(graph):
     assert lt.top_users(counts, 1)[0][1] == 1500
 
 
-def test_spark_graph_does_not_depend_on_partitioning(spark, graph):
+def test_should_make_the_same_spark_graph_whatever_the_partitioning(spark, graph):
     gen, _, edges = graph
     again = lt.edges_df(spark, **gen, partitions=7)
     assert rows_of(again) == rows_of(edges)
@@ -100,13 +100,13 @@ def test_spark_graph_does_not_depend_on_partitioning(spark, graph):
     assert rows_of(other_seed) != rows_of(edges)
 
 
-def test_users_rows(spark):
+def test_should_make_one_user_row_per_user_with_its_name(spark):
     users = lt.users_df(spark, 20, min_celebrity=24, partitions=2)
     assert rows_of(users) == [(i, f"user{i}") for i in range(1, 26)]
     assert [f.dataType.simpleString() for f in users.schema.fields] == ["bigint", "string"]
 
 
-def test_dry_run_prints_the_figures(spark, monkeypatch, capsys):
+def test_should_print_the_graph_figures_on_a_dry_run(spark, monkeypatch, capsys):
     from async_triggers.spark_jobs import session
 
     monkeypatch.setattr(session, "build_session", lambda **kw: spark)

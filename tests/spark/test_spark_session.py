@@ -19,7 +19,7 @@ def jar_home(tmp_path_factory):
     return tmp_path_factory.mktemp("home")
 
 
-def test_maven_resolves_the_connector_without_spark_or_scala(jar_home):
+def test_should_resolve_the_connector_with_maven_without_spark_or_scala(jar_home):
     jars = session.connector_jars(jar_home)
     names = {j.name for j in jars}
     assert f"spark-cassandra-connector_2.12-{session.CONNECTOR_VERSION}.jar" in names
@@ -31,17 +31,17 @@ def test_maven_resolves_the_connector_without_spark_or_scala(jar_home):
     assert sorted(p.name for p in (jar_home / "spark-jars").iterdir()) == [session.CONNECTOR_VERSION]
 
 
-def test_filled_cache_is_used_without_maven(jar_home):
+def test_should_use_a_filled_jar_cache_without_maven(jar_home):
     first = session.connector_jars(jar_home)
     assert session.connector_jars(jar_home, mvn="no-such-mvn") == first
 
 
-def test_missing_maven_is_a_clear_error(tmp_path):
+def test_should_give_a_clear_error_when_maven_is_missing(tmp_path):
     with pytest.raises(SparkSetupError, match="'no-such-mvn' is not on PATH"):
         session.connector_jars(tmp_path, mvn="no-such-mvn")
 
 
-def test_failing_maven_is_a_clear_error_and_leaves_no_cache(tmp_path):
+def test_should_give_a_clear_error_and_leave_no_cache_when_maven_fails(tmp_path):
     bad = tmp_path / "pom.xml"
     bad.write_text("<project>not a pom")
     with pytest.raises(SparkSetupError, match=r"Maven could not resolve the Spark Cassandra Connector .*exit 1"):
@@ -49,7 +49,7 @@ def test_failing_maven_is_a_clear_error_and_leaves_no_cache(tmp_path):
     assert list((tmp_path / "home" / "spark-jars").iterdir()) == []
 
 
-def test_options_are_in_one_dict():
+def test_should_gather_connector_and_spark_options_in_one_dict():
     opts = session.connector_options(("10.0.0.1", "10.0.0.2"), 9043)
     assert opts["spark.cassandra.connection.host"] == "10.0.0.1,10.0.0.2"
     assert opts["spark.cassandra.connection.port"] == "9043"
@@ -57,11 +57,11 @@ def test_options_are_in_one_dict():
     assert conf["spark.jars"] == "/a.jar,/b.jar" and "spark.jars.packages" not in conf
 
 
-def test_session_without_jars_has_no_connector(spark):
+def test_should_have_no_connector_in_a_session_without_jars(spark):
     assert not session.connector_loaded(spark)
 
 
-def test_session_with_the_resolved_jars_loads_the_connector(jar_home):
+def test_should_load_the_connector_in_a_session_with_the_resolved_jars(jar_home):
     # a fresh process: a JVM's class path is fixed by its first session, and the test session has no connector
     script = textwrap.dedent(f"""
         import time

@@ -243,7 +243,7 @@ def test_should_exit_1_when_any_flow_differs_or_fails_and_name_the_failed_flow()
 
 @pytest.mark.parametrize("result, code", [(GOOD, 0), (WRONG, 1),
                                           (Result("t.x", ("k",), expected=3, present=2, missing=1, unexpected=0), 1)])
-def test_main_should_exit_1_on_any_difference(spark, tmp_path, monkeypatch, capsys, result, code):
+def test_should_exit_1_from_verify_main_on_any_difference(spark, tmp_path, monkeypatch, capsys, result, code):
     from async_triggers.spark_jobs import session
 
     spec_file = tmp_path / "spec.json"
@@ -263,7 +263,7 @@ def test_main_should_exit_1_on_any_difference(spark, tmp_path, monkeypatch, caps
     assert seen["options"] == Options(consistency="ALL")
 
 
-def test_main_should_refuse_a_bad_consistency_level_and_an_unreadable_spec(tmp_path, capsys):
+def test_should_refuse_a_bad_consistency_level_and_an_unreadable_spec_in_verify_main(tmp_path, capsys):
     spec_file = tmp_path / "spec.json"
     spec_file.write_text(json.dumps(SPEC))
     assert verify.main(["--spec", str(spec_file), "--consistency", "ANY"]) == 2

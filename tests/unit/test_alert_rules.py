@@ -22,17 +22,17 @@ def promtool(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess
     return subprocess.run([tool, *args], capture_output=True, text=True, timeout=120, cwd=cwd)
 
 
-def test_the_rules_are_valid_for_prometheus():
+def test_should_pass_promtool_check_of_the_alert_rules():
     done = promtool("check", "rules", str(ALERTS))
     assert done.returncode == 0 and "SUCCESS: 6 rules found" in done.stdout, done.stdout + done.stderr
 
 
-def test_each_alert_fires_on_what_should_raise_it_and_on_nothing_else():
+def test_should_fire_each_alert_on_what_should_raise_it_and_on_nothing_else():
     done = promtool("test", "rules", str(CASES))
     assert done.returncode == 0 and "SUCCESS" in done.stdout, done.stdout + done.stderr
 
 
-def test_every_alert_has_its_cases_and_reads_only_exported_names():
+def test_should_have_cases_for_every_alert_and_read_only_exported_metric_names():
     cases = yaml.safe_load(CASES.read_text())["tests"]
     tested = {t["alertname"] for case in cases for t in case.get("alert_rule_test", [])}
     names = {rule["alert"] for rule in alert_rules()}
@@ -49,7 +49,7 @@ def test_every_alert_has_its_cases_and_reads_only_exported_names():
     ("max_over_time(async_triggers_pending[1h])", "async_triggers_pending"),   # a silent node never noticed
     ("and on (flow) (count by (flow) (async_triggers_pending) > 0)", ""),       # a dropped flow raising it
 ])
-def test_the_cases_catch_a_wrong_rule(tmp_path, change):
+def test_should_fail_the_alert_cases_when_a_rule_is_wrong(tmp_path, change):
     old, new = change
     text = ALERTS.read_text()
     assert old in text

@@ -38,7 +38,7 @@ def test_should_refuse_a_jar_without_a_version(tmp_path):
         bundle.build(tmp_path / "absent.jar", tmp_path / "dist")
 
 
-def test_install_script_adds_the_agent_line_once_and_replaces_an_older_path(jar, tmp_path):
+def test_should_add_the_agent_line_once_and_replace_an_older_path_on_install(jar, tmp_path):
     b = bundle.build(jar, tmp_path / "dist")
     options = tmp_path / "jvm-server.options"
     options.write_text("-Xss256k\n-javaagent:/old/place/async-triggers-plugin.jar\n")
@@ -52,7 +52,7 @@ def test_install_script_adds_the_agent_line_once_and_replaces_an_older_path(jar,
     assert (prefix / "async-triggers-plugin.jar").read_bytes() == jar.read_bytes()
 
 
-def test_install_script_refuses_a_missing_options_file(jar, tmp_path):
+def test_should_refuse_to_install_into_a_missing_options_file(jar, tmp_path):
     b = bundle.build(jar, tmp_path / "dist")
     done = subprocess.run([str(b.folder / "install-on-node.sh"), str(tmp_path / "nope")], capture_output=True, text=True)
     assert done.returncode == 2 and "nope does not exist" in done.stderr

@@ -44,20 +44,20 @@ def invoke(*args, env=None):
     return CliRunner().invoke(cli.app, list(args), env={"COLUMNS": "250", **(env or {})})
 
 
-def test_connection_options_should_work_after_the_command(seen):
+def test_should_accept_connection_options_after_the_command(seen):
     result = invoke("trigger", "list", "--hosts", "a,b", "--port", "9142", "--local-dc", "dc2", "--username", "u",
                     env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     assert result.exit_code == 0, result.output
     assert (seen[0].hosts, seen[0].port, seen[0].local_dc, seen[0].username) == (("a", "b"), 9142, "dc2", "u")
 
 
-def test_contact_points_with_a_port_should_connect_there_instead_of_crashing(seen):
+def test_should_connect_to_the_port_given_in_contact_points_instead_of_crashing(seen):
     result = invoke("--contact-points", "h1:9142", "trigger", "list")
     assert result.exit_code == 0, result.output
     assert (seen[0].hosts, seen[0].port) == (("h1",), 9142)
 
 
-def test_flags_after_the_command_should_beat_the_root_and_the_root_should_beat_the_environment(seen):
+def test_should_prefer_command_flags_over_root_flags_over_the_environment(seen):
     env = {"ASYNC_TRIGGERS_PORT": "9000", "ASYNC_TRIGGERS_HOSTS": "envhost"}
     assert invoke("--port", "9100", "trigger", "list", env=env).exit_code == 0
     assert invoke("--port", "9100", "trigger", "list", "--port", "9200", env=env).exit_code == 0
@@ -65,7 +65,7 @@ def test_flags_after_the_command_should_beat_the_root_and_the_root_should_beat_t
     assert [(c.hosts, c.port) for c in seen] == [(("envhost",), 9100), (("envhost",), 9200), (("envhost",), 9000)]
 
 
-def test_help_should_show_the_environment_variables():
+def test_should_show_the_environment_variables_in_the_help():
     text = invoke("trigger", "deploy", "--help").output
     for var in ("ASYNC_TRIGGERS_HOSTS", "ASYNC_TRIGGERS_PORT", "ASYNC_TRIGGERS_LOCAL_DC", "ASYNC_TRIGGERS_USERNAME",
                 "ASYNC_TRIGGERS_SSL_CA", "ASYNC_TRIGGERS_CQLSHRC", "ASYNC_TRIGGERS_PASSWORD"):
@@ -73,7 +73,7 @@ def test_help_should_show_the_environment_variables():
     assert "--password" not in text
 
 
-def test_shell_completion_should_be_offered():
+def test_should_offer_shell_completion():
     text = invoke("--help").output
     assert "--install-completion" in text and "--show-completion" in text
 
@@ -82,11 +82,11 @@ def test_shell_completion_should_be_offered():
     (ConfigError("x"), 2), (ValidationError("f", "x"), 2), (UnknownFlowError(["f"]), 2),
     (ConnectionFailed("x"), 1), (DeployError("x"), 1), (CheckFailed("x"), 1), (KeyboardInterrupt(), 130),
 ])
-def test_each_error_should_map_to_its_exit_code(error, code):
+def test_should_map_each_error_to_its_exit_code(error, code):
     assert exit_codes.exit_code_of(error) == code
 
 
-def test_a_statement_cassandra_refused_should_exit_1_with_its_message_not_a_traceback(capsys):
+def test_should_exit_1_with_the_message_not_a_traceback_when_cassandra_refuses_a_statement(capsys):
     from cassandra import InvalidRequest
     with pytest.raises(typer.Exit) as done:
         with exit_codes.errors_to_exit(as_json=False):
@@ -96,7 +96,7 @@ def test_a_statement_cassandra_refused_should_exit_1_with_its_message_not_a_trac
                                                "[Invalid query] message=\"Table 'users' doesn't exist\"")
 
 
-def test_bad_input_should_exit_2_with_a_json_error(seen):
+def test_should_exit_2_with_a_json_error_on_bad_input(seen):
     result = invoke("trigger", "list", "--json", "--hosts", "a:1,b:2")
     assert result.exit_code == 2
     error = json.loads(result.stderr.strip())
@@ -104,13 +104,13 @@ def test_bad_input_should_exit_2_with_a_json_error(seen):
     assert result.stdout == ""
 
 
-def test_usage_errors_should_be_json_too_with_json(capsys):
+def test_should_report_usage_errors_as_json_with_json(capsys):
     assert cli.run(["trigger", "list", "--json", "--port", "abc"]) == 2
     error = json.loads(capsys.readouterr().err.strip())
     assert error["exit_code"] == 2 and error["error"].startswith("Invalid value for '--port'")
 
 
-def test_an_unreachable_cluster_should_exit_1_and_never_show_the_password():
+def test_should_exit_1_and_never_show_the_password_when_the_cluster_is_unreachable():
     result = invoke("trigger", "list", "--json", "--hosts", "127.0.0.9", "--port", "1", "--username", "u",
                     "--verbose", env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     assert result.exit_code == 1
@@ -120,13 +120,13 @@ def test_an_unreachable_cluster_should_exit_1_and_never_show_the_password():
     assert SECRET not in result.output + result.stderr
 
 
-def test_a_username_without_a_password_outside_a_terminal_should_exit_2():
+def test_should_exit_2_for_a_username_without_a_password_outside_a_terminal():
     result = invoke("trigger", "list", "--hosts", "127.0.0.9", "--port", "1", "--username", "u", env={"CI": "true"})
     assert result.exit_code == 2
     assert "user 'u' needs a password and CI is set" in result.stderr
 
 
-def test_wait_on_an_unknown_flow_should_fail_at_once_naming_it(seen, monkeypatch):
+def test_should_fail_wait_at_once_naming_an_unknown_flow(seen, monkeypatch):
     monkeypatch.setattr(cli_trigger.deploy_mod, "read_deployed", lambda session: {"known": {}})
     monkeypatch.setattr(cli_trigger.status_mod, "wait_drained", lambda *a, **k: pytest.fail("waited"))
     result = invoke("trigger", "wait", "known", "nope", "--json")
@@ -134,7 +134,7 @@ def test_wait_on_an_unknown_flow_should_fail_at_once_naming_it(seen, monkeypatch
     assert json.loads(result.stderr) == {"error": "no deployed flow named 'nope' (deployed: known)", "exit_code": 2}
 
 
-def test_verify_should_hand_the_job_its_connection_not_argv(monkeypatch):
+def test_should_hand_the_verify_job_its_connection_not_argv(monkeypatch):
     from async_triggers.spark_jobs import verify as verify_job
     got = {}
 
@@ -150,7 +150,7 @@ def test_verify_should_hand_the_job_its_connection_not_argv(monkeypatch):
     assert json.loads(result.stderr)["error"] == "no deployed flow named 'f' (deployed: none)"
 
 
-def test_verify_should_pass_every_flow_and_option_to_the_job_and_exit_with_its_verdict(monkeypatch):
+def test_should_pass_every_flow_and_option_to_the_verify_job_and_exit_with_its_verdict(monkeypatch):
     from async_triggers.spark_jobs import verify as verify_job
     from async_triggers.spark_jobs.compare import Result
     from async_triggers.spark_jobs.verify_run import FlowReport
@@ -173,7 +173,7 @@ def test_verify_should_pass_every_flow_and_option_to_the_job_and_exit_with_its_v
     assert invoke("verify").exit_code == 2
 
 
-def test_a_flag_shows_no_value_type_in_the_help():
+def test_should_show_no_value_type_for_a_flag_in_the_help():
     text = invoke("trigger", "drop", "--help").output
     drain = next(line for line in text.splitlines() if line.strip("│ ").startswith("--drain"))
     assert "<bool>" not in drain and "Wait until the flow's tasks are done" in drain
@@ -181,7 +181,7 @@ def test_a_flag_shows_no_value_type_in_the_help():
     assert "<float>" in timeout, "an option that takes a value still shows its type"
 
 
-def test_every_command_has_json_output_but_the_tools_it_passes_through():
+def test_should_offer_json_output_on_every_command_but_the_pass_through_tools():
     from typer.main import get_command
     cli._register()
 

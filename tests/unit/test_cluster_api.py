@@ -10,40 +10,40 @@ from async_triggers.cluster.model import ClusterInfo, NodeStatus
 from async_triggers.errors import ClusterError
 
 
-def test_up_without_plugin_jar_says_how_to_build_it(tmp_path: Path):
+def test_should_say_how_to_build_the_plugin_jar_when_up_misses_it(tmp_path: Path):
     settings = config.load(home=tmp_path)
     with pytest.raises(ClusterError, match=r"make plugin.*mvn -f trigger-plugin/pom.xml package"):
         cluster.up(settings, nodes=1, name="x", plugin_jar=tmp_path / "missing.jar")
     assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
 
 
-def test_up_rejects_a_bad_heap(tmp_path: Path):
+def test_should_reject_a_bad_heap_size_on_up(tmp_path: Path):
     settings = config.load(home=tmp_path)
     with pytest.raises(ClusterError, match="invalid heap size"):
         cluster.up(settings, nodes=1, name="x", heap="lots", require_plugin=False)
 
 
-def test_up_rejects_an_unknown_commitlog_sync(tmp_path: Path):
+def test_should_reject_an_unknown_commitlog_sync_before_creating_anything(tmp_path: Path):
     settings = config.load(home=tmp_path)
     with pytest.raises(ClusterError, match="--commitlog-sync must be one of periodic, batch, not 'fast'"):
         cluster.up(settings, nodes=1, name="x", commitlog_sync="fast", require_plugin=False)
     assert not (tmp_path / "ccm").exists(), "nothing is created before the check"
 
 
-def test_batch_commitlog_sync_is_valid_for_cassandra_5():
+def test_should_give_each_commitlog_sync_mode_the_period_cassandra_5_accepts():
     # DatabaseDescriptor refuses batch with a commitlog_sync_period other than 0, and periodic without one
     assert cluster.COMMITLOG_SYNC["batch"] == {"commitlog_sync": "batch", "commitlog_sync_period": "0ms"}
     assert cluster.COMMITLOG_SYNC["periodic"]["commitlog_sync_period"] == "10000ms"
 
 
-def test_unknown_cluster_is_a_clear_error(tmp_path: Path):
+def test_should_give_a_clear_error_for_an_unknown_cluster(tmp_path: Path):
     settings = config.load(home=tmp_path)
     with pytest.raises(ClusterError, match="no cluster 'nope'.*ctl cluster up"):
         cluster.node_status(settings, "nope")
     assert cluster.down(settings, "nope") is False
 
 
-def test_cluster_info_helpers(tmp_path: Path):
+def test_should_derive_replication_hint_cqlsh_command_and_triggers_dir_from_cluster_info(tmp_path: Path):
     nodes = (NodeStatus("node1", "127.0.0.1", "up", 1, True, path=tmp_path / "node1"),
              NodeStatus("node2", "127.0.0.2", "down", None, False, path=tmp_path / "node2"))
     info = ClusterInfo("c", ("127.0.0.1", "127.0.0.2"), nodes)
@@ -52,19 +52,19 @@ def test_cluster_info_helpers(tmp_path: Path):
     assert cluster.triggers_dir_of(nodes[0]) == tmp_path / "node1" / "conf" / "triggers"
 
 
-def test_wait_for_cql_times_out_with_the_addresses():
+def test_should_name_the_addresses_when_waiting_for_cql_times_out():
     with pytest.raises(ClusterError, match=r"127\.0\.0\.99"):
         cluster.wait_for_cql(["127.0.0.99"], timeout=1, port=1)
 
 
-def test_nodes_start_with_the_plugin_on_their_class_path_once_the_cluster_has_it(tmp_path: Path):
+def test_should_start_nodes_with_the_plugin_agent_once_the_cluster_has_the_jar(tmp_path: Path):
     assert cluster.node_jvm_args(tmp_path) == list(cluster.FAST_START_JVM_ARGS)
     (tmp_path / "async-triggers-plugin.jar").write_bytes(b"PK")
     assert cluster.node_jvm_args(tmp_path) == [*cluster.FAST_START_JVM_ARGS,
                                                f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
 
 
-def test_nodes_start_with_the_metrics_exporter_on_their_own_address_once_the_cluster_has_it(tmp_path: Path):
+def test_should_start_nodes_with_the_metrics_exporter_on_their_own_address_once_present(tmp_path: Path):
     (tmp_path / "async-triggers-plugin.jar").write_bytes(b"PK")
     assert cluster.node_jvm_args(tmp_path, "127.0.0.2") == [*cluster.FAST_START_JVM_ARGS,
                                                             f"-javaagent:{tmp_path}/async-triggers-plugin.jar"]
@@ -104,7 +104,7 @@ class _FakeCluster:
         return str(self.path)
 
 
-def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running_nodes_with_it(tmp_path: Path, monkeypatch):
+def test_should_copy_the_plugin_jar_once_per_cluster_and_restart_running_nodes_with_it(tmp_path: Path, monkeypatch):
     from async_triggers.cluster import ccm_driver, health, node_process
     monkeypatch.setattr(ccm_driver, "alive", lambda node: node.pid is not None)
     monkeypatch.setattr(health, "port_open", lambda *a, **kw: False)
@@ -131,14 +131,14 @@ def test_install_plugin_copies_the_jar_once_per_cluster_and_restarts_the_running
     assert fake.nodes["node1"].jvm_args == [[*cluster.FAST_START_JVM_ARGS, f"-javaagent:{fake.path}/async-triggers-plugin.jar"]]
 
 
-def test_install_plugin_without_the_jar_is_a_clear_error(tmp_path: Path):
+def test_should_give_a_clear_error_when_installing_a_missing_plugin_jar(tmp_path: Path):
     with pytest.raises(ClusterError, match=r"the trigger plugin jar .*missing\.jar does not exist: build it "
                                            r"first with `make plugin`"):
         cluster.install_plugin(_FakeCluster(tmp_path / "c"), tmp_path / "missing.jar")
     assert not (tmp_path / "c").exists(), "nothing is copied before the check"
 
 
-def test_install_plugin_copies_the_metrics_exporter_built_beside_it_and_nodes_restart_serving_metrics(
+def test_should_copy_the_metrics_exporter_beside_the_plugin_and_restart_nodes_serving_metrics(
         tmp_path: Path, monkeypatch):
     from async_triggers.cluster import ccm_driver, health, node_process
     monkeypatch.setattr(ccm_driver, "alive", lambda node: node.pid is not None)
@@ -162,7 +162,7 @@ def test_install_plugin_copies_the_metrics_exporter_built_beside_it_and_nodes_re
         f"-javaagent:{fake.path}/jmx_prometheus_javaagent.jar=127.0.0.1:7070:{fake.path}/prometheus-jmx.yaml")
 
 
-def test_down_of_an_unknown_cluster_is_an_error_unless_told_it_may_be_missing(tmp_path: Path):
+def test_should_refuse_down_of_an_unknown_cluster_unless_missing_ok(tmp_path: Path):
     import json
     import subprocess
     import sys

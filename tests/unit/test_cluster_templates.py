@@ -30,7 +30,7 @@ def _all_keys(node, prefix=""):
             yield from _all_keys(item, prefix)
 
 
-def test_every_template_renders(rendered: Path):
+def test_should_render_every_template_completely(rendered: Path):
     names = [templates.output_name(n) for n in templates.template_names()]
     assert {"bin/cassandra", "bin/cassandra.in.sh", "bin/nodetool", "bin/cqlsh", "conf/cassandra.yaml",
             "conf/cassandra-env.sh", "conf/jvm-server.options", "conf/jvm17-server.options",
@@ -43,7 +43,7 @@ def test_every_template_renders(rendered: Path):
     assert (rendered / "conf" / "triggers").is_dir()
 
 
-def test_cassandra_yaml_parses_and_uses_new_names_only(rendered: Path):
+def test_should_render_a_cassandra_yaml_that_parses_and_uses_new_key_names_only(rendered: Path):
     data = yaml.safe_load((rendered / "conf" / "cassandra.yaml").read_text())
     keys = list(_all_keys(data))
     old = [k for k in keys if OLD_KEY.search(k.split(".")[-1])]
@@ -56,7 +56,7 @@ def test_cassandra_yaml_parses_and_uses_new_names_only(rendered: Path):
     assert data["commitlog_sync_period"] == "10000ms"
 
 
-def test_launchers_are_executable_bash(rendered: Path):
+def test_should_render_launchers_as_executable_bash_that_ccm_can_rewrite(rendered: Path):
     for name in ("cassandra", "cassandra.in.sh", "nodetool", "cqlsh"):
         path = rendered / "bin" / name
         assert path.stat().st_mode & 0o111, f"{name} not executable"
@@ -72,7 +72,7 @@ def test_launchers_are_executable_bash(rendered: Path):
     assert len(re.findall(r"CASSANDRA_CONF=", include)) == 1
 
 
-def test_java17_options_open_the_jdk(rendered: Path):
+def test_should_open_the_jdk_internals_in_the_java17_options(rendered: Path):
     opts = (rendered / "conf" / "jvm17-server.options").read_text().splitlines()
     flags = [line for line in opts if line.startswith("-")]
     for needed in ("--add-exports java.base/jdk.internal.misc=ALL-UNNAMED",
@@ -83,7 +83,7 @@ def test_java17_options_open_the_jdk(rendered: Path):
     assert not any("UseConcMarkSweepGC" in f or "UseBiasedLocking" in f for f in flags)
 
 
-def test_cassandra_in_sh_classpath_and_options(rendered: Path, tmp_path: Path):
+def test_should_compute_classpath_agent_and_jvm_options_in_cassandra_in_sh(rendered: Path, tmp_path: Path):
     """Source the include in bash and check what it computes (needs java on the PATH)."""
     lib = rendered / "lib"
     lib.mkdir()
@@ -98,7 +98,7 @@ def test_cassandra_in_sh_classpath_and_options(rendered: Path, tmp_path: Path):
     assert "-XX:+UseG1GC" in out[2] and "-ea" in out[2]
 
 
-def test_validate_distribution_names_the_path(tmp_path: Path):
+def test_should_name_the_path_of_an_invalid_distribution(tmp_path: Path):
     with pytest.raises(ClusterError, match=str(tmp_path / "nope")):
         install.validate_distribution(tmp_path / "nope", "5.0.9")
     (tmp_path / "dist" / "bin").mkdir(parents=True)
@@ -106,7 +106,7 @@ def test_validate_distribution_names_the_path(tmp_path: Path):
         install.validate_distribution(tmp_path / "dist", "5.0.9")
 
 
-def test_validate_distribution_accepts_an_official_layout(tmp_path: Path):
+def test_should_accept_an_official_distribution_layout_of_the_expected_version(tmp_path: Path):
     dist = tmp_path / "apache-cassandra-5.0.9"
     for f in ("bin/cassandra", "bin/nodetool", "conf/cassandra.yaml", "conf/cassandra-env.sh",
               "conf/logback.xml", "lib/apache-cassandra-5.0.9.jar"):
@@ -118,5 +118,5 @@ def test_validate_distribution_accepts_an_official_layout(tmp_path: Path):
         install.validate_distribution(dist, "4.1.0")
 
 
-def test_fingerprint_depends_on_version():
+def test_should_change_the_fingerprint_with_the_version():
     assert install.fingerprint("5.0.9") != install.fingerprint("5.0.8")

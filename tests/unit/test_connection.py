@@ -51,17 +51,17 @@ def test_should_reject_bad_host_entries_naming_them(text, message):
         parse_hosts(text)
 
 
-def test_a_port_in_the_hosts_should_be_the_port():
+def test_should_take_a_port_in_the_hosts_as_the_port():
     conn = resolve({"hosts": "10.0.0.1:9142"}, env={})
     assert (conn.hosts, conn.port) == (("10.0.0.1",), 9142)
 
 
-def test_a_port_in_the_hosts_that_contradicts_port_should_be_rejected():
+def test_should_reject_a_port_in_the_hosts_that_contradicts_port():
     with pytest.raises(ConfigError, match="--hosts names port 9142 but --port says 9043"):
         resolve({"hosts": "a:9142", "port": 9043}, env={})
 
 
-def test_precedence_should_be_flags_then_environment_then_cqlshrc_then_defaults(tmp_path):
+def test_should_prefer_flags_then_environment_then_cqlshrc_then_defaults(tmp_path):
     rc = cqlshrc(tmp_path, "[connection]\nhostname = rc-host\nport = 9001\n[authentication]\nusername = rc-user\n"
                            "password = rc-pass\n[protocol]\nversion = 4\n")
     env = {"ASYNC_TRIGGERS_PORT": "9002", "ASYNC_TRIGGERS_USERNAME": "env-user", "ASYNC_TRIGGERS_CQLSHRC": str(rc)}
@@ -77,19 +77,19 @@ def test_precedence_should_be_flags_then_environment_then_cqlshrc_then_defaults(
     assert conn.origin["username"] == "--username"
 
 
-def test_the_old_contact_points_variable_should_still_name_the_hosts():
+def test_should_still_take_the_hosts_from_the_old_contact_points_variable():
     assert resolve({}, env={"ASYNC_TRIGGERS_CONTACT_POINTS": "x,y"}).hosts == ("x", "y")
     assert resolve({}, env={"ASYNC_TRIGGERS_CONTACT_POINTS": "x", "ASYNC_TRIGGERS_HOSTS": "z"}).hosts == ("z",)
 
 
-def test_the_default_cqlshrc_should_be_read_when_it_exists(tmp_path, monkeypatch):
+def test_should_read_the_default_cqlshrc_when_it_exists(tmp_path, monkeypatch):
     rc = cqlshrc(tmp_path, "[authentication]\nusername = cassandra\npassword = 100%pass\n")
     monkeypatch.setattr(connection, "DEFAULT_CQLSHRC", rc)
     conn = resolve({}, env={})
     assert (conn.username, conn.password, conn.cqlshrc) == ("cassandra", "100%pass", rc)  # raw: a % is a %
 
 
-def test_cqlshrc_ssl_section_should_follow_cqlsh(tmp_path):
+def test_should_read_the_cqlshrc_ssl_section_as_cqlsh_does(tmp_path):
     ca, cert, key = (tmp_path / n for n in ("ca.pem", "client.pem", "client.key"))
     for f in (ca, cert, key):
         f.write_text("x")
@@ -100,13 +100,13 @@ def test_cqlshrc_ssl_section_should_follow_cqlsh(tmp_path):
         (True, ca, False, cert, key, True)
 
 
-def test_a_cqlshrc_ssl_section_alone_should_not_turn_tls_on(tmp_path):
+def test_should_not_turn_tls_on_for_a_cqlshrc_ssl_section_alone(tmp_path):
     (tmp_path / "ca.pem").write_text("x")
     rc = cqlshrc(tmp_path, f"[ssl]\ncertfile = {tmp_path / 'ca.pem'}\n")
     assert resolve({"cqlshrc": str(rc)}, env={}).ssl is False
 
 
-def test_a_ca_flag_should_imply_tls(tmp_path):
+def test_should_turn_tls_on_when_a_ca_is_given(tmp_path):
     (tmp_path / "ca.pem").write_text("x")
     conn = resolve({"ssl_ca": str(tmp_path / "ca.pem")}, env={})
     assert conn.ssl and conn.origin["ssl"] == "implied by --ssl-ca"
@@ -117,43 +117,43 @@ def test_a_ca_flag_should_imply_tls(tmp_path):
     ("[ssl]\nvalidate = maybe\n", r"\[ssl\] validate must be true or false, found: 'maybe'"),
     ("[connection\nport = 1\n", r"the cqlshrc file .* is not valid"),
 ])
-def test_a_bad_cqlshrc_should_be_named_with_its_culprit(tmp_path, text, message):
+def test_should_name_a_bad_cqlshrc_with_its_culprit(tmp_path, text, message):
     rc = cqlshrc(tmp_path, text)
     with pytest.raises(ConfigError, match=message):
         resolve({"cqlshrc": str(rc)}, env={})
 
 
-def test_a_missing_cqlshrc_that_was_asked_for_should_be_an_error(tmp_path):
+def test_should_refuse_a_missing_cqlshrc_that_was_asked_for(tmp_path):
     with pytest.raises(ConfigError, match=r"--cqlshrc: no cqlshrc file at .*nope"):
         resolve({"cqlshrc": str(tmp_path / "nope")}, env={})
 
 
-def test_a_client_certificate_without_its_key_should_be_rejected(tmp_path):
+def test_should_reject_a_client_certificate_without_its_key(tmp_path):
     (tmp_path / "c.pem").write_text("x")
     with pytest.raises(ConfigError, match="--ssl-cert is set but --ssl-key is not"):
         resolve({"ssl_cert": str(tmp_path / "c.pem")}, env={})
 
 
-def test_a_missing_ca_file_should_be_named():
+def test_should_name_a_missing_ca_file():
     with pytest.raises(ConfigError, match="environment ASYNC_TRIGGERS_SSL_CA: no such file: /no/ca.pem"):
         resolve({}, env={"ASYNC_TRIGGERS_SSL_CA": "/no/ca.pem"})
 
 
-def test_bad_values_should_name_their_variable():
+def test_should_name_the_variable_of_a_bad_value():
     with pytest.raises(ConfigError, match="environment ASYNC_TRIGGERS_PORT: the port must be a number"):
         resolve({}, env={"ASYNC_TRIGGERS_PORT": "x"})
     with pytest.raises(ConfigError, match="protocol version must be between 3 and 6, found: 9"):
         resolve({"protocol_version": 9}, env={})
 
 
-def test_a_password_flag_should_be_refused():
+def test_should_refuse_a_password_given_as_an_argument():
     with pytest.raises(ConfigError, match="never taken as an argument"):
         resolve({"password": SECRET}, env={})
 
 
 # --- the password -------------------------------------------------------------------------------------------------
 
-def test_the_password_should_never_be_in_a_repr_or_a_description():
+def test_should_never_show_the_password_in_a_repr_or_a_description():
     conn = resolve({"username": "u"}, env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     settings = config.Settings(home=Path("/tmp"), connection=conn)
     assert conn.password == SECRET
@@ -162,7 +162,7 @@ def test_the_password_should_never_be_in_a_repr_or_a_description():
     assert SECRET not in described and "(set)" in described
 
 
-def test_the_password_should_be_asked_on_a_terminal_once(monkeypatch):
+def test_should_ask_for_the_password_on_a_terminal_once(monkeypatch):
     monkeypatch.setattr(connection, "_PROMPTED", {})
     asked = []
     conn = resolve({"username": "alice"}, env={})
@@ -174,19 +174,19 @@ def test_the_password_should_be_asked_on_a_terminal_once(monkeypatch):
 
 
 @pytest.mark.parametrize("env, tty, why", [({"CI": "true"}, True, "CI is set"), ({}, False, "stdin is not a terminal")])
-def test_without_a_terminal_a_missing_password_should_say_how_to_give_one(monkeypatch, env, tty, why):
+def test_should_say_how_to_give_a_missing_password_without_a_terminal(monkeypatch, env, tty, why):
     monkeypatch.setattr(connection, "_PROMPTED", {})
     conn = resolve({"username": "alice"}, env={})
     with pytest.raises(ConfigError, match=f"user 'alice' needs a password and {why}.*ASYNC_TRIGGERS_PASSWORD"):
         connection.with_password(conn, env=env, isatty=lambda: tty, ask=lambda p: pytest.fail("asked"))
 
 
-def test_no_username_should_need_no_password():
+def test_should_need_no_password_without_a_username():
     conn = resolve({}, env={})
     assert connection.with_password(conn, env={"CI": "true"}, isatty=lambda: False) is conn
 
 
-def test_a_child_should_get_every_option_in_its_environment_and_none_in_its_argv():
+def test_should_give_a_child_every_option_in_its_environment_and_none_in_its_argv():
     conn = resolve({"hosts": "h1,h2", "port": 9142, "username": "u", "local_dc": "dc2"},
                    env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     env = connection.child_env(conn, base={"ASYNC_TRIGGERS_CONTACT_POINTS": "old", "PATH": "/bin"})
@@ -200,7 +200,7 @@ def test_a_child_should_get_every_option_in_its_environment_and_none_in_its_argv
 
 # --- the driver and Spark -----------------------------------------------------------------------------------------
 
-def test_driver_arguments_should_carry_auth_dc_and_protocol():
+def test_should_pass_auth_local_dc_and_protocol_to_the_driver():
     conn = resolve({"username": "u", "local_dc": "dc2", "protocol_version": 4, "port": 9142}, env={})
     kwargs = connection.cluster_kwargs(conn)
     assert kwargs["port"] == 9142 and kwargs["protocol_version"] == 4
@@ -209,7 +209,7 @@ def test_driver_arguments_should_carry_auth_dc_and_protocol():
     assert "ssl_context" not in kwargs
 
 
-def test_tls_context_should_follow_cqlsh(tmp_path):
+def test_should_build_the_tls_context_as_cqlsh_does(tmp_path):
     ca = tmp_path / "ca.pem"
     _self_signed(tmp_path, ca, tmp_path / "ca.key")
     checked = connection.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
@@ -220,14 +220,14 @@ def test_tls_context_should_follow_cqlsh(tmp_path):
     assert loose.verify_mode == ssl.CERT_NONE
 
 
-def test_a_ca_file_that_is_not_pem_should_be_named(tmp_path):
+def test_should_name_a_ca_file_that_is_not_pem(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("not a certificate")
     with pytest.raises(ConfigError, match=f"--ssl-ca: cannot load CA file {ca}"):
         connection.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
 
 
-def test_spark_settings_should_keep_secrets_out_of_the_launch_settings():
+def test_should_keep_secrets_out_of_the_public_spark_settings():
     conn = resolve({"username": "u", "local_dc": "dc1"}, env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     public, secret = connection.spark_conf(conn)
     assert public["spark.cassandra.auth.username"] == "u"
@@ -243,7 +243,7 @@ def _self_signed(folder: Path, cert: Path, key: Path) -> None:
                     "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True, cwd=folder)
 
 
-def test_spark_should_get_pkcs12_stores_made_from_the_pem_files(tmp_path, monkeypatch):
+def test_should_give_spark_pkcs12_stores_made_from_the_pem_files(tmp_path, monkeypatch):
     if shutil.which("keytool") is None:
         pytest.skip("the JDK's keytool is not installed")
     monkeypatch.setattr(connection_clients, "_STORES", {})

@@ -50,7 +50,7 @@ def test_should_not_take_a_node_that_has_not_counted_its_captures_yet_for_an_emp
     assert "tasks not counted yet on n2, n3" in drop_guard.refusal(held).args[0]
 
 
-def test_a_discard_should_ask_and_without_a_terminal_want_yes(monkeypatch):
+def test_should_ask_before_a_discard_and_want_yes_without_a_terminal(monkeypatch):
     from async_triggers.cli.options import confirm
     confirm("Drop?", yes=True)   # scripts: no question
     monkeypatch.setattr("sys.stdin.isatty", lambda: False)
@@ -64,7 +64,7 @@ def test_a_discard_should_ask_and_without_a_terminal_want_yes(monkeypatch):
     confirm("Drop?", yes=False)
 
 
-def test_a_dead_letter_retry_goes_to_a_live_node_when_the_one_that_gave_it_up_is_gone():
+def test_should_retry_a_dead_letter_on_a_live_node_when_its_own_node_is_gone():
     import uuid
 
     from async_triggers import dlq
@@ -78,7 +78,7 @@ def test_a_dead_letter_retry_goes_to_a_live_node_when_the_one_that_gave_it_up_is
     assert dlq.retry_node(letters[1], []) == "10.0.0.9", "nothing known up: as before"
 
 
-def test_dead_letters_are_read_at_local_one_when_a_quorum_is_unavailable():
+def test_should_count_dead_letters_at_local_one_when_a_quorum_is_unavailable():
     from types import SimpleNamespace
 
     from cassandra import ConsistencyLevel, Unavailable

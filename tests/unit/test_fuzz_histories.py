@@ -57,7 +57,7 @@ def test_should_name_the_source_partitions_of_a_differing_row():
     assert schema.suspects({"run": 1, "f": 101}) == set()
 
 
-def test_ddmin_should_find_the_operations_that_fail_together():
+def test_should_find_the_operations_that_fail_together_with_ddmin():
     calls = []
 
     def fails(items):
@@ -68,13 +68,13 @@ def test_ddmin_should_find_the_operations_that_fail_together():
     assert len(calls) == len({tuple(c) for c in calls}), "no candidate run twice"
 
 
-def test_ddmin_should_stop_when_the_budget_is_spent():
+def test_should_stop_ddmin_when_the_budget_is_spent():
     budget = shrinker.Budget(5)
     out = shrinker.ddmin(list(range(40)), lambda items: 3 in items, budget)
     assert budget.used == 5 and 3 in out and len(out) < 40
 
 
-def test_shrink_should_drop_the_fault_and_keep_the_suspect_partitions_first():
+def test_should_shrink_by_dropping_the_fault_then_keeping_the_suspect_partitions():
     history = generator.generate(4, 30)
     history = History(history.seed, history.ops, Fault(1, 2, 9))
     culprit = next(op for op in history.ops if ("kv", 2) in op.partitions)
@@ -99,7 +99,7 @@ def test_should_refuse_a_history_without_operations(ops):
 @pytest.mark.parametrize("args, message", [(["--ops", "0"], "--ops must be at least 1, found: 0"),
                                            (["--seeds", "0"], "--seeds must be at least 1, found: 0"),
                                            (["--keyspace", "Fuzz-1"], "--keyspace must be a lower-case CQL")])
-def test_ctl_fuzz_should_name_a_bad_option_before_touching_a_cluster(args, message, tmp_path):
+def test_should_name_a_bad_fuzz_option_before_touching_a_cluster(args, message, tmp_path):
     from typer.testing import CliRunner
 
     from async_triggers import cli

@@ -63,11 +63,11 @@ def upward_imports(packages: dict[str, Path]) -> list[str]:
     return sorted(set(found))
 
 
-def test_no_module_imports_a_layer_above_its_own():
+def test_should_import_no_layer_above_a_module_own_layer():
     assert upward_imports(PACKAGES) == []
 
 
-def test_every_module_is_in_a_known_layer_and_the_check_reads_them_all():
+def test_should_place_every_module_in_a_known_layer_and_read_them_all():
     found = modules(PACKAGES)
     assert len(found) > 100
     assert {"async_triggers.cli.trigger", "async_triggers.spark_jobs.verify", "async_triggers.cluster.network",
@@ -75,7 +75,7 @@ def test_every_module_is_in_a_known_layer_and_the_check_reads_them_all():
     assert layer("async_triggers.spark_jobs.verify") == 2 and layer("async_triggers.errors") == 1
 
 
-def test_a_planted_upward_import_is_found(tmp_path):
+def test_should_find_a_planted_upward_import(tmp_path):
     core, jobs = tmp_path / "pycontrol", tmp_path / "spark_jobs"
     for folder in (core, core / "cli", jobs):
         folder.mkdir(parents=True)
@@ -92,7 +92,7 @@ def test_a_planted_upward_import_is_found(tmp_path):
     assert not any("exit_codes (cli) imports" in f for f in found)
 
 
-def test_library_code_prints_nothing():
+def test_should_print_nothing_from_library_code():
     """The core and the clusters say things through logging, callbacks or return values; printing is for command
     lines (the CLI, a Spark job's or a benchmark's main)."""
     printing = []

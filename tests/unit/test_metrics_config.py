@@ -14,7 +14,7 @@ JAVA_METRICS = (Path(__file__).resolve().parents[2] / "trigger-plugin" / "src" /
                 / "asynctriggers" / "metrics" / "CassandraMetrics.java")
 
 
-def test_every_metric_the_dashboard_queries_is_produced_by_the_exporter_config():
+def test_should_produce_every_metric_the_dashboard_queries_in_the_exporter_config():
     queries = dashboard_queries()
     assert len(queries) >= 10
     for expr in queries:
@@ -23,13 +23,13 @@ def test_every_metric_the_dashboard_queries_is_produced_by_the_exporter_config()
         assert names <= exporter_names(), f"{expr!r} reads {names - exporter_names()}, which the config does not produce"
 
 
-def test_the_name_check_catches_a_name_the_config_does_not_produce():
+def test_should_catch_a_metric_name_the_exporter_config_does_not_produce():
     names = query_metric_names('sum by (flow) (rate(async_triggers_completed_tasks_total{flow=~"$flow"}[5m])) / 1e3')
     assert names == {"async_triggers_completed_tasks_total"}
     assert not names <= exporter_names()
 
 
-def test_the_dashboard_shows_pending_age_lag_percentiles_retries_and_dead_letters_per_flow_and_node():
+def test_should_chart_pending_age_lag_retries_and_dead_letters_per_flow_and_node():
     used = set().union(*(query_metric_names(q) for q in dashboard_queries()))
     assert {"async_triggers_pending", "async_triggers_oldest_pending_age_ms", "async_triggers_propagation_lag_ms",
             "async_triggers_retried_total", "async_triggers_dead_lettered_total"} <= used
@@ -39,7 +39,7 @@ def test_the_dashboard_shows_pending_age_lag_percentiles_retries_and_dead_letter
     assert all('flow=~"$flow"' in q and 'instance=~"$node"' in q for q in flow_queries)
 
 
-def test_the_dashboard_is_importable_with_a_data_source_variable():
+def test_should_make_the_dashboard_importable_with_a_data_source_variable():
     dashboard = json.loads(DASHBOARD.read_text())
     variables = {v["name"]: v for v in dashboard["templating"]["list"]}
     assert variables["datasource"]["type"] == "datasource" and variables["datasource"]["query"] == "prometheus"
@@ -50,7 +50,7 @@ def test_the_dashboard_is_importable_with_a_data_source_variable():
     assert dashboard["uid"] and dashboard["schemaVersion"] >= 36
 
 
-def test_the_exporter_config_has_a_rule_for_every_metric_the_plugin_registers():
+def test_should_have_an_exporter_rule_for_every_metric_the_plugin_registers():
     registered = set(re.findall(r'public static final String \w+ = "(\w+)";', JAVA_METRICS.read_text())) - {"AsyncTriggers"}
     assert len(registered) == 15
     rules = yaml.safe_load(EXPORTER_CONFIG.read_text())["rules"]

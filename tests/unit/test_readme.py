@@ -40,7 +40,7 @@ def options_of(command) -> set[str]:
     return {o for p in command.params for o in (*getattr(p, "opts", ()), *getattr(p, "secondary_opts", ()))}
 
 
-def test_the_readme_is_short_with_contents_and_its_sources_by_title():
+def test_should_keep_the_readme_short_with_contents_and_its_sources_by_title():
     text = README.read_text()
     assert len(text.splitlines()) <= 250
     text = " ".join(text.split())
@@ -50,7 +50,7 @@ def test_the_readme_is_short_with_contents_and_its_sources_by_title():
     assert "make demo" in text and "make test" in text
 
 
-def test_every_file_the_readme_links_exists():
+def test_should_link_only_files_that_exist_from_the_readme():
     text = README.read_text()
     for target in re.findall(r"\]\(([^)#]+)\)", text):
         assert (ROOT / target).exists(), target
@@ -58,7 +58,7 @@ def test_every_file_the_readme_links_exists():
         assert (ROOT / path).exists(), path
 
 
-def test_every_ctl_command_the_readme_shows_exists_with_its_options():
+def test_should_show_only_ctl_commands_and_options_that_exist_in_the_readme():
     lines = ctl_lines(README.read_text())
     assert len(lines) >= 12
     root_options = options_of(get_command(cli.app))
@@ -71,7 +71,7 @@ def test_every_ctl_command_the_readme_shows_exists_with_its_options():
         assert not unknown, f"{line!r}: {command.name} has no {sorted(unknown)}"
 
 
-def test_the_check_catches_a_command_or_an_option_that_does_not_exist():
+def test_should_catch_a_ctl_command_or_option_that_does_not_exist():
     command, rest = resolve(["trigger", "drop", "FLOW", "--drain"])
     assert command.name == "drop" and "--drain" in options_of(command)
     assert "--force" not in options_of(command)

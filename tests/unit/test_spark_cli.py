@@ -11,13 +11,13 @@ def ctl(home, *args):
                           capture_output=True, text=True, timeout=60)
 
 
-def test_a_cluster_without_workers_is_bad_input(tmp_path):
+def test_should_refuse_a_spark_cluster_without_workers_as_bad_input(tmp_path):
     done = ctl(tmp_path, "up", "--workers", "0")
     assert done.returncode == 2
     assert "a standalone cluster needs at least one worker with one core, found: 0 worker(s) of 1 core(s)" in done.stderr
 
 
-def test_a_taken_port_is_named_before_anything_starts(tmp_path):
+def test_should_name_a_taken_port_before_anything_starts(tmp_path):
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
@@ -28,7 +28,7 @@ def test_a_taken_port_is_named_before_anything_starts(tmp_path):
     assert not (tmp_path / "spark-standalone" / "t").exists()
 
 
-def test_status_and_down_of_a_cluster_never_started(tmp_path):
+def test_should_report_none_on_status_and_not_running_on_down_of_a_cluster_never_started(tmp_path):
     status = ctl(tmp_path, "status", "--name", "nope", "--json")
     assert status.returncode == 1 and json.loads(status.stdout)["status"] == "NONE"
     down = ctl(tmp_path, "down", "--name", "nope")

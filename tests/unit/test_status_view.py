@@ -27,7 +27,7 @@ STATUSES = [report("10.0.0.1", pending=4, active=1, backlog=7, oldest_pending_ms
             report("10.0.0.1", flow="copy", completed=5)]
 
 
-def test_a_line_per_flow_counts_only_fresh_reports_and_shows_nodes_reporting_per_data_center():
+def test_should_count_only_fresh_reports_per_flow_and_show_nodes_reporting_per_data_center():
     [copy, timeline] = status_view.summarize(["copy", "timeline"], STATUSES, HOSTS, {"timeline": 2}, NOW)
     assert (timeline.pending, timeline.backlog, timeline.lag_ms, timeline.completed) == (5, 7, 2500, 150)
     assert timeline.state == "degraded" and timeline.nodes == {"dc1": (2, 2), "dc2": (0, 1)}
@@ -39,7 +39,7 @@ def test_a_line_per_flow_counts_only_fresh_reports_and_shows_nodes_reporting_per
     assert text[2].split() == ["timeline", "degraded", "5", "7", "2s", "-", "150", "2", "dc1", "2/2", "dc2", "0/1"]
 
 
-def test_the_rate_comes_from_two_samples_and_a_healthy_flow_runs():
+def test_should_compute_the_rate_from_two_samples_and_show_a_healthy_flow_running():
     hosts = HOSTS[:2]
     first = status_view.summarize(["timeline"], STATUSES[:2], hosts, {}, NOW)
     later = [report("10.0.0.1", completed=130, age_s=0), report("10.0.0.2", completed=80, age_s=0)]
@@ -54,7 +54,7 @@ def test_the_rate_comes_from_two_samples_and_a_healthy_flow_runs():
     assert line.rate == 3.0, "node1's 30 in 10 s; node2's counter went back, it adds nothing rather than less"
 
 
-def test_the_node_table_shows_data_center_rack_and_the_nodes_that_do_not_report():
+def test_should_show_data_center_rack_and_silent_nodes_in_the_node_table():
     rows = status_view.node_rows(["timeline"], STATUSES, HOSTS, NOW)
     assert [(r["node"], r["dc"], r["rack"], r["state"]) for r in rows] == [
         ("10.0.0.1", "dc1", "r1", "running"), ("10.0.0.2", "dc1", "r2", "running"), ("10.0.0.3", "dc2", "r1", "down")]
@@ -68,7 +68,7 @@ def test_the_node_table_shows_data_center_rack_and_the_nodes_that_do_not_report(
     assert row["state"] == "not reporting" and row["last_report_s"] is None
 
 
-def test_durations_read_like_people_write_them():
+def test_should_write_durations_as_people_write_them():
     assert [status_view.duration(ms) for ms in (0, 850, 12_000, 245_000, 7_800_000)] == \
         ["0", "850ms", "12s", "4m05s", "2h10m"]
 
@@ -98,7 +98,7 @@ def _cli(monkeypatch, deployed=("timeline", "copy")):
     return cli_trigger.app
 
 
-def test_the_command_refuses_an_unknown_flow_and_prints_json_lines_when_watching(monkeypatch):
+def test_should_refuse_an_unknown_flow_and_print_json_lines_when_watching(monkeypatch):
     app = _cli(monkeypatch)
     runner = CliRunner()
     unknown = runner.invoke(app, ["status", "nope"], obj=config.load())
