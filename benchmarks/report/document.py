@@ -6,20 +6,14 @@ import statistics
 from pathlib import Path
 from typing import Sequence
 
-from async_triggers.benchmarks.report import reference
+from async_triggers.benchmarks.report import generated_docs, reference
 from async_triggers.benchmarks.report.figures import figures, scalability_series
-from async_triggers.benchmarks.report.format import NA, md_table
-from async_triggers.benchmarks.report.runs import check_commits, latest, repetition, with_burst_base
+from async_triggers.benchmarks.report.format import NA
+from async_triggers.benchmarks.report.runs import (check_commits, default_nodes, latest, repetition,
+                                                   with_burst_base)
 from async_triggers.benchmarks.report.tables import resource_table, response_table
-from async_triggers.benchmarks.report.targets import targets
+from async_triggers.benchmarks.report.targets import targets_table
 from async_triggers.benchmarks.results import load_runs
-
-
-def default_nodes(runs: Sequence[dict]) -> int:
-    """The node count Tables 1-3 and the targets use: the report's 2 when we measured at 2 nodes, else the
-    smallest count with a measured saturating run (a smoke run on the test suite's 3-node cluster)."""
-    counts = sorted({r["db_nodes"] for r in runs if r["experiment"] == "saturating" and not r.get("projected")})
-    return reference.TABLE_1["db_nodes"] if not counts or reference.TABLE_1["db_nodes"] in counts else counts[0]
 
 
 def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, db_nodes: int | None = None,
@@ -41,7 +35,7 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
              + ("" if len(commits) == 1 else " Commits were mixed on purpose (--allow-mixed-commits): each run's "
                                               "commit is in its file."), "",
              "## Targets", ""]
-    lines += md_table(["target", "measured", "verdict"], [list(t) for t in targets(runs, db_nodes)])
+    lines += targets_table(runs, db_nodes)
     runs = [r for r in runs if r.get("valid", True)]   # the invalid ones are named in the targets, used nowhere
     highest_burst = [r for r in runs if r["experiment"] == "burst" and get_base(r) == "highest"]
     runs = with_burst_base(runs, "lowest")
@@ -119,7 +113,8 @@ def _figure_6b(runs: Sequence[dict], figure_paths: dict[str, Path]) -> list[str]
 
 def build(results_dir: Path, out: Path | None = None, db_nodes: int | None = None,
           plots: bool = True, allow_mixed_commits: bool = False) -> Path:
-    """Read the runs, write ``report.md`` and the figures into ``out`` (default: the results directory)."""
+    """Read the runs, write ``report.md`` and the figures into ``out`` (default: the results directory); when that
+    is the committed benchmarks/results, rewrite docs/benchmarks.md's generated block from the same runs."""
     runs = load_runs(results_dir)
     check_commits(runs, allow_mixed_commits)
     out = Path(out or results_dir)
@@ -129,4 +124,6 @@ def build(results_dir: Path, out: Path | None = None, db_nodes: int | None = Non
     figure_paths = figures([r for r in runs if r.get("valid", True)], out) if plots else {}
     path = out / "report.md"
     path.write_text(markdown(runs, figure_paths, db_nodes, allow_mixed_commits) + "\n")
+    if generated_docs.is_committed_report(path):   # the committed report: the docs' copy of it follows
+        generated_docs.update_generated_block(generated_docs.DOCS, generated_docs.render(runs, db_nodes))
     return path

@@ -11,6 +11,14 @@ import statistics
 from typing import Any, Callable, Sequence
 
 from async_triggers.benchmarks.errors import ResultsError
+from async_triggers.benchmarks.report import reference
+
+
+def default_nodes(runs: Sequence[dict]) -> int:
+    """The node count Tables 1-3 and the targets use: the report's 2 when we measured at 2 nodes, else the
+    smallest count with a measured saturating run (a smoke run on the test suite's 3-node cluster)."""
+    counts = sorted({r["db_nodes"] for r in runs if r["experiment"] == "saturating" and not r.get("projected")})
+    return reference.TABLE_1["db_nodes"] if not counts or reference.TABLE_1["db_nodes"] in counts else counts[0]
 
 
 def latest(runs: Sequence[dict], experiment: str, app: str, db_nodes: int | None = None) -> dict | None:

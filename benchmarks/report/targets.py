@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Callable, Sequence
 
 from async_triggers.benchmarks.report import reference
-from async_triggers.benchmarks.report.format import NA
+from async_triggers.benchmarks.report.format import NA, md_table
 from async_triggers.benchmarks.report.runs import (app_cost_per_message, get, latest, repetition, repetitions,
                                                    with_burst_base)
 
@@ -112,6 +112,11 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         rows.append((name, NA, "not measured") if not missing
                     else (name, ", ".join(str(m) for m in missing) + " missing", "met" if not any(missing) else "MISSED"))
     return rows
+
+
+def targets_table(runs: Sequence[dict], db_nodes: int = 2) -> list[str]:
+    """The targets as report.md's "## Targets" table, markdown lines (docs/benchmarks.md's generated block too)."""
+    return md_table(["target", "measured", "verdict"], [list(t) for t in targets(runs, db_nodes)])
 
 
 def highest_offered(runs: Sequence[dict]) -> float | None:

@@ -138,7 +138,8 @@ def report(results: Path = typer.Argument(DEFAULT_OUT, help="Results directory."
            out: Path = typer.Option(None, "--out", help="Where report.md and the PNGs go (default: RESULTS)."),
            db_nodes: int = _NODES, plots: bool = typer.Option(True, "--plots/--no-plots"),
            allow_mixed_commits: bool = _MIXED, as_json: bool = _JSON):
-    """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs."""
+    """Tables 1-4 beside the report's numbers, the targets, Figures 6-8 as PNGs; from the committed results, also
+    the generated targets block of docs/benchmarks.md."""
     from async_triggers.benchmarks import report as report_mod
     with errors_to_exit():
         path = report_mod.build(results, out, db_nodes, plots=plots, allow_mixed_commits=allow_mixed_commits)
