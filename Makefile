@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -50,6 +50,24 @@ install: venv plugin cassandra spark-jars
 # The main job: a 2-node cluster, the Twitter flow deployed, a follower graph, 1,000 tweets, a Spark check.
 demo: install
 	$(CTL) demo
+
+# docs/img/dashboard.png, the README's picture of the Grafana dashboard drawn without Grafana. On the running local
+# cluster CLUSTER (default demo: the one `make demo` leaves up; node count read from it): a Prometheus scraping its
+# nodes every 2 s (`ctl cluster prometheus up`), the demo again with DASHBOARD_TWEETS tweets (a few minutes of
+# writes and fan-out: pending, lag, completions/s), every panel drawn from what it scraped (`ctl trigger dashboard`),
+# and Prometheus stopped, also when a step fails. Its data stays in the cluster's dir until `ctl cluster down`.
+CLUSTER ?= demo
+DASHBOARD_TWEETS ?= 20000
+dashboard-picture: venv promtool
+	@set -euo pipefail; \
+	nodes=$$($(CTL) cluster status --name $(CLUSTER) --json | $(PY) -c 'import json, sys; print(len(json.load(sys.stdin)))'); \
+	$(CTL) cluster prometheus up --name $(CLUSTER); \
+	trap '$(CTL) cluster prometheus down --name $(CLUSTER)' EXIT; \
+	started=$$(date +%s); \
+	$(CTL) demo --name $(CLUSTER) --nodes $$nodes --tweets $(DASHBOARD_TWEETS); \
+	sleep 20; \
+	$(CTL) trigger dashboard --name $(CLUSTER) --since $$(( $$(date +%s) - started + 30 ))s --rate-interval 20s \
+	  --out docs/img/dashboard.png
 
 test-java:
 	mvn -q -B -f trigger-plugin/pom.xml test

@@ -15,6 +15,7 @@
                                                          the Prometheus JMX exporter when the cluster has it)
     metrics_url(cluster_dir, address) -> str | None      a node's Prometheus scrape URL (http://<address>:7070/metrics)
     nodetool(settings, node, args, name) -> str
+    prometheus.up / down(settings, name, progress)       a Prometheus scraping the nodes' exporters (prometheus.py)
     wait_for_cql(addresses, timeout)
 
 Library code raises async_triggers.errors.ClusterError and reports progress through the callback it is given.

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..config import Settings
 from ..errors import ClusterError
-from . import ccm_driver as ccm, install, node_process
+from . import ccm_driver as ccm, install, node_process, prometheus
 from .ccm_driver import Progress
 from .model import ClusterInfo
 
@@ -112,6 +112,7 @@ def down(settings: Settings, name: str | None = None, progress: Progress | None 
             if ccm.alive(node):
                 progress(f"killing {node.name} (pid {node.pid})")
                 node_process.signal_and_wait(node, signal.SIGKILL, 30.0)
+    prometheus.stop(path / prometheus.FOLDER, progress)   # `ctl cluster prometheus up`'s server, if it runs
     progress(f"removing {path}")
     shutil.rmtree(path, ignore_errors=True)
     if path.exists():

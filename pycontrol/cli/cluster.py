@@ -194,3 +194,32 @@ def cqlsh(ctx: typer.Context, node: str = typer.Argument("node1", help="node1, n
         argv = cl.cqlsh_command(ctx.obj, node, list(args or []) + list(ctx.args), name)
     sys.stdout.flush()
     os.execv(argv[0], argv)
+
+
+prometheus_app = typer.Typer(help="A Prometheus server scraping the local cluster's nodes every 2 s (Debian's "
+                                  "/usr/bin/prometheus; `make promtool` installs it), for `ctl trigger dashboard`.",
+                             no_args_is_help=True)
+app.add_typer(prometheus_app, name="prometheus")
+
+
+@prometheus_app.command("up")
+def prometheus_up(ctx: typer.Context, name: Optional[str] = NAME,
+                  as_json: bool = typer.Option(False, "--json", help="The server as JSON.")):
+    """Start Prometheus on a free port of 127.0.0.1, scraping every node's exporter (a running one reloads its
+    config); print its URL. Its config, data and log live in the cluster's dir, under prometheus/."""
+    from ..cluster import prometheus
+    with errors_to_exit():
+        server = prometheus.up(ctx.obj, name, _progress)
+    typer.echo(json.dumps({"cluster": name or ctx.obj.cluster_name, **server.as_dict()}) if as_json else server.url)
+
+
+@prometheus_app.command("down")
+def prometheus_down(ctx: typer.Context, name: Optional[str] = NAME, as_json: bool = typer.Option(False, "--json")):
+    """Stop the cluster's Prometheus (its data stays until `ctl cluster down`). None running is no error."""
+    from ..cluster import prometheus
+    with errors_to_exit():
+        resolved = name or ctx.obj.cluster_name
+        stopped = prometheus.down(ctx.obj, name, _progress)
+    typer.echo(json.dumps({"cluster": resolved, "stopped": stopped}) if as_json
+               else f"stopped the Prometheus of cluster {resolved}" if stopped
+               else f"no Prometheus runs for cluster {resolved}")

@@ -1,5 +1,6 @@
 """`ctl trigger ...`: render, deploy, list, status, pause, resume, wait for and drop flows; their dead letters in
-`ctl trigger dlq` (dlq.py), their backfill in `ctl trigger backfill` (backfill.py)."""
+`ctl trigger dlq` (dlq.py), their backfill in `ctl trigger backfill` (backfill.py), their metrics drawn by
+`ctl trigger dashboard` (dashboard.py)."""
 from __future__ import annotations
 
 import datetime as dt
@@ -13,7 +14,7 @@ import typer
 from .. import deploy as deploy_mod, dlq, keyspace, pause as pause_mod, render, replication as replication_mod, \
     status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
-from . import backfill as cli_backfill, dlq as cli_dlq
+from . import backfill as cli_backfill, dashboard as cli_dashboard, dlq as cli_dlq
 from .exit_codes import errors_to_exit
 from .options import confirm, connection_options
 from ..cql import connect
@@ -108,6 +109,7 @@ def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Pyth
 
 
 app.command("backfill")(cli_backfill.backfill)
+app.command("dashboard")(cli_dashboard.dashboard)
 
 
 @app.command("list")
