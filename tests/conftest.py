@@ -26,12 +26,16 @@ TIERS = {"unit": "unit", "cluster": "cluster", "spark": "spark", "bench": "bench
 
 
 def pytest_collection_modifyitems(session, config, items):
-    """Every test gets its folder's marker. Modules that make and remove a cluster of their own on 127.0.0.x run
+    """Every test gets its folder's marker, and the cluster tests listed in tests/extended.py the marker
+    ``extended``. Modules that make and remove a cluster of their own on 127.0.0.x run
     before the session's cluster starts (it holds those addresses until the end, and such a module would skip)."""
+    from extended import is_extended
     for item in items:
         tier = TIERS.get(item.path.parent.name)
         if tier:
             item.add_marker(tier)
+        if tier == "cluster" and is_extended(item.path.name, item.originalname):
+            item.add_marker("extended")
     first = [item for item in items if item.path.name in OWN_CLUSTERS_FIRST]
     if first:
         items[:] = first + [item for item in items if item.path.name not in OWN_CLUSTERS_FIRST]
