@@ -135,14 +135,17 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
                    + ("  PAUSED" if r["paused"] else ""))
 
 
-def _status_sample(session, names: Sequence[str], previous: dict | None) -> tuple[list, list, dict]:
-    """One read of the flows' reports: (the summary's lines, the per-node rows, the sample the next rate starts from)."""
+def _status_sample(session, names: Sequence[str], previous: dict | None,
+                   summary: bool = True) -> tuple[list, list, dict]:
+    """One read of the flows' reports: (the summary's lines, empty unless ``summary`` (it counts each flow's dead
+    letters: a read per flow), the per-node rows, the sample the next rate starts from)."""
     from .. import status_view
     deployed = deploy_mod.require_deployed(session, names)
     flows = sorted(names or deployed)
     now = dt.datetime.utcnow()
     statuses, hosts = status_mod.read(session, flows), status_view.hosts_of(session)
-    lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now, previous)
+    lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now,
+                                  previous) if summary else []
     return (lines, status_view.node_rows(flows, statuses, hosts, now),
             {f: (now, status_view.completed_by_node(f, statuses, now)) for f in flows})
 
@@ -169,7 +172,7 @@ def status_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(None),
         with connect(ctx.obj) as session:
             previous = None
             while True:
-                lines, rows, previous = _status_sample(session, flow or [], previous)
+                lines, rows, previous = _status_sample(session, flow or [], previous, summary=not nodes)
                 items = rows if nodes else lines
                 if watch and not as_json:
                     typer.echo(f"--- {dt.datetime.now():%H:%M:%S}")
