@@ -61,29 +61,32 @@ def render(runs: Sequence[dict], db_nodes: int | None = None) -> str:
     return "\n".join([which_run(runs), "", *targets_table(runs, db_nodes or default_nodes(runs))])
 
 
+def _split(path: Path) -> tuple[str, str, str]:
+    """``path``'s text as (what comes before :data:`BEGIN`, the block between the markers, what follows :data:`END`);
+    DocsError, naming the file, when it cannot be read or the markers are not there, each once and in that order."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise DocsError(f"{path}: cannot read the file with the generated block: {e}") from e
+    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
+        raise DocsError(f"{path}: no generated block: it needs the line {BEGIN!r} and, after it, the line {END!r}, "
+                        f"each once")
+    head, rest = text.split(BEGIN, 1)
+    block, tail = rest.split(END, 1)
+    return head, block, tail
+
+
 def update_generated_block(path: Path, text: str) -> bool:
     """Replace what lies between :data:`BEGIN` and :data:`END` in ``path`` with ``text``; True when the file
     changed. Refuses (naming the file) when the markers are not there, each once and in that order."""
-    path = Path(path)
-    try:
-        old = path.read_text()
-    except OSError as e:
-        raise DocsError(f"{path}: cannot read the file with the generated block: {e}") from e
-    if old.count(BEGIN) != 1 or old.count(END) != 1 or old.index(BEGIN) > old.index(END):
-        raise DocsError(f"{path}: no generated block to rewrite: it needs the line {BEGIN!r} and, after it, the "
-                        f"line {END!r}, each once")
-    head, rest = old.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    new = f"{head}{BEGIN}\n{text.strip(chr(10))}\n{END}{tail}"
-    if new == old:
+    head, block, tail = _split(path)
+    new = f"{BEGIN}\n{text.strip(chr(10))}\n{END}"
+    if new == f"{BEGIN}{block}{END}":
         return False
-    path.write_text(new)
+    Path(path).write_text(f"{head}{new}{tail}")
     return True
 
 
 def generated_block(path: Path) -> str:
     """What lies between the markers in ``path`` now (without the newlines next to them)."""
-    text = Path(path).read_text()
-    if BEGIN not in text or END not in text.split(BEGIN, 1)[1]:
-        raise DocsError(f"{path}: no generated block: the markers {BEGIN!r} and {END!r} are missing")
-    return text.split(BEGIN, 1)[1].split(END, 1)[0].strip("\n")
+    return _split(path)[1].strip("\n")
