@@ -98,21 +98,31 @@ def write_rows(session, ids, consistency="QUORUM"):
     assert all(ok for ok, _ in results)
 
 
-def wait_rows(session, table: str, expected: int, timeout: float) -> float:
-    """Seconds until ``table`` holds ``expected`` rows (read at ALL of the live replicas: ONE per token range)."""
+def _wait(session, query: str, short_by, timeout: float) -> float:
+    """Seconds until ``short_by(rows of query)`` says nothing is missing (a falsy answer); else fails with its last
+    answer. A read that fails (a node just killed is not convicted yet: its reads time out) is tried again."""
     started = time.monotonic()
-    count = -1
+    short = "no read succeeded"
     while time.monotonic() - started < timeout:
         try:
-            count = session.execute(f"SELECT count(*) FROM {table}", timeout=60).one()[0]
-        except Exception as e:  # noqa: BLE001 - a node just killed is not convicted yet: its reads time out
-            print(f"[faults] count of {table} failed ({type(e).__name__}); again")
+            rows = session.execute(query, timeout=60)
+        except Exception as e:  # noqa: BLE001
+            print(f"[faults] {query} failed ({type(e).__name__}); again")
             time.sleep(1)
             continue
-        if count >= expected:
+        short = short_by(rows)
+        if not short:
             return time.monotonic() - started
         time.sleep(1)
-    raise AssertionError(f"{table}: {count} rows after {timeout} s, expected {expected}")
+    raise AssertionError(f"{query}: {short} after {timeout} s")
+
+
+def wait_rows(session, table: str, expected: int, timeout: float) -> float:
+    """Seconds until ``table`` holds ``expected`` rows (read at ALL of the live replicas: ONE per token range)."""
+    def short_by(rows):
+        count = rows.one()[0]
+        return count < expected and f"{count} rows, expected {expected}"
+    return _wait(session, f"SELECT count(*) FROM {table}", short_by, timeout)
 
 
 def wait_ids(session, ids, timeout: float) -> float:
@@ -120,20 +130,11 @@ def wait_ids(session, ids, timeout: float) -> float:
     the tests of this module run alone or in any subset, `make test` keeping some and `make test-extended` the
     others; a kept cluster may hold an earlier session's rows)."""
     wanted = set(ids)
-    started = time.monotonic()
-    left = len(wanted)
-    while time.monotonic() - started < timeout:
-        try:
-            present = {row.id for row in session.execute("SELECT id FROM flt.dst", timeout=60)}
-        except Exception as e:  # noqa: BLE001 - a node just killed is not convicted yet: its reads time out
-            print(f"[faults] read of flt.dst failed ({type(e).__name__}); again")
-            time.sleep(1)
-            continue
-        left = len(wanted - present)
-        if not left:
-            return time.monotonic() - started
-        time.sleep(1)
-    raise AssertionError(f"flt.dst: {left} of {len(wanted)} rows missing after {timeout} s")
+
+    def short_by(rows):
+        left = len(wanted - {row.id for row in rows})
+        return left and f"{left} of {len(wanted)} rows missing"
+    return _wait(session, "SELECT id FROM flt.dst", short_by, timeout)
 
 
 def all_up(settings) -> None:
