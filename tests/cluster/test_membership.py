@@ -18,8 +18,8 @@ from helpers import ROOT, drain, run_ctl
 NAME = "atc-members"
 FLOW = "twitter_timeline"
 FOLLOWERS = {a: list(range(1000 + 100 * a, 1000 + 100 * a + 20)) for a in range(1, 11)}   # 10 authors, 20 each
-# its own target (make test-membership) for now: its executions per write varied from 1.03x to 1.21x between two
-# runs (the target is 1.1x), and a fresh-clone run failed it (likely on that ratio)
+# its own target (make test-membership): five minutes with a cluster of its own. Its executions per write were
+# 1.21x and 1.32x before a worker left a task to its row's new executor (backup/Handover), 1.05x and 1.01x after
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.own_target]
 
 
@@ -133,5 +133,6 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
     executed = sum(seen.values())
     print(f"membership: {tweets} tweets ({writer.errors} client retries), {executed} tasks completed "
           f"({executed / tweets:.2f}x), by node {seen}; taken over or resumed, by node {taken}")
-    # the target (1.1x) is a measured figure, printed above; a storm (leftover entries run again every scan) is not
-    assert executed <= 1.5 * tweets, f"{executed} tasks for {tweets} writes: re-executions ({seen})"
+    # a node that joins (or replaces another) runs the backlog of its rows from their entries; the node that queued
+    # them before leaves them (backup/Handover): each runs about once
+    assert executed <= 1.1 * tweets, f"{executed} tasks for {tweets} writes: re-executions ({seen}; taken {taken})"

@@ -18,6 +18,7 @@ import org.apache.cassandra.utils.FBUtilities;
 import org.asynctriggers.backup.Backlog;
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.ExecutorChoice;
+import org.asynctriggers.backup.Handover;
 import org.asynctriggers.backup.HeldTasks;
 import org.asynctriggers.backup.Ownership;
 import org.asynctriggers.backup.PeerStatus;
@@ -78,7 +79,7 @@ public final class Node
         FlowFactory factory = new FlowFactory(new FlowExecutors(b.gateway, b.columnTypes, b.handlerLoader, b.threadFactory),
                                               new FlowWorkers(b.threadFactory, b.nanoClock, b.wallClockMillis, b.retrySchedulers,
                                                               b.jitter, b.sleeper, deadLetters),
-                                              b.spillDirs, b.backupTables, held);
+                                              b.spillDirs, b.backupTables, held, new Handover(ownership, held));
         this.mbeans = b.mbeans;
         this.flows = new Flows(factory, b.mbeans, new CassandraMetrics(b.metricsRegistry, backlog::liveEntries),
                                b.drainMillis, held, started -> {

@@ -1,8 +1,11 @@
 package org.asynctriggers.backup;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.atomic.AtomicLong;
 
 import org.asynctriggers.task.Task;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The end of a backup entry's life, for the tasks of one flow version: resume positions are recorded in its backup
@@ -10,14 +13,37 @@ import org.asynctriggers.task.Task;
  */
 public final class EntryCompletion implements TaskEntries
 {
+    private static final Logger logger = LoggerFactory.getLogger(EntryCompletion.class);
     /** null when the flow keeps no backup entries */
     private final BackupTable table;
     private final HeldTasks held;
+    /** null: every task queued here runs here */
+    private final Handover handover;
+    private final AtomicLong left = new AtomicLong();
 
     public EntryCompletion(BackupTable table, HeldTasks held)
     {
+        this(table, held, null);
+    }
+
+    public EntryCompletion(BackupTable table, HeldTasks held, Handover handover)
+    {
         this.table = table;
         this.held = held;
+        this.handover = handover;
+    }
+
+    @Override
+    public boolean leaves(Task task)
+    {
+        if (table == null || handover == null || !handover.leaves(table, task))
+            return false;
+        held.release(task);
+        long n = left.incrementAndGet();
+        if (n == 1 || n % 1000 == 0)
+            logger.info("Flow '{}': {} queued task(s) left to their rows' executors since this node started (the ring changed): {}",
+                        task.flow(), n, task);
+        return true;
     }
 
     @Override

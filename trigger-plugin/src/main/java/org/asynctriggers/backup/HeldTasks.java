@@ -21,6 +21,8 @@ public final class HeldTasks
     private final Map<UUID, Object> holders = new ConcurrentHashMap<>();
     /** id to the wall-clock millis it finished at */
     private final Map<UUID, Long> recentlyDone = new ConcurrentHashMap<>();
+    /** tasks queued here whose backup entry could not be written here: their queue may be their only copy */
+    private final Map<UUID, Boolean> unbacked = new ConcurrentHashMap<>();
     private final LongSupplier wallClockMillis;
 
     public HeldTasks(LongSupplier wallClockMillis)
@@ -44,6 +46,18 @@ public final class HeldTasks
     public void release(Task task)
     {
         holders.remove(task.id());
+        unbacked.remove(task.id());
+    }
+
+    /** The task was captured here without its backup entry (it could not be written): never left to another node. */
+    public void unbacked(Task task)
+    {
+        unbacked.put(task.id(), Boolean.TRUE);
+    }
+
+    public boolean isUnbacked(Task task)
+    {
+        return unbacked.containsKey(task.id());
     }
 
     /** The task finished here (done, a dead letter, or discarded). */
@@ -51,6 +65,7 @@ public final class HeldTasks
     {
         recentlyDone.put(task.id(), wallClockMillis.getAsLong());
         holders.remove(task.id());
+        unbacked.remove(task.id());
     }
 
     /** Whether the task is queued, spilled, waiting for a retry or running here. */
@@ -67,7 +82,12 @@ public final class HeldTasks
     /** A retired flow version holds nothing any more. */
     public void forget(Object holder)
     {
-        holders.values().removeIf(h -> h == holder);
+        holders.entrySet().removeIf(e -> {
+            boolean gone = e.getValue() == holder;
+            if (gone)
+                unbacked.remove(e.getKey());
+            return gone;
+        });
     }
 
     /** Forgets the tasks that finished longer ago than {@link #RECENTLY_DONE_MILLIS}. */

@@ -37,6 +37,23 @@ public final class Ownership
         }
     }
 
+    /**
+     * Whether another live node executes the tasks of this row now (the ring changed since this node took them: a
+     * node joined before it in the row's replica order, or came back); false while the ring is not known.
+     */
+    public boolean executedElsewhere(String keyspace, Token token)
+    {
+        try
+        {
+            String executor = executors.executorOf(keyspace, token);
+            return executor != null && !executor.equals(executors.self());
+        }
+        catch (RuntimeException e)
+        {
+            return false;
+        }
+    }
+
     /** Whether this node is a natural replica of the row now; true while the ring is not known (decided later). */
     public boolean replicates(String keyspace, Token token)
     {

@@ -21,6 +21,17 @@ public interface TaskEntries
      */
     void released(Task task);
 
+    /**
+     * Whether a worker leaves this task, queued here when this node executed its row, to the node that executes the
+     * row now (docs/design.md, "Who executes a task": handover): its entry stays, that node's scan runs it, and this
+     * node forgets it held it. Never a task read back from an entry (an orphan adopted here would be left again and
+     * again), nor one whose entry could not be written here.
+     */
+    default boolean leaves(Task task)
+    {
+        return false;
+    }
+
     /** Whether a backup entry holds each task (false: the flow keeps none, its queue is the only copy). */
     default boolean holdsTasks()
     {

@@ -5,6 +5,7 @@ import java.util.function.Function;
 
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.EntryCompletion;
+import org.asynctriggers.backup.Handover;
 import org.asynctriggers.backup.HeldTasks;
 import org.asynctriggers.execute.FlowExecutors;
 import org.asynctriggers.metrics.FlowMetrics;
@@ -19,15 +20,18 @@ public final class FlowFactory
     /** the backup table a flow completes entries in; null for none */
     private final Function<FlowSpec, BackupTable> backupTables;
     private final HeldTasks held;
+    /** null: a task queued here always runs here */
+    private final Handover handover;
 
     public FlowFactory(FlowExecutors executors, FlowWorkers workers, Function<String, Path> spillDirs,
-                       Function<FlowSpec, BackupTable> backupTables, HeldTasks held)
+                       Function<FlowSpec, BackupTable> backupTables, HeldTasks held, Handover handover)
     {
         this.executors = executors;
         this.workers = workers;
         this.spillDirs = spillDirs;
         this.backupTables = backupTables;
         this.held = held;
+        this.handover = handover;
     }
 
     /**
@@ -40,7 +44,7 @@ public final class FlowFactory
         Flow flow = new Flow(spec, executors.executorOf(spec)::execute, spillDirs.apply(spec.name), workers,
                              replaced == null ? FlowMetrics.newLagHistogram() : replaced.propagationLag());
         flow.backupTable = backupTables.apply(spec);
-        flow.entries(new EntryCompletion(flow.backupTable, held));
+        flow.entries(new EntryCompletion(flow.backupTable, held, handover));
         if (paused)
             flow.pause();
         flow.start();

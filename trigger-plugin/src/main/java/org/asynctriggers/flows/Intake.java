@@ -75,7 +75,13 @@ public final class Intake implements CaptureSink
             if (flow == null)
                 park(task);
             else
-                offer(flow, task, false);
+            {
+                boolean unbacked = entriesWritten == 0 && flow.backupTable != null;
+                if (unbacked)
+                    held.unbacked(task); // before a worker can take it: it runs here whatever the ring says
+                if (!offer(flow, task, false) && unbacked && !held.isHeld(task))
+                    held.release(task);
+            }
         }
     }
 

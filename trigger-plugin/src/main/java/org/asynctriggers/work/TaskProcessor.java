@@ -65,6 +65,8 @@ public final class TaskProcessor implements Consumer<Task>
     @Override
     public void accept(Task task)
     {
+        if (entries.leaves(task))
+            return; // the row's executor is another node now: its scan runs the entry (backup/Handover)
         // a task read from a backup map was written long ago: no need to let its write finish first
         long early = task.isRecovered() ? 0 : task.createdNanos() + startDelayNanos - nanoClock.getAsLong();
         if (early > 0)

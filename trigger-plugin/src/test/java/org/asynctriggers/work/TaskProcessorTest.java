@@ -44,7 +44,7 @@ class TaskProcessorTest
     }
 
     /** Records what the workers did with the backup entries. */
-    private static final class RecordingEntries implements TaskEntries
+    private static class RecordingEntries implements TaskEntries
     {
         final List<java.util.UUID> completed = new ArrayList<>();
         final List<Integer> resumedAt = new ArrayList<>();
@@ -81,6 +81,29 @@ class TaskProcessorTest
         assertEquals(List.of(), scheduler.delays, "no wait for anything: the replica that captured it applied its write");
         assertEquals(1, metrics.getCompletedTasks());
         assertEquals(0, metrics.getPendingTasks());
+    }
+
+    @Test
+    void shouldLeaveATaskItsEntriesHandOverWithoutRunningOrCompletingIt()
+    {
+        List<Task> left = new ArrayList<>();
+        RecordingEntries entries = new RecordingEntries()
+        {
+            @Override
+            public boolean leaves(Task task)
+            {
+                left.add(task);
+                return true;
+            }
+        };
+        Task task = insert();
+        TaskProcessor processor = processor(30_000_000L);
+        processor.entries(entries);
+        processor.accept(task);
+        assertEquals(List.of(task), left);
+        assertEquals(0, gateway.rows("app", "users_by_name").size(), "not run here");
+        assertEquals(List.of(), entries.completed, "its entry stays for the row's executor");
+        assertEquals(0, metrics.getCompletedTasks());
     }
 
     @Test
