@@ -57,6 +57,8 @@ def cluster(settings):
     cluster_mod.network.heal()   # no partition rule of an interrupted campaign reaches this session's cluster
     info = cluster_mod.up(settings, nodes=3, name=TEST_CLUSTER, progress=_progress, commitlog_sync="batch")
     yield info
+    from verifier import close_shared
+    close_shared()
     cluster_mod.network.heal()
     if not os.environ.get("ASYNC_TRIGGERS_KEEP_CLUSTER"):
         cluster_mod.down(settings, name=TEST_CLUSTER, progress=_progress)
@@ -64,7 +66,10 @@ def cluster(settings):
 
 @pytest.fixture(scope="session")
 def cluster_settings(settings, cluster):
-    return config.load(cluster_name=TEST_CLUSTER, contact_points=tuple(cluster.contact_points))
+    from verifier import shared
+    s = config.load(cluster_name=TEST_CLUSTER, contact_points=tuple(cluster.contact_points))
+    shared(s)   # the session's verifier starts its Spark now, beside the first tests
+    return s
 
 
 @pytest.fixture()

@@ -60,9 +60,16 @@ def write_followers(settings, keyspace: str, pairs) -> None:
         execute_concurrent_with_args(session, insert, list(pairs), concurrency=64, raise_on_first_error=True)
 
 
+def verify_ctl(settings, *args: str) -> subprocess.CompletedProcess:
+    """`ctl verify ARGS --master local[2] --json`, run by the CLI's code in the session's verifier child, whose
+    Spark session is already started (tests/verifier.py; test_twitter_flow runs it as its own process)."""
+    from verifier import shared
+    return shared(settings).run(*args, "--master", "local[2]", "--json")
+
+
 def verify_json(settings, *args: str) -> tuple[int, list[dict]]:
     """`ctl verify`'s exit code and its JSON: one line per flow, each a list with one object per target table."""
     import json
-    done = run_ctl(settings, "verify", *args, "--master", "local[2]", "--json", timeout=600)
+    done = verify_ctl(settings, *args)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     return done.returncode, [t for line in done.stdout.strip().splitlines() for t in json.loads(line)]

@@ -26,6 +26,9 @@ def run(ctx: typer.Context,
         tweets: Optional[int] = typer.Option(None, "--tweets", help="Tweets per run."),
         load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
         out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence."),
+        no_reference: bool = typer.Option(False, "--no-reference", help="No fault-free reference run: each run is "
+                                                                        "checked against its own source only "
+                                                                        "(no 'differs')."),
         master: str = typer.Option("local[2]", "--master", help="Spark master of the checks (spark://... with "
                                                                  "`ctl spark up`)."),
         as_json: bool = typer.Option(False, "--json", help="The runs and the summary as one JSON object (the lines "
@@ -34,7 +37,8 @@ def run(ctx: typer.Context,
     from ..chaos import campaign, nemesis
     with errors_to_exit():
         config = campaign.CampaignConfig(out=out, runs=runs, seed=seed, replay=replay, cluster=cluster, nodes=nodes,
-                                         faults_per_run=faults, master=master)
+                                         faults_per_run=faults, master=master,
+                                         reference=not no_reference)
         if kinds:
             chosen = tuple(k.strip() for k in kinds.split(",") if k.strip())
             unknown = [k for k in chosen if k not in nemesis.KINDS]

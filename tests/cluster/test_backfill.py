@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, create_schema, deploy_flow_text, drain, run_ctl
+from helpers import ROOT, create_schema, deploy_flow_text, drain, run_ctl, verify_ctl
 
 KS = "bfill"
 USERS_FLOW, TIMELINE_FLOW = "bf_users_by_name", "bf_timeline"
@@ -74,7 +74,7 @@ def _job(settings, *args: str) -> list[str]:
 
 
 def _verify(settings, flow: str) -> dict:
-    result = run_ctl(settings, "verify", flow, "--master", "local[2]", "--json", timeout=600)
+    result = verify_ctl(settings, flow)
     assert result.returncode in (0, 1), result.stdout + result.stderr     # 1: rows are missing
     [table] = json.loads(result.stdout.strip().splitlines()[-1])
     return table

@@ -152,18 +152,19 @@ def test_should_read_lineage_keys_as_the_plugin_writes_them():
 def test_should_lose_add_and_change_nothing_in_a_short_chaos_campaign(cluster, cluster_settings, tmp_path):
     from conftest import TEST_CLUSTER
     from helpers import run_ctl
-    # fault seed 34 draws, in one run under load, a restart of every node at 10 s, node2's JVM paused 39 s at 29 s,
-    # node2 cut off from the others for 22 s at 79 s and a kill -9 of node1 at 116 s (down 25 s): the kinds that lose
-    # the most if anything is wrong (printed below; `ctl chaos run` draws from every kind)
+    # fault seed 34 draws, in one run, a restart of every node, node2's JVM paused 39 s, node2 cut off from the others
+    # for 22 s and a kill -9 of node1 (down 25 s), all while the clients write (150 s of load): the kinds that lose
+    # the most if anything is wrong (printed below; `ctl chaos run` draws from every kind). No reference run (90 s
+    # here): the run is checked against its own source, as `ctl verify` checks; `make chaos` compares with one too.
     result = run_ctl(cluster_settings, "chaos", "run", "--cluster", TEST_CLUSTER, "--runs", "0", "--replay", "34",
-                     "--kinds", "restart_all,kill9,isolate,pause", "--faults", "4", "--out", str(tmp_path),
-                     timeout=2400)
+                     "--kinds", "restart_all,kill9,isolate,pause", "--faults", "4", "--load-seconds", "150",
+                     "--no-reference", "--out", str(tmp_path), timeout=2400)
     print(result.stdout)
     print(result.stderr[-3000:])
     lines = result.stdout.strip().splitlines()
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     runs = [line for line in lines if line.startswith("run ")]
-    assert len(runs) == 2 and all(line.endswith("| ok") for line in runs), runs
+    assert len(runs) == 1 and runs[0].startswith("run  1 seed 34 ") and runs[0].endswith("| ok"), runs
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["runs"] == 1 and summary["faults"] == 4
     assert summary["by_kind"] == {"restart_all": 1, "pause": 1, "isolate": 1, "kill9": 1}, summary

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from helpers import create_schema, deploy_flow_text, run_ctl, write_followers
+from helpers import create_schema, deploy_flow_text, run_ctl, verify_ctl, write_followers
 from async_triggers import cluster as cluster_mod
 
 
@@ -145,7 +145,7 @@ def all_up(settings) -> None:
 def verify(settings, flow: str, expected: int):
     """Spark's verification (at LOCAL_QUORUM: with every node up again)."""
     all_up(settings)
-    result = run_ctl(settings, "verify", flow, "--master", "local[2]", "--json", timeout=600)
+    result = verify_ctl(settings, flow)
     assert result.returncode == 0, result.stdout + result.stderr
     [target] = [t for t in json.loads(result.stdout.strip().splitlines()[-1]) if t["expected"]]
     assert target["missing"] == 0 and target["unexpected"] == 0, target

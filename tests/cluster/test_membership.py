@@ -1,8 +1,9 @@
 """A cluster whose membership changes while clients write: a node bootstrapped into it, one decommissioned, a killed
 one replaced by a new node (`ctl cluster add-node`, `decommission`, `replace`), on a cluster of its own with the
-Twitter fan-out flow deployed and a client writing tweets all along. Afterwards every timeline row is there and
-no other (Spark verify at ALL), the queues drain, and the tasks run stay close to the writes (streaming a range to a
-new node captures nothing: no re-execution storm)."""
+Twitter fan-out flow and the users-by-name index (a lineage flow: a rename removes the old name's entry) deployed, a
+client writing tweets and another renaming users all along. Afterwards every timeline and index row is there and no
+other (Spark verify at ALL), the queues drain, and the tasks run stay within 1.1x the writes (streaming a range to a
+new node captures nothing, and a task queued before the ring changed runs once: backup/Handover)."""
 from __future__ import annotations
 
 import random
@@ -16,7 +17,8 @@ from async_triggers.examples.twitter import workload
 from helpers import ROOT, drain, run_ctl
 
 NAME = "atc-members"
-FLOW = "twitter_timeline"
+FLOW, INDEX = "twitter_timeline", "users_by_name"
+USERS = 200
 FOLLOWERS = {a: list(range(1000 + 100 * a, 1000 + 100 * a + 20)) for a in range(1, 11)}   # 10 authors, 20 each
 # its own target (make test-membership): five minutes with a cluster of its own. Its executions per write were
 # 1.21x and 1.32x before a worker left a task to its row's new executor (backup/Handover), 1.05x and 1.01x after
@@ -41,27 +43,46 @@ def members():
 
 
 class Writer(threading.Thread):
-    """A client writing tweets at ONE, one at a time, retrying a failed write with a new timestamp as clients do
-    (a write that failed may still land: both tweets are then real, and both are counted)."""
+    """A client writing at ONE, one write at a time, retrying a failed write with a new timestamp as clients do
+    (a write that failed may still land: a tweet is then written twice, and both are counted; a rename once more)."""
 
-    def __init__(self, settings):
+    def __init__(self, settings, prepare, write):
         super().__init__(daemon=True)
-        self.settings, self.stop, self.written, self.errors = settings, threading.Event(), 0, 0
+        self.settings, self.prepare, self.write = settings, prepare, write
+        self.stop, self.written, self.errors = threading.Event(), 0, 0
 
     def run(self):
-        from cassandra import ConsistencyLevel
         from async_triggers.cql import connect
         rng = random.Random(5)
         with connect(self.settings) as session:
-            insert = session.prepare(workload.INSERT_TWEET)
+            statement = self.prepare(session)
             while not self.stop.is_set():
                 try:
-                    workload.write_tweets(session, [rng.randint(1, 10)], rng, ConsistencyLevel.ONE, insert)
+                    self.write(session, statement, rng)
                     self.written += 1
                 except Exception:          # a node leaving or dying under the write: a client retries
                     self.errors += 1
                     time.sleep(0.5)
                 time.sleep(0.05)
+
+
+def _tweeter(settings) -> Writer:
+    from cassandra import ConsistencyLevel
+    return Writer(settings, lambda s: s.prepare(workload.INSERT_TWEET),
+                  lambda s, insert, rng: workload.write_tweets(s, [rng.randint(1, 10)], rng, ConsistencyLevel.ONE, insert))
+
+
+def _renamer(settings, users) -> Writer:
+    """Renames a random user at ONE: its index entry moves from the old name to the new one."""
+    from cassandra import ConsistencyLevel
+
+    def prepare(session):
+        rename = session.prepare("UPDATE app.users SET name = ? WHERE user_id = ?")
+        rename.consistency_level = ConsistencyLevel.ONE
+        return rename
+
+    return Writer(settings, prepare, lambda s, rename, rng: s.execute(rename, (f"name-{rng.randrange(10**6)}",
+                                                                                 rng.choice(users))))
 
 
 def _live(settings):
@@ -70,34 +91,47 @@ def _live(settings):
     return config.load(cluster_name=NAME, contact_points=up)
 
 
-def _completed(session, seen: dict, taken: dict | None = None) -> dict:
-    """The flow's completed tasks per node, the highest each reported (a removed node's count is kept); in
+def _completed(session, seen: dict, taken: dict) -> None:
+    """Each flow's completed tasks per node, the highest each reported (a removed node's count is kept); in
     ``taken``, the tasks each node took over from another's entries or resumed (recovered + resumed)."""
     from async_triggers import status
-    for s in status.read(session, [FLOW]):
-        seen[s.node] = max(seen.get(s.node, 0), s.completed)
-        if taken is not None:
-            taken[s.node] = max(taken.get(s.node, 0), (s.recovered or 0) + (s.resumed or 0))
-    return seen
+    for s in status.read(session, [FLOW, INDEX]):
+        seen.setdefault(s.flow, {})
+        taken.setdefault(s.flow, {})
+        seen[s.flow][s.node] = max(seen[s.flow].get(s.node, 0), s.completed)
+        taken[s.flow][s.node] = max(taken[s.flow].get(s.node, 0), (s.recovered or 0) + (s.resumed or 0))
 
 
 def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(members):
+    import json
+    import uuid
+
+    from cassandra import ConsistencyLevel
     from cassandra.concurrent import execute_concurrent_with_args
+    from cassandra.query import SimpleStatement
     from async_triggers.cql import connect
     from async_triggers.cql_script import run_file
 
+    users = [uuid.UUID(int=i + 1) for i in range(USERS)]
     with connect(members) as session:
         run_file(session, ROOT / "examples" / "twitter" / "schema.cql")
+        run_file(session, ROOT / "examples" / "users_index" / "schema.cql")
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         execute_concurrent_with_args(session, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
                                      concurrency=32, raise_on_first_error=True)
-    assert run_ctl(members, "trigger", "deploy", str(ROOT / "examples" / "twitter" / "flows.py")).returncode == 0
+    for example in ("twitter", "users_index"):
+        assert run_ctl(members, "trigger", "deploy", str(ROOT / "examples" / example / "flows.py")).returncode == 0
+    with connect(members) as session:   # every user exists before the renames start: each is then one write
+        insert = session.prepare("INSERT INTO app.users (user_id, name, email) VALUES (?, ?, ?)")
+        execute_concurrent_with_args(session, insert, [(u, f"first-{i}", f"u{i}@example.org") for i, u in enumerate(users)],
+                                     concurrency=32, raise_on_first_error=True)
 
-    writer = Writer(members)
-    writer.start()
+    writers = {FLOW: _tweeter(members), INDEX: _renamer(members, users)}
+    for writer in writers.values():
+        writer.start()
     seen: dict = {}
     taken: dict = {}
-    # --force: three nodes down to two, below system_distributed's RF 3 (the flow's keyspace has RF 2)
+    # --force: three nodes down to two, below system_distributed's RF 3 (the flows' keyspaces have RF 2)
     steps = [("add-node",), ("decommission", "node1", "--force"), ("kill", "node2"), ("replace", "node2")]
     try:
         for step in steps:
@@ -108,31 +142,41 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
             assert done.returncode == 0, f"ctl cluster {' '.join(step)}:\n{done.stdout}\n{done.stderr}"
         time.sleep(10)
     finally:
-        writer.stop.set()
-        writer.join(timeout=60)
+        for writer in writers.values():
+            writer.stop.set()
+        for writer in writers.values():
+            writer.join(timeout=60)
     nodes = cluster.node_status(members, NAME)
     assert sorted(n.name for n in nodes) == ["node3", "node4"] and all(n.state == "up" for n in nodes), nodes
     live = _live(members)
 
     with connect(live) as session:
-        drain(session, FLOW, timeout=600)
-        from cassandra import ConsistencyLevel
-        from cassandra.query import SimpleStatement
+        drain(session, FLOW, INDEX, timeout=600)
         tweets = session.execute(SimpleStatement("SELECT count(*) FROM twitter.tweets",
                                                  consistency_level=ConsistencyLevel.ALL)).one()[0]
         _completed(session, seen, taken)
-    assert tweets >= writer.written > 100, (tweets, writer.written, writer.errors)
+    tweeter, renamer = writers[FLOW], writers[INDEX]
+    assert tweets >= tweeter.written > 100 and renamer.written > 100, (tweets, tweeter.written, renamer.written)
 
-    done = run_ctl(live, "verify", FLOW, "--master", "local[2]", "--consistency", "ALL", "--json", timeout=900)
+    done = run_ctl(live, "verify", FLOW, INDEX, "--master", "local[2]", "--consistency", "ALL", "--json", timeout=900)
     assert done.returncode == 0, done.stdout + done.stderr
-    import json
-    [timeline] = [t for t in json.loads(done.stdout.strip().splitlines()[-1]) if t["table"] == "twitter.timeline"]
-    assert (timeline["missing"], timeline["unexpected"], timeline["wrong_value"]) == (0, 0, 0), timeline
-    assert timeline["expected"] == timeline["present"] == 21 * tweets
+    tables = {t["table"]: t for line in done.stdout.strip().splitlines() for t in json.loads(line)}
+    for table in ("twitter.timeline", "app.users_by_name"):
+        t = tables[table]
+        assert (t["missing"], t["unexpected"], t["wrong_value"]) == (0, 0, 0), t
+    assert tables["twitter.timeline"]["expected"] == tables["twitter.timeline"]["present"] == 21 * tweets
+    assert tables["app.users_by_name"]["present"] == USERS
 
-    executed = sum(seen.values())
-    print(f"membership: {tweets} tweets ({writer.errors} client retries), {executed} tasks completed "
-          f"({executed / tweets:.2f}x), by node {seen}; taken over or resumed, by node {taken}")
-    # a node that joins (or replaces another) runs the backlog of its rows from their entries; the node that queued
-    # them before leaves them (backup/Handover): each runs about once
-    assert executed <= 1.1 * tweets, f"{executed} tasks for {tweets} writes: re-executions ({seen}; taken {taken})"
+    # a write's tasks on every flow: a tweet is one task; a user's insert and each rename one (a failed attempt
+    # that landed: one more, so the failed ones count too)
+    writes = {FLOW: tweets, INDEX: USERS + renamer.written + renamer.errors}
+    for flow, count in writes.items():
+        executed = sum(seen[flow].values())
+        print(f"membership {flow}: {count} writes ({writers[flow].errors} client retries), {executed} tasks "
+              f"completed ({executed / count:.2f}x), by node {seen[flow]}; taken over or resumed, by node "
+              f"{taken[flow]}")
+    for flow, count in writes.items():
+        # a node that joins (or replaces another) runs the backlog of its rows from their entries; the node that
+        # queued them before leaves them (backup/Handover): each runs about once
+        executed = sum(seen[flow].values())
+        assert executed <= 1.1 * count, f"{flow}: {executed} tasks for {count} writes ({seen[flow]}; {taken[flow]})"

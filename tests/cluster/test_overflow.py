@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from helpers import create_schema, deploy_flow_text, drain, run_ctl
+from helpers import create_schema, deploy_flow_text, drain, run_ctl, verify_ctl
 
 
 FLOW = "ovf_copy"
@@ -44,7 +44,7 @@ def test_should_spill_a_burst_of_10000_tasks_to_disk_and_lose_none(spill_flow, s
     status = json.loads(run_ctl(cluster_settings, "trigger", "status", FLOW, "--nodes", "--json").stdout)
     assert sum(s.get("spilled", 0) for s in status) > 0, status
     assert sum(s.get("discarded", 0) for s in status) == 0
-    verified = run_ctl(cluster_settings, "verify", FLOW, "--master", "local[2]", "--json", timeout=600)
+    verified = verify_ctl(cluster_settings, FLOW)
     assert verified.returncode == 0, verified.stdout + verified.stderr
     [dst] = json.loads(verified.stdout.strip().splitlines()[-1])
     assert dst["expected"] == dst["present"] == 10_000 and dst["missing"] == 0

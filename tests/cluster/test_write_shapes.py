@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from helpers import create_schema, deploy_flow_text, drain, run_ctl
-from verifier import Verifier
+from verifier import shared
 from async_triggers import cluster as cluster_mod
 
 KS = "shapes"
@@ -84,10 +84,8 @@ T0 = 1_000_000   # explicit timestamps of the tests that set them (microseconds;
 
 
 @pytest.fixture(scope="module")
-def verifier(cluster_settings, tmp_path_factory):
-    v = Verifier(cluster_settings, tmp_path_factory.mktemp("verifier") / "verifier.log")
-    yield v
-    v.close()
+def verifier(cluster_settings):
+    return shared(cluster_settings)
 
 
 @pytest.fixture(scope="module")
