@@ -50,7 +50,7 @@ public final class CaptureIndex implements Index
     private final WriteCapture.ErrorLog errors = new WriteCapture.ErrorLog();
     /** The node is looked up when a write has tasks, inside the capture's guard: a write never fails for it. */
     private static final CaptureSink NODE_INTAKE =
-        (keyspace, token, tasks, entriesWritten) -> Node.get().intake().captured(keyspace, token, tasks, entriesWritten);
+        (keyspace, token, tasks, withEntries) -> Node.get().intake().captured(keyspace, token, tasks, withEntries);
 
     public CaptureIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata)
     {

@@ -112,7 +112,7 @@ class DataCenterOutageTest
         assertTrue(node.flows().watches("twitter", "tweets"), "the flows table was read");
         Task task = tweet(7);
         backupEntry(task);
-        node.intake().captured("twitter", null, List.of(task), 1);
+        node.intake().captured("twitter", null, List.of(task), List.of(task));
 
         waitFor(() -> (Long) mbeans.getAttribute(TIMELINE_FLOW, "CompletedTasks") == 1L);
         assertEquals(1, gateway.rows("twitter", "timeline").size());
@@ -155,7 +155,7 @@ class DataCenterOutageTest
         deploy("users_by_name", Fixtures.USERS_BY_NAME);
         start();
         node.intake().captured("app", null, List.of(gateway.applied("app", "users", Task.captured("users_by_name", new SourceChange(
-            Operation.INSERT, List.of(bigint(1)), 10, row("id", 1L, "name", "ann", "email", "e")), System.nanoTime()))), 0);
+            Operation.INSERT, List.of(bigint(1)), 10, row("id", 1L, "name", "ann", "email", "e")), System.nanoTime()))), List.of());
 
         waitFor(() -> (Long) mbeans.getAttribute(USERS_FLOW, "RetriedTasks") >= 1L);
         synchronized (gateway)

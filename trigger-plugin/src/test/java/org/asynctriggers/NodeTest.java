@@ -70,7 +70,7 @@ class NodeTest
         List<Task> tasks = new java.util.ArrayList<>();
         for (SourceChange change : changes)
             tasks.add(gateway.applied("app", "users", Task.captured(flow, change, System.nanoTime())));
-        node.intake().captured("app", null, tasks, 0);
+        node.intake().captured("app", null, tasks, List.of());
     }
 
     private void deploy(String name, String spec, long version)

@@ -101,7 +101,7 @@ class PauseTest
             backupMap.add(task, id, System.currentTimeMillis());
             tasks.add(task);
         }
-        node.intake().captured("app", null, tasks, tasks.size());
+        node.intake().captured("app", null, tasks, tasks);
     }
 
     private int derivedRows()

@@ -38,6 +38,15 @@ public interface ExecutorChoice
         return self().equals(executorOf(keyspace, token));
     }
 
+    /**
+     * The row's natural replicas before its executor in order, which this node holds dead now: those the executor
+     * stands in for (empty when the executor is the first replica).
+     */
+    default java.util.Set<String> skipped(String keyspace, Token token)
+    {
+        return java.util.Set.of();
+    }
+
     /** Whether this node is one of the natural replicas of the row with this token in this keyspace. */
     default boolean isReplica(String keyspace, Token token)
     {
@@ -88,6 +97,20 @@ public interface ExecutorChoice
             public String self()
             {
                 return self;
+            }
+
+            @Override
+            public java.util.Set<String> skipped(String keyspace, Token token)
+            {
+                java.util.Set<String> out = new java.util.HashSet<>();
+                for (Replica replica : strategies.apply(keyspace).getNaturalReplicasForToken(token))
+                {
+                    InetAddressAndPort endpoint = replica.endpoint();
+                    if (endpoint.equals(me) || alive.test(endpoint))
+                        break;
+                    out.add(endpoint.getHostAddress(false));
+                }
+                return out;
             }
 
             @Override

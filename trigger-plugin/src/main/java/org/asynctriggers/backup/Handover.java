@@ -19,10 +19,14 @@ import org.asynctriggers.task.Task;
  * brought it) and runs it from its scans. Running it here as well would run it twice: a node that bootstraps or
  * replaces another while the executor has a backlog would repeat the whole backlog of its rows.
  * <p>
- * Only tasks whose entry is known to be on this node are left: a task read back from an entry (a takeover, an
- * adopted orphan, the safety net) is run here whatever the ring says, or an orphan adopted here would be left to
- * its executor again on every scan; and a task captured without its entry here (it could not be written) is run,
- * its queue being perhaps its only copy.
+ * Left only: a task captured here with its entry written here (recorded in {@link HeldTasks} as it is queued; a
+ * task spilled and adopted by a new flow version, parked, or queued again from a dead letter has no such record,
+ * and runs here), to a node this one did not stand in for when it captured the task. So never left: a task read
+ * back from an entry (a takeover, an adopted orphan, the safety net; left, an orphan would be adopted and left again
+ * at every scan); one whose entry could not be written here (its queue may be its only copy); and one captured
+ * while the node that executes its row now was down (it came back, and may not hold the write until a hint brings
+ * it, or ever, if hints were off or expired: running it here repeats it at worst). A node that joins the ring
+ * (bootstrap, replacement at a new address) was sent the write while it joined, or streamed it.
  */
 public final class Handover
 {
@@ -46,7 +50,8 @@ public final class Handover
     /** Whether a worker leaves this task of the source table of {@code table} to the row's executor now. */
     public boolean leaves(BackupTable table, Task task)
     {
-        if (task.isRecovered() || held.isUnbacked(task))
+        java.util.Set<String> stoodInFor = task.isRecovered() ? null : held.stoodInFor(task);
+        if (stoodInFor == null)
             return false;
         Token token;
         try
@@ -57,7 +62,10 @@ public final class Handover
         {
             return false; // a key it cannot read: run it here
         }
-        return token != null && ownership.executedElsewhere(table.keyspace, token);
+        if (token == null)
+            return false;
+        String executor = ownership.executorElsewhere(table.keyspace, token);
+        return executor != null && !stoodInFor.contains(executor);
     }
 
     /** The token Cassandra gives the task's source row. */

@@ -21,8 +21,11 @@ public final class HeldTasks
     private final Map<UUID, Object> holders = new ConcurrentHashMap<>();
     /** id to the wall-clock millis it finished at */
     private final Map<UUID, Long> recentlyDone = new ConcurrentHashMap<>();
-    /** tasks queued here whose backup entry could not be written here: their queue may be their only copy */
-    private final Map<UUID, Boolean> unbacked = new ConcurrentHashMap<>();
+    /**
+     * tasks queued here at capture whose backup entry was written here, each with the replicas this node stood in for
+     * then (backup/Handover); a task not in it is never left to another node
+     */
+    private final Map<UUID, java.util.Set<String>> entryHere = new ConcurrentHashMap<>();
     private final LongSupplier wallClockMillis;
 
     public HeldTasks(LongSupplier wallClockMillis)
@@ -46,18 +49,22 @@ public final class HeldTasks
     public void release(Task task)
     {
         holders.remove(task.id());
-        unbacked.remove(task.id());
+        entryHere.remove(task.id());
     }
 
-    /** The task was captured here without its backup entry (it could not be written): never left to another node. */
-    public void unbacked(Task task)
+    /**
+     * The task was captured here with its backup entry, while this node executed its row for the replicas
+     * {@code stoodInFor} (down then; empty when it was the row's first replica).
+     */
+    public void entryHere(Task task, java.util.Set<String> stoodInFor)
     {
-        unbacked.put(task.id(), Boolean.TRUE);
+        entryHere.put(task.id(), stoodInFor);
     }
 
-    public boolean isUnbacked(Task task)
+    /** What {@link #entryHere} recorded; null when the task's entry is not known to be here. */
+    public java.util.Set<String> stoodInFor(Task task)
     {
-        return unbacked.containsKey(task.id());
+        return entryHere.get(task.id());
     }
 
     /** The task finished here (done, a dead letter, or discarded). */
@@ -65,7 +72,7 @@ public final class HeldTasks
     {
         recentlyDone.put(task.id(), wallClockMillis.getAsLong());
         holders.remove(task.id());
-        unbacked.remove(task.id());
+        entryHere.remove(task.id());
     }
 
     /** Whether the task is queued, spilled, waiting for a retry or running here. */
@@ -85,7 +92,7 @@ public final class HeldTasks
         holders.entrySet().removeIf(e -> {
             boolean gone = e.getValue() == holder;
             if (gone)
-                unbacked.remove(e.getKey());
+                entryHere.remove(e.getKey());
             return gone;
         });
     }

@@ -38,19 +38,33 @@ public final class Ownership
     }
 
     /**
-     * Whether another live node executes the tasks of this row now (the ring changed since this node took them: a
-     * node joined before it in the row's replica order, or came back); false while the ring is not known.
+     * The other live node that executes the tasks of this row now (the ring changed since this node took them: a node
+     * joined before it in the row's replica order, or came back); null when it is this node, none is live, or the ring
+     * is not known.
      */
-    public boolean executedElsewhere(String keyspace, Token token)
+    public String executorElsewhere(String keyspace, Token token)
     {
         try
         {
             String executor = executors.executorOf(keyspace, token);
-            return executor != null && !executor.equals(executors.self());
+            return executor == null || executor.equals(executors.self()) ? null : executor;
         }
         catch (RuntimeException e)
         {
-            return false;
+            return null;
+        }
+    }
+
+    /** The row's replicas this node executes for while they are down (empty: it is the first); null: ring unknown. */
+    public java.util.Set<String> standingInFor(String keyspace, Token token)
+    {
+        try
+        {
+            return executors.skipped(keyspace, token);
+        }
+        catch (RuntimeException e)
+        {
+            return null;
         }
     }
 

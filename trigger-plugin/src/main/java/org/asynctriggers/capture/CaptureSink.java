@@ -10,7 +10,7 @@ public interface CaptureSink
 {
     /**
      * Called inside the write, on the write path: never waits, never throws.
-     * @param entriesWritten how many of the tasks got a backup entry here (counted per flow)
+     * @param withEntries the tasks (of {@code tasks}) whose backup entries were written here
      */
-    void captured(String keyspace, Token token, List<Task> tasks, int entriesWritten);
+    void captured(String keyspace, Token token, List<Task> tasks, List<Task> withEntries);
 }

@@ -148,12 +148,13 @@ public final class WriteCapture implements Index.Indexer
                     backedUp.add(task);
             }
         }
-        int entries = 0;
+        List<Task> withEntries = List.of();
         if (!backedUp.isEmpty())
         {
             try
             {
-                entries = writeEntries(backedUp);
+                if (writeEntries(backedUp) > 0)
+                    withEntries = backedUp;
             }
             catch (RuntimeException | AssertionError e)
             {
@@ -163,7 +164,7 @@ public final class WriteCapture implements Index.Indexer
             }
         }
         if (!tasks.isEmpty())
-            sink.captured(table.keyspace, key.getToken(), tasks, entries);
+            sink.captured(table.keyspace, key.getToken(), tasks, withEntries);
     }
 
     /** @return how many entries were written */

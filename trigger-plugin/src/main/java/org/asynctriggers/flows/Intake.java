@@ -55,33 +55,34 @@ public final class Intake implements CaptureSink
      * queues the tasks when this node executes the row. Never waits, never throws.
      */
     @Override
-    public void captured(String keyspace, Token token, List<Task> tasks, int entriesWritten)
+    public void captured(String keyspace, Token token, List<Task> tasks, List<Task> withEntries)
     {
         backlog.captured();
-        if (entriesWritten > 0)
-            for (Task task : tasks)
-            {
-                Flow flow = flows.get(task.flow());
-                if (flow != null && flow.backupTable != null)
-                    flow.metrics.backupEntriesWritten(1);
-            }
+        for (Task task : withEntries)
+        {
+            Flow flow = flows.get(task.flow());
+            if (flow != null && flow.backupTable != null)
+                flow.metrics.backupEntriesWritten(1);
+        }
         // before the flows were read (commit log replay at boot, say) the ring is not known either: the entries
         // wait for the scan that starts once they are
         if (tasks.isEmpty() || !control.isReady() || !ownership.executes(keyspace, token))
             return;
+        java.util.Set<String> stoodInFor = withEntries.isEmpty() ? null : ownership.standingInFor(keyspace, token);
         for (Task task : tasks)
         {
             Flow flow = flows.get(task.flow());
             if (flow == null)
-                park(task);
-            else
             {
-                boolean unbacked = entriesWritten == 0 && flow.backupTable != null;
-                if (unbacked)
-                    held.unbacked(task); // before a worker can take it: it runs here whatever the ring says
-                if (!offer(flow, task, false) && unbacked && !held.isHeld(task))
-                    held.release(task);
+                park(task);
+                continue;
             }
+            // recorded before a worker can take it: only a task whose entry is here may be left to another node
+            boolean entryHere = stoodInFor != null && flow.backupTable != null && withEntries.contains(task);
+            if (entryHere)
+                held.entryHere(task, stoodInFor);
+            if (!offer(flow, task, false) && entryHere && !held.isHeld(task))
+                held.release(task);
         }
     }
 

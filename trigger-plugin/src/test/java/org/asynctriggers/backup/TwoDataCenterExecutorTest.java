@@ -124,6 +124,26 @@ class TwoDataCenterExecutorTest
     }
 
     @Test
+    void shouldNameTheReplicasTheExecutorStandsInFor()
+    {
+        Set<InetAddressAndPort> dc2Up = set(DC2);
+        for (long id = 0; id < ROWS; id++)
+        {
+            Token token = key(id).getToken();
+            List<InetAddressAndPort> order = new ArrayList<>();
+            for (Replica replica : strategy.getNaturalReplicasForToken(token))
+                order.add(replica.endpoint());
+            assertEquals(Set.of(), choiceOf(order.get(0), set(all())).skipped("app", token), "the first replica stands in for none");
+            // dc1 down: a dc2 node executes, for every dc1 replica before it in order
+            InetAddressAndPort executor = order.stream().filter(DC2::contains).findFirst().orElseThrow();
+            Set<String> expected = new HashSet<>();
+            for (InetAddressAndPort node : order.subList(0, order.indexOf(executor)))
+                expected.add(node.getHostAddress(false));
+            assertEquals(expected, choiceOf(executor, dc2Up).skipped("app", token));
+        }
+    }
+
+    @Test
     void shouldLetExactlyOneNodeOfEitherDataCenterExecuteEachRowWhileAllAreUp()
     {
         Map<Long, List<InetAddressAndPort>> executors = executors(all(), node -> set(all()));

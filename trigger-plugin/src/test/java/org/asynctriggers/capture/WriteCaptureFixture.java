@@ -67,12 +67,12 @@ abstract class WriteCaptureFixture
         final List<Integer> entries = new ArrayList<>();
 
         @Override
-        public void captured(String keyspace, Token token, List<Task> tasks, int entriesWritten)
+        public void captured(String keyspace, Token token, List<Task> tasks, List<Task> withEntries)
         {
             keyspaces.add(keyspace);
             tokens.add(token);
             calls.add(List.copyOf(tasks));
-            entries.add(entriesWritten);
+            entries.add(withEntries.size());
         }
 
         List<Task> tasks()
