@@ -21,7 +21,7 @@ FLOW, INDEX = "twitter_timeline", "users_by_name"
 USERS = 200
 FOLLOWERS = {a: list(range(1000 + 100 * a, 1000 + 100 * a + 20)) for a in range(1, 11)}   # 10 authors, 20 each
 # its own target (make test-membership): five minutes with a cluster of its own. Its executions per write were
-# 1.21x and 1.32x before a worker left a task to its row's new executor (backup/Handover), 1.05x and 1.01x after
+# 1.21x and 1.32x before a worker left a task to its row's new executor (backup/Handover), 1.00x to 1.05x after
 pytestmark = [pytest.mark.timeout(2400), pytest.mark.own_target]
 
 
