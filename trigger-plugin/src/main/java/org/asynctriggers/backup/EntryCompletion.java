@@ -36,7 +36,7 @@ public final class EntryCompletion implements TaskEntries
     @Override
     public boolean leaves(Task task)
     {
-        if (table == null || handover == null || !handover.leaves(table, task))
+        if (table == null || handover == null || !handover.leaves(task))
             return false;
         held.release(task);
         long n = left.incrementAndGet();

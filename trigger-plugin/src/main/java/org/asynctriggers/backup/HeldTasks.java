@@ -25,7 +25,7 @@ public final class HeldTasks
      * tasks queued here at capture whose backup entry was written here, each with the replicas this node stood in for
      * then (backup/Handover); a task not in it is never left to another node
      */
-    private final Map<UUID, java.util.Set<String>> entryHere = new ConcurrentHashMap<>();
+    private final Map<UUID, EntryHere> entryHere = new ConcurrentHashMap<>();
     private final LongSupplier wallClockMillis;
 
     public HeldTasks(LongSupplier wallClockMillis)
@@ -53,16 +53,30 @@ public final class HeldTasks
     }
 
     /**
-     * The task was captured here with its backup entry, while this node executed its row for the replicas
-     * {@code stoodInFor} (down then; empty when it was the row's first replica).
+     * A task captured here with its backup entry: its row (the token the capture had) and the replicas this node
+     * executed it for ({@code stoodInFor}: down then; empty when it was the row's first replica).
      */
-    public void entryHere(Task task, java.util.Set<String> stoodInFor)
+    public static final class EntryHere
     {
-        entryHere.put(task.id(), stoodInFor);
+        final String keyspace;
+        final org.apache.cassandra.dht.Token token;
+        final java.util.Set<String> stoodInFor;
+
+        public EntryHere(String keyspace, org.apache.cassandra.dht.Token token, java.util.Set<String> stoodInFor)
+        {
+            this.keyspace = keyspace;
+            this.token = token;
+            this.stoodInFor = stoodInFor;
+        }
+    }
+
+    public void entryHere(Task task, EntryHere capture)
+    {
+        entryHere.put(task.id(), capture);
     }
 
     /** What {@link #entryHere} recorded; null when the task's entry is not known to be here. */
-    public java.util.Set<String> stoodInFor(Task task)
+    public EntryHere entryHere(Task task)
     {
         return entryHere.get(task.id());
     }

@@ -80,7 +80,7 @@ public final class Intake implements CaptureSink
             // recorded before a worker can take it: only a task whose entry is here may be left to another node
             boolean entryHere = stoodInFor != null && flow.backupTable != null && withEntries.contains(task);
             if (entryHere)
-                held.entryHere(task, stoodInFor);
+                held.entryHere(task, new HeldTasks.EntryHere(keyspace, token, stoodInFor));
             if (!offer(flow, task, false) && entryHere && !held.isHeld(task))
                 held.release(task);
         }

@@ -22,7 +22,6 @@ class HandoverTest
 {
     private static final Token TOKEN = new Murmur3Partitioner.LongToken(42);
     private final FlowSpec spec = FlowSpecParser.parse(Fixtures.USERS_BY_NAME, null, 1);
-    private final BackupTable table = new BackupTable("app", "users", 1, null);
     private final HeldTasks held = new HeldTasks(() -> 0L);
     /** who executes every row, as this node (127.0.0.1) sees the ring now */
     private String executor = "127.0.0.1";
@@ -40,7 +39,7 @@ class HandoverTest
             return "127.0.0.1";
         }
     };
-    private final Handover handover = new Handover(new Ownership(ring, null), held, (t, task) -> TOKEN);
+    private final Handover handover = new Handover(new Ownership(ring, null), held);
 
     @BeforeAll
     static void client()
@@ -48,26 +47,31 @@ class HandoverTest
         DatabaseDescriptor.clientInitialization(false);
     }
 
+    private static HeldTasks.EntryHere here(Set<String> stoodInFor)
+    {
+        return new HeldTasks.EntryHere("app", TOKEN, stoodInFor);
+    }
+
     /** A task captured here as the row's first replica, its entry written here. */
     private Task captured()
     {
         Task task = Fixtures.task(spec, Operation.INSERT, 10, List.of(Fixtures.bigint(1)),
                                   Fixtures.row("id", 1L, "name", "ann", "email", "a@x"));
-        held.entryHere(task, Set.of());
+        held.entryHere(task, here(Set.of()));
         return task;
     }
 
     @Test
     void shouldRunHereWhatThisNodeStillExecutes()
     {
-        assertFalse(handover.leaves(table, captured()));
+        assertFalse(handover.leaves(captured()));
     }
 
     @Test
     void shouldLeaveACapturedTaskToTheNodeThatExecutesItsRowNow()
     {
         executor = "127.0.0.4"; // a node bootstrapped or replaced before this one in the row's replica order
-        assertTrue(handover.leaves(table, captured()));
+        assertTrue(handover.leaves(captured()));
     }
 
     @Test
@@ -75,7 +79,7 @@ class HandoverTest
     {
         // an orphan adopted here: left to its executor, it would be adopted and left again at every scan
         executor = "127.0.0.4";
-        assertFalse(handover.leaves(table, captured().recovered(0, 0, null)));
+        assertFalse(handover.leaves(captured().recovered(0, 0, null)));
     }
 
     @Test
@@ -83,12 +87,12 @@ class HandoverTest
     {
         executor = "127.0.0.4";
         Task task = Fixtures.task(spec, Operation.INSERT, 11, List.of(Fixtures.bigint(2)), Fixtures.row("id", 2L, "name", "bo"));
-        assertFalse(handover.leaves(table, task), "captured without its entry here, parked, or spilled and adopted");
+        assertFalse(handover.leaves(task), "captured without its entry here, parked, or spilled and adopted");
         held.hold(task, this);
-        held.entryHere(task, Set.of());
-        assertTrue(handover.leaves(table, task));
+        held.entryHere(task, here(Set.of()));
+        assertTrue(handover.leaves(task));
         held.release(task);
-        assertFalse(handover.leaves(table, task), "released: the record goes with it");
+        assertFalse(handover.leaves(task), "released: the record goes with it");
     }
 
     @Test
@@ -98,21 +102,16 @@ class HandoverTest
         // until a hint brings it (or ever, with hints off or expired)
         executor = "127.0.0.2";
         Task task = captured();
-        held.entryHere(task, Set.of("127.0.0.2"));
-        assertFalse(handover.leaves(table, task));
+        held.entryHere(task, here(Set.of("127.0.0.2")));
+        assertFalse(handover.leaves(task));
         executor = "127.0.0.4";   // a node that replaced 127.0.0.2 at another address: it streamed the entry
-        assertTrue(handover.leaves(table, task));
+        assertTrue(handover.leaves(task));
     }
 
     @Test
-    void shouldRunHereWhenNoNodeIsKnownToExecuteTheRowOrItsKeyCannotBeRead()
+    void shouldRunHereWhenNoNodeIsKnownToExecuteTheRow()
     {
         executor = null;
-        assertFalse(handover.leaves(table, captured()));
-        executor = "127.0.0.4";
-        Handover unreadable = new Handover(new Ownership(ring, null), held, (t, task) -> { throw new IllegalArgumentException("bad key"); });
-        assertFalse(unreadable.leaves(table, captured()));
-        Handover unknownTable = new Handover(new Ownership(ring, null), held, (t, task) -> null);
-        assertFalse(unknownTable.leaves(table, captured()));
+        assertFalse(handover.leaves(captured()));
     }
 }
