@@ -71,11 +71,25 @@ public interface CqlGateway
          * Long.MIN_VALUE: none lives (the row was deleted, or expired, since it was read)
          */
         public final long expiresAt;
+        /** the timestamp of its newest live marker or cell; Long.MIN_VALUE: none lives (or not known) */
+        public final long newest;
+        /**
+         * a part of it expires or expired (a marker or cell with a TTL, or a cell tombstone, which is what compaction
+         * makes of an expired cell): the row may have been one that expires, once (true when not known)
+         */
+        public final boolean expiredOnce;
 
         public RowLife(long deletedAt, long expiresAt)
         {
+            this(deletedAt, expiresAt, Long.MIN_VALUE, true);
+        }
+
+        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce)
+        {
             this.deletedAt = deletedAt;
             this.expiresAt = expiresAt;
+            this.newest = newest;
+            this.expiredOnce = expiredOnce;
         }
     }
 

@@ -148,6 +148,8 @@ public final class QueryProcessorGateway implements CqlGateway
             return RowLife.NONE;
         long deleted = Long.MIN_VALUE;
         long expires = Long.MIN_VALUE;
+        long newest = Long.MIN_VALUE;
+        boolean expiredOnce = false;
         // from the memtables and sstables themselves: a read command would drop the tombstones older than
         // gc_grace_seconds, which a derived row's own tombstone (written later) may still hold
         try (ReadExecutionController controller = read.executionController();
@@ -162,6 +164,8 @@ public final class QueryProcessorGateway implements CqlGateway
                     Row row = (Row) unfiltered;
                     deleted = Math.max(deleted, markedAt(row.deletion().time()));
                     expires = Math.max(expires, expiresAt(row, now));
+                    newest = Math.max(newest, newestLive(row, now));
+                    expiredOnce |= expiresOrExpired(row);
                     continue;
                 }
                 RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
@@ -171,7 +175,30 @@ public final class QueryProcessorGateway implements CqlGateway
                     deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
             }
         }
-        return new RowLife(deleted, expires);
+        return new RowLife(deleted, expires, newest, expiredOnce);
+    }
+
+    /** The timestamp of the row's newest live marker or cell; Long.MIN_VALUE when none lives. */
+    private static long newestLive(Row row, long now)
+    {
+        LivenessInfo marker = row.primaryKeyLivenessInfo();
+        long newest = !marker.isEmpty() && marker.isLive(now) ? marker.timestamp() : Long.MIN_VALUE;
+        for (Cell<?> cell : row.cells())
+            if (cell.isLive(now))
+                newest = Math.max(newest, cell.timestamp());
+        return newest;
+    }
+
+    /** Whether a part of the row has a TTL, live or not, or is a cell tombstone (an expired cell, once compacted). */
+    private static boolean expiresOrExpired(Row row)
+    {
+        LivenessInfo marker = row.primaryKeyLivenessInfo();
+        if (!marker.isEmpty() && marker.isExpiring())
+            return true;
+        for (Cell<?> cell : row.cells())
+            if (cell.isExpiring() || cell.isTombstone())
+                return true;
+        return false;
     }
 
     private static long markedAt(DeletionTime deletion)

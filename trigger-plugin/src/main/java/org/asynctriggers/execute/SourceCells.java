@@ -125,9 +125,11 @@ final class SourceCells
      * static cell belongs to the partition, so a row or range deletion newer than it leaves it in place for the rows
      * written since, and it keeps no row alive; in a derived row its copy is a cell of the row. So a copy is no older
      * than the row's newest deletion + 1, and expires no later than the row when every live part of the row expires.
-     * A copy in a row that never expires is one microsecond newer again: the row may have expired once (a TTL'd row
-     * made permanent by a later write), and its capped copy at the same timestamp would win the tie (Cassandra keeps
-     * the expiring cell of two with one timestamp) and take the value away when the old TTL ends.
+     * A copy in a row that never expires is one microsecond newer again when the row may have expired once (a TTL'd
+     * row made permanent by a later write, newer than the copy or leaving a part with a TTL behind): its capped copy
+     * at the same timestamp would win the tie (Cassandra keeps the expiring cell of two with one timestamp) and take
+     * the value away when the old TTL ends. Not otherwise: a deletion at exactly the timestamp of the row's newest
+     * write must shadow the copy, as it shadows the row.
      */
     SourceCells withStaticsOf(Set<String> statics, CqlGateway.RowLife row)
     {
@@ -142,7 +144,7 @@ final class SourceCells
             if (!statics.contains(e.getKey()))
                 continue;
             long timestamp = deleted && cell.timestamp <= row.deletedAt ? row.deletedAt + 1 : cell.timestamp;
-            if (cell.value != null && !expiring)
+            if (cell.value != null && !expiring && (row.expiredOnce || timestamp < row.newest))
                 timestamp++;
             long expiresAt = cell.value != null && expiring ? (cell.expiresAt == 0 ? row.expiresAt : Math.min(cell.expiresAt, row.expiresAt))
                                                             : cell.expiresAt;

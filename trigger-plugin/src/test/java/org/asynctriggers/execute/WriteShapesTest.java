@@ -321,6 +321,31 @@ class WriteShapesTest
         }
 
         @Test
+        void shouldLetADeletionAtTheTimestampOfTheRowsWriteShadowItsStaticCopy()
+        {
+            // the row and its static value written at one timestamp, then the row deleted at exactly that timestamp:
+            // the deletion wins the tie in the source, and must in the derived row (the differential test's seed 29)
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 20, "a"))));
+            assertEquals(List.of("1=shared"), statics());
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 20))));
+            assertEquals(List.of(), statics(), "no derived row is left of the deleted row, nor its static copy");
+        }
+
+        @Test
+        void shouldRaiseAStaticCopyInAPermanentRowOnlyWhereACappedCopyMayHaveBeenWritten()
+        {
+            SourceCells cells = SourceCells.of(staticWrite(20, "shared"), spec.source.primaryKey());
+            long never = Long.MAX_VALUE;
+            assertEquals(20, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, false)).cells.get("s").timestamp,
+                         "a row written once, at the static's timestamp, that never had a TTL: no capped copy to outrank");
+            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 30, false)).cells.get("s").timestamp,
+                         "a newer write made the row what it is: it may have expired before");
+            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, true)).cells.get("s").timestamp,
+                         "a part with a TTL (or a cell tombstone) left in the row: it may have expired before");
+        }
+
+        @Test
         void shouldDeleteTheDerivedRowOfARowDeletedAfterTheStaticWrite()
         {
             assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));

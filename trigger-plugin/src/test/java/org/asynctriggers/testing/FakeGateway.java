@@ -509,13 +509,25 @@ public final class FakeGateway implements CqlGateway
         String id = id(primaryKey);
         long deleted = t.deletedAt(primaryKey);
         long expires = Long.MIN_VALUE;
+        long newest = Long.MIN_VALUE;
+        boolean expiredOnce = t.markerExpiresAt.containsKey(id);
         if (t.markers.getOrDefault(id, Long.MIN_VALUE) > deleted && t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE) > nowSeconds)
+        {
             expires = t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE);
+            newest = t.markers.get(id);
+        }
         for (Map.Entry<String, Cell> c : t.cells.getOrDefault(id, Map.of()).entrySet())
-            if (!t.staticColumns.contains(c.getKey()) && c.getValue().ts > deleted && c.getValue().value != null
-                && c.getValue().expiresAt > nowSeconds)
+        {
+            if (t.staticColumns.contains(c.getKey()))
+                continue;
+            expiredOnce |= c.getValue().value == null || c.getValue().expiresAt != Long.MAX_VALUE;
+            if (c.getValue().ts > deleted && c.getValue().value != null && c.getValue().expiresAt > nowSeconds)
+            {
                 expires = Math.max(expires, c.getValue().expiresAt);
-        return new RowLife(deleted, expires);
+                newest = Math.max(newest, c.getValue().ts);
+            }
+        }
+        return new RowLife(deleted, expires, newest, expiredOnce);
     }
 
     @Override
