@@ -46,16 +46,20 @@ def _ensure_live_seed(cluster, progress: Progress) -> None:
 
 
 def _free_slot(cluster) -> int:
-    """The node number (node<i>, 127.0.0.<i>) after every one the cluster uses or used as a seed: a node never takes
-    the name of one that left, nor a seed's address (a node whose address is in the seed list does not bootstrap, and
-    a replacement must)."""
+    """The node number (node<i>, 127.0.0.<i>) after every one the cluster uses or uses as a seed (a node whose address
+    is in the seed list does not bootstrap, and a replacement must); once those run out, the lowest number no node and
+    no seed uses: the address of a node that left long enough ago (Cassandra keeps a decommissioned node's address
+    as LEFT, a state a new node may join from, and forgets a replaced one's after its quarantine, a minute)."""
     taken = {int(m.group(1)) for n in cluster.nodes for m in [re.fullmatch(r"node(\d+)", n)] if m}
     taken |= {int(ccm.address_of(n).rsplit(".", 1)[1]) for n in cluster.nodes.values()}
     taken |= {int(a.rsplit(".", 1)[1]) for a in _seed_addresses(cluster) if a.startswith("127.0.0.")}
     slot = max(taken, default=0) + 1
-    if slot > MAX_NODES:
+    if slot <= MAX_NODES:
+        return slot
+    free = [i for i in range(1, MAX_NODES + 1) if i not in taken]
+    if not free:
         raise ClusterError(f"cluster {cluster.name} has no room for another node (at most {MAX_NODES} addresses)")
-    return slot
+    return free[0]
 
 
 def _new_node(cluster, slot: int):

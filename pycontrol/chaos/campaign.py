@@ -137,6 +137,11 @@ def _nodes(info) -> list[str]:
     return [n.name for n in info.nodes]
 
 
+def _current(settings: Settings, config: CampaignConfig):
+    """The cluster as it is now: a membership fault changes its nodes (nemesis.py)."""
+    return cluster_mod.cluster_info(settings, config.cluster)
+
+
 JAVA_FORM = "-Dasync_triggers.task_format=java"
 
 
@@ -146,11 +151,12 @@ def _start(settings: Settings, config: CampaignConfig, node: str, forms: dict[st
                            jvm_args=[JAVA_FORM] if forms.get(node) == "java" else [])
 
 
-def _hands(settings: Settings, config: CampaignConfig, info, forms: dict[str, str]) -> nemesis.Hands:
+def _hands(settings: Settings, config: CampaignConfig, forms: dict[str, str]) -> nemesis.Hands:
     quiet = lambda m: None  # noqa: E731
 
     def cut(links) -> None:
-        ends = {n: cluster_mod.storage_endpoint(settings, n, name=config.cluster) for n in _nodes(info)}
+        ends = {n: cluster_mod.storage_endpoint(settings, n, name=config.cluster)
+                for n in _nodes(_current(settings, config))}
         cluster_mod.network.cut(config.cluster, [(a, ends[a][0], ends[b][1], ends[b][2]) for a, b in links])
 
     def switch(node: str) -> str:
@@ -163,32 +169,37 @@ def _hands(settings: Settings, config: CampaignConfig, info, forms: dict[str, st
         start=lambda n: _start(settings, config, n, forms),
         pause=lambda n: cluster_mod.pause_node(settings, n, name=config.cluster),
         resume=lambda n: cluster_mod.resume_node(settings, n, name=config.cluster),
-        cut=cut, heal=cluster_mod.network.heal, switch=switch)
+        cut=cut, heal=cluster_mod.network.heal, switch=switch,
+        add=lambda: cluster_mod.add_node(settings, name=config.cluster, progress=quiet, timeout=START_TIMEOUT_S).name,
+        decommission=lambda n: cluster_mod.decommission(settings, n, name=config.cluster, progress=quiet,
+                                                        timeout=START_TIMEOUT_S),
+        replace=lambda n: cluster_mod.replace_node(settings, n, name=config.cluster, progress=quiet,
+                                                   timeout=START_TIMEOUT_S).name)
 
 
-def _unfreeze(settings: Settings, config: CampaignConfig, info) -> None:
+def _unfreeze(settings: Settings, config: CampaignConfig) -> None:
     """No partition rule left, every paused JVM resumed (nodes that are down stay down)."""
     cluster_mod.network.heal()
-    for node in _nodes(info):
+    for node in _nodes(_current(settings, config)):
         cluster_mod.resume_node(settings, node, name=config.cluster)
 
 
-def _heal(settings: Settings, config: CampaignConfig, info, forms: dict[str, str]) -> None:
+def _heal(settings: Settings, config: CampaignConfig, forms: dict[str, str]) -> None:
     """No partition, no paused JVM, every node running."""
     cluster_mod.network.heal()
-    for node in _nodes(info):
+    for node in _nodes(_current(settings, config)):
         cluster_mod.resume_node(settings, node, name=config.cluster)
         _start(settings, config, node, forms)
 
 
-def _keep_evidence(settings: Settings, config: CampaignConfig, info, folder: Path, check: dict | None,
+def _keep_evidence(settings: Settings, config: CampaignConfig, folder: Path, check: dict | None,
                    rows: list[dict]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     if check is not None:
         (folder / "check.json").write_text(json.dumps(check, indent=2, default=str))
     if rows:
         (folder / "rows.json").write_text(json.dumps(rows, indent=2, default=str))
-    for node in info.nodes:
+    for node in _current(settings, config).nodes:
         log = node.path / "logs" / "system.log" if node.path else None
         if log is not None and log.is_file():
             shutil.copy(log, folder / f"{node.name}-system.log")
@@ -209,7 +220,7 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
         cluster_mod.network.require()   # refused before anything starts
     cluster_mod.network.heal()   # rules an interrupted campaign may have left
     info, session = _setup(settings, config, progress)
-    _unfreeze(settings, config, info)
+    _unfreeze(settings, config)
     spark = build_session(master=config.master, connection=settings.with_hosts(info.contact_points).connection,
                           app_name="chaos-check")
     ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
@@ -226,7 +237,7 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     for index, fault_seed in enumerate(seeds):
         if index == 0 and not config.reference:
             continue   # run ids stay those of a campaign with its reference
-        result = _run(settings, config, info, session, spark, check, ops, index, fault_seed,
+        result = _run(settings, config, session, spark, check, ops, index, fault_seed,
                       campaign_base + index * workload.ID_STRIDE, reference, progress, forms)
         report(result.line())
         results.append(result)
@@ -252,13 +263,14 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     return results
 
 
-def _run(settings, config, info, session, spark, check, ops, index, fault_seed, id_base, reference, progress,
+def _run(settings, config, session, spark, check, ops, index, fault_seed, id_base, reference, progress,
          forms: dict[str, str]) -> RunResult:
     started = time.monotonic()
-    faults = [] if fault_seed is None else nemesis.schedule(fault_seed, _nodes(info), config.load_s, config.kinds,
+    nodes = _nodes(_current(settings, config))
+    faults = [] if fault_seed is None else nemesis.schedule(fault_seed, nodes, config.load_s, config.kinds,
                                                              config.faults_per_run)
     progress(f"run {index}: " + ("reference, no fault" if not faults else "; ".join(f.describe() for f in faults)))
-    nem = nemesis.Nemesis(faults, _hands(settings, config, info, forms), progress=progress)
+    nem = nemesis.Nemesis(faults, _hands(settings, config, forms), progress=progress)
     result = RunResult(index, fault_seed, [f.describe() for f in faults], [], 0, 0, 0, None, 0, 0, 0, 0.0)
     check_result = None
 
@@ -277,7 +289,7 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
         nem.join()
         result.events = [dataclasses.asdict(e) for e in nem.events]
         result.writes, result.retried, result.gave_up = stats.writes, stats.retried, stats.gave_up
-        _heal(settings, config, info, forms)
+        _heal(settings, config, forms)
         healed = time.monotonic()
         drain()
         result.drained_s = time.monotonic() - healed
@@ -288,13 +300,13 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
     except ClusterError as e:
         result.error = str(e).splitlines()[0]
         try:   # the nodes the nemesis left down are started again before the next run
-            _heal(settings, config, info, forms)
+            _heal(settings, config, forms)
         except ClusterError as again:
             result.error += f"; and healing failed: {str(again).splitlines()[0]}"
     except BaseException:
         # interrupted (Ctrl-C, SIGTERM, an unexpected error) in the middle of a fault: no partition and no frozen
         # JVM may outlive the campaign
-        _unfreeze(settings, config, info)
+        _unfreeze(settings, config)
         raise
     rows: list[dict] = []
     if not result.ok and check_result is not None and index > 0:
@@ -310,5 +322,5 @@ def _run(settings, config, info, session, spark, check, ops, index, fault_seed, 
             rows.append({"error": f"evidence not gathered: {e!r}"})
     result.seconds = time.monotonic() - started
     if not result.ok:
-        _keep_evidence(settings, config, info, config.out / f"run-{index}", check_result, rows)
+        _keep_evidence(settings, config, config.out / f"run-{index}", check_result, rows)
     return result

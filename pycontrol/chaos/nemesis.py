@@ -15,7 +15,14 @@ Kinds (each heals itself: every node it takes down is started again):
 - ``pause``: SIGSTOP a node's JVM for 20-40 s (longer than the failure detector takes to convict it), SIGCONT;
 - ``roll``: a rolling restart, one node at a time (drain, start, wait until the others see it up), each node
   switching the form it stores tasks in (``-Dasync_triggers.task_format=java``, the Java serialization of
-  earlier versions, or the versioned format): writers of both forms side by side, as during a plugin upgrade.
+  earlier versions, or the versioned format): writers of both forms side by side, as during a plugin upgrade;
+- ``grow_shrink``: a membership change each way: a new node bootstrapped into the ring, then one of the nodes the
+  run started with decommissioned (its ranges, its backup entries and its queued tasks streamed or handed over
+  while it leaves); the cluster keeps its size, one node's name changes;
+- ``replace``: kill -9 a node, then, 10-20 s later, a new node takes its place on a new address
+  (``replace_address_first_boot``): the dead node's queue is gone for good, its rows' tasks are the replicas' to run.
+
+Membership faults change the cluster's nodes for the rest of the campaign: each run draws from the nodes there are.
 
 Partitions cut the nodes' storage port only (cluster/network.py): clients still reach every node.
 
@@ -31,8 +38,10 @@ import time
 from typing import Callable, Sequence
 
 KINDS = ("kill9", "stop", "quick_restart", "down60", "two_in_a_row", "restart_all",
-         "isolate", "split", "bridge", "asymmetric", "pause", "roll")
+         "isolate", "split", "bridge", "asymmetric", "pause", "roll", "grow_shrink", "replace")
 PARTITIONS = ("isolate", "split", "bridge", "asymmetric")
+MEMBERSHIP = ("grow_shrink", "replace")
+JOIN_S = 90.0    # about what a node takes to bootstrap or stream its ranges away here, under load
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,6 +56,8 @@ class Fault:
     def describe(self) -> str:
         down = f" {'cut' if self.kind in PARTITIONS else 'paused' if self.kind == 'pause' else 'down'} " \
                f"{self.down_s:.0f}s" if self.down_s else ""
+        if self.kind == "grow_shrink":
+            return f"{self.kind} +1 node, -{self.nodes[0]} @{self.at:.0f}s"
         return f"{self.kind} {'+'.join(self.nodes)} @{self.at:.0f}s{down}"
 
     @property
@@ -56,6 +67,10 @@ class Fault:
             return self.down_s
         if self.kind == "roll":
             return 30.0 * len(self.nodes)
+        if self.kind == "grow_shrink":
+            return self.down_s + 2 * JOIN_S
+        if self.kind == "replace":
+            return self.down_s + JOIN_S
         return self.down_s * len(self.nodes)
 
 
@@ -81,13 +96,15 @@ def _partition(kind: str, rng: random.Random, nodes: Sequence[str], node: str, d
 
 def schedule(seed: int, nodes: Sequence[str], load_s: float, kinds: Sequence[str] = KINDS,
              faults: int | None = None) -> list[Fault]:
-    """One or two faults at random moments of the load (``faults`` fixes how many), none overlapping."""
+    """One or two faults at random moments of the load (``faults`` fixes how many), none overlapping. A fault after
+    a membership fault names none of the nodes it took away (nor the one it brought: its name is known when it joins)."""
     for kind in kinds:
         if kind not in KINDS:
             raise ValueError(f"unknown fault kind '{kind}' (known: {', '.join(KINDS)})")
     rng = random.Random(seed)
     count = faults if faults is not None else rng.choice((1, 1, 2))
     out: list[Fault] = []
+    nodes = list(nodes)   # a membership fault takes one away for the faults after it
     at = rng.uniform(0.1, 0.4) * load_s
     for _ in range(count):
         kind = rng.choice(list(kinds))
@@ -105,9 +122,15 @@ def schedule(seed: int, nodes: Sequence[str], load_s: float, kinds: Sequence[str
             fault = dataclasses.replace(_partition(kind, rng, nodes, node, rng.uniform(20, 40)), at=at)
         elif kind == "pause":
             fault = Fault(at, kind, (node,), rng.uniform(20, 40))
+        elif kind == "grow_shrink":   # the node decommissioned once the new one joined, and how long in between
+            fault = Fault(at, kind, (node,), rng.uniform(5, 15))
+        elif kind == "replace":       # how long the node is dead before its replacement starts
+            fault = Fault(at, kind, (node,), rng.uniform(10, 20))
         else:   # restart_all, roll: every node
             fault = Fault(at, kind, tuple(nodes), 0.0)
         out.append(fault)
+        if kind in MEMBERSHIP:
+            nodes.remove(node)
         at += fault.busy_s + rng.uniform(10, 20)
     return out
 
@@ -129,6 +152,9 @@ class Hands:
     cut: Callable[[Sequence[tuple[str, str]]], None] = lambda links: None
     heal: Callable[[], None] = lambda: None
     switch: Callable[[str], str] = lambda node: ""   # a roll: the node's next start's form; returns its name
+    add: Callable[[], str] = lambda: ""               # bootstraps a new node; returns its name
+    decommission: Callable[[str], None] = lambda node: None
+    replace: Callable[[str], str] = lambda node: ""   # a dead node's replacement; returns the new node's name
 
 
 class Nemesis:
@@ -207,6 +233,15 @@ class Nemesis:
                 self._down(node, graceful=True)
                 self._up(node)
                 self._log(f"{node} now stores tasks in the {form} form")
+        elif fault.kind == "grow_shrink":
+            self._log(f"added {hands.add()} (bootstrapped)")
+            time.sleep(fault.down_s)
+            hands.decommission(fault.nodes[0])
+            self._log(f"decommissioned {fault.nodes[0]}")
+        elif fault.kind == "replace":
+            self._down(fault.nodes[0], graceful=False)
+            time.sleep(fault.down_s)
+            self._log(f"replaced {fault.nodes[0]} by {hands.replace(fault.nodes[0])}")
         else:
             self._down(fault.nodes[0], graceful=fault.kind == "stop")
             time.sleep(fault.down_s)

@@ -32,11 +32,12 @@ def test_should_keep_a_schedule_to_the_kinds_asked_for_and_name_a_bad_one():
 
 def test_should_take_down_the_nodes_and_durations_each_fault_kind_says():
     faults = [f for s in range(300) for f in nemesis.schedule(s, NODES, 40)]
-    assert all(f.nodes == NODES for f in faults if f.kind == "restart_all")
+    everyone = [fs[-1] for s in range(300) for fs in [nemesis.schedule(s, NODES, 40)]
+                if not any(f.kind in nemesis.MEMBERSHIP for f in fs[:-1])]   # every node there is, still
+    assert all(f.nodes == NODES for f in everyone if f.kind in ("restart_all", "roll"))
     assert all(len(set(f.nodes)) == 2 for f in faults if f.kind == "two_in_a_row")
     assert all(f.down_s == 60 for f in faults if f.kind == "down60")
     assert all(f.down_s == 0 for f in faults if f.kind == "quick_restart")
-    assert all(f.nodes == NODES for f in faults if f.kind == "roll")
     assert all(20 <= f.down_s <= 40 for f in faults if f.kind == "pause" or f.kind in nemesis.PARTITIONS)
 
 
@@ -68,12 +69,12 @@ class _Hands:
             self.calls.append((name, *args))
             if name == self.fail_on:
                 raise RuntimeError(f"{name} failed")
-            return "java" if name == "switch" else None
+            return {"switch": "java", "add": "node4", "replace": "node5"}.get(name)
         return act
 
     def hands(self):
         return nemesis.Hands(**{k: self(k) for k in ("kill", "stop", "start", "pause", "resume", "cut", "heal",
-                                                      "switch")})
+                                                      "switch", "add", "decommission", "replace")})
 
 
 def test_should_heal_every_partition_and_resume_every_pause_the_nemesis_made(monkeypatch):
@@ -96,6 +97,52 @@ def test_should_heal_every_partition_and_resume_every_pause_the_nemesis_made(mon
     with pytest.raises(RuntimeError, match="cut failed"):
         nem.join()
     assert [c[0] for c in rec.calls][-2:] == ["heal", "resume"]
+
+
+def test_should_never_name_a_node_a_membership_fault_took_away_in_the_faults_after_it():
+    drawn = set()
+    for seed in range(300):
+        faults = nemesis.schedule(seed, NODES, 40, faults=2)
+        for first, later in zip(faults, faults[1:]):
+            if first.kind in nemesis.MEMBERSHIP:
+                drawn.add(first.kind)
+                assert first.nodes[0] not in later.nodes + tuple(n for link in later.links for n in link), faults
+        for f in faults:
+            if f.kind in nemesis.MEMBERSHIP:
+                assert len(f.nodes) == 1 and f.busy_s >= f.down_s + nemesis.JOIN_S
+    assert drawn == set(nemesis.MEMBERSHIP)
+
+
+def test_should_add_before_it_decommissions_and_kill_before_it_replaces(monkeypatch):
+    monkeypatch.setattr(nemesis.time, "sleep", lambda s: None)
+    grow = nemesis.Fault(0, "grow_shrink", ("node2",), 10)
+    replace = nemesis.Fault(0, "replace", ("node3",), 15)
+    rec = _Hands()
+    nem = nemesis.Nemesis([grow, replace], rec.hands())
+    nem.start(nemesis.time.monotonic())
+    nem.join()
+    assert rec.calls == [("add",), ("decommission", "node2"), ("kill", "node3"), ("replace", "node3")]
+    assert [e.what for e in nem.events] == ["added node4 (bootstrapped)", "decommissioned node2", "kill -9 node3",
+                                             "replaced node3 by node5"]
+    assert grow.describe() == "grow_shrink +1 node, -node2 @0s"
+
+
+def test_should_give_a_new_node_the_next_address_then_one_a_node_left(monkeypatch):
+    from types import SimpleNamespace
+
+    from async_triggers.cluster import membership
+    from async_triggers.errors import ClusterError
+
+    def cluster(numbers, seeds=("127.0.0.1",)):
+        nodes = {f"node{i}": SimpleNamespace(address=f"127.0.0.{i}") for i in numbers}
+        return SimpleNamespace(name="c", nodes=nodes, get_seeds=lambda: list(seeds))
+
+    monkeypatch.setattr(membership.ccm, "address_of", lambda node: node.address)
+    assert membership._free_slot(cluster([1, 2, 3])) == 4
+    assert membership._free_slot(cluster([1, 3])) == 4, "not the address of a node that just left"
+    assert membership._free_slot(cluster([1, 4, 9])) == 2, "the addresses ran out: the lowest one free"
+    with pytest.raises(ClusterError, match="no room for another node"):
+        membership._free_slot(cluster(range(1, 10)))
 
 
 def test_should_write_each_tweet_first_and_change_it_only_later_in_the_inputs():
