@@ -33,13 +33,15 @@ def _check_plugin(jar: Path | None) -> Path:
 @ccm.quiet
 def up(settings: Settings, nodes: int | None = None, name: str | None = None, heap: str = install.DEFAULT_HEAP,
        progress: Progress | None = None, plugin_jar: Path | None = None, require_plugin: bool = True,
-       timeout: float = 300.0, commitlog_sync: str | None = None) -> ClusterInfo:
+       timeout: float = 300.0, commitlog_sync: str | None = None,
+       config_options: dict[str, object] | None = None) -> ClusterInfo:
     """Create (or reuse) the cluster `name` with `nodes` nodes, put the plugin jar in the cluster's dir, start the
     nodes that are down (with the plugin), and return once every node answers CQL and sees the others up.
 
     nodes: None means 3 for a new cluster, the existing count otherwise. plugin_jar: default Settings.plugin_jar;
     with require_plugin=False a missing jar is skipped instead of failing. commitlog_sync: install.COMMITLOG_SYNC's
-    modes; None means periodic for a new cluster, whatever it has for an existing one (which must match if given)."""
+    modes; None means periodic for a new cluster, whatever it has for an existing one (which must match if given).
+    config_options: more cassandra.yaml settings for a new cluster (e.g. ``{"cdc_enabled": True}``)."""
     progress = progress or ccm.noop
     name = ccm.resolve_name(settings, name)
     if commitlog_sync is not None and commitlog_sync not in install.COMMITLOG_SYNC:
@@ -62,7 +64,8 @@ def up(settings: Settings, nodes: int | None = None, name: str | None = None, he
             with ccm.running(f"creating cluster {name} in {settings.ccm_dir}", progress):
                 cluster = Cluster(str(settings.ccm_dir), name, install_dir=str(install_dir))
                 cluster.set_configuration_options(values={**install.LAPTOP_TUNING,
-                                                          **install.COMMITLOG_SYNC[commitlog_sync or "periodic"]})
+                                                          **install.COMMITLOG_SYNC[commitlog_sync or "periodic"],
+                                                          **(config_options or {})})
                 for key, value in env.items():
                     cluster.set_environment_variable(key, value)
                 cluster.populate(count)

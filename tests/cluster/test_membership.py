@@ -3,7 +3,9 @@ one replaced by a new node (`ctl cluster add-node`, `decommission`, `replace`), 
 Twitter fan-out flow and the users-by-name index (a lineage flow: a rename removes the old name's entry) deployed, a
 client writing tweets and another renaming users all along. Afterwards every timeline and index row is there and no
 other (Spark verify at ALL), the queues drain, and the tasks run stay within 1.1x the writes (streaming a range to a
-new node captures nothing, and a task queued before the ring changed runs once: backup/Handover)."""
+new node captures nothing, and a task queued before the ring changed runs once: backup/Handover). Both source
+tables have ``cdc = true``: Cassandra then applies every streamed partition through the write path, its indexes
+included (CassandraStreamReceiver), which must capture nothing either."""
 from __future__ import annotations
 
 import random
@@ -35,7 +37,7 @@ def members():
     busy = [a for a in ("127.0.0.1", "127.0.0.2") if cluster.port_open(a, 9042, timeout=0.5)]
     if busy and cluster.load_cluster(s, NAME) is None:
         pytest.skip(f"another Cassandra is listening on {', '.join(busy)}:9042")
-    info = cluster.up(s, nodes=2, name=NAME, progress=_progress)
+    info = cluster.up(s, nodes=2, name=NAME, progress=_progress, config_options={"cdc_enabled": True})
     try:
         yield config.load(cluster_name=NAME, contact_points=tuple(info.contact_points))
     finally:
@@ -116,6 +118,8 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
     with connect(members) as session:
         run_file(session, ROOT / "examples" / "twitter" / "schema.cql")
         run_file(session, ROOT / "examples" / "users_index" / "schema.cql")
+        for table in ("twitter.tweets", "app.users"):   # streams to and from these go through the write path
+            session.execute(f"ALTER TABLE {table} WITH cdc = true")
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         execute_concurrent_with_args(session, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
                                      concurrency=32, raise_on_first_error=True)

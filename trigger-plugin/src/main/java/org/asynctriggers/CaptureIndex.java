@@ -5,6 +5,7 @@ import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.Callable;
 
+import org.apache.cassandra.concurrent.NamedThreadFactory;
 import org.apache.cassandra.cql3.Operator;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
@@ -95,8 +96,36 @@ public final class CaptureIndex implements Index
         CaptureOptions current = options;
         if (transactionType != IndexTransaction.Type.UPDATE || current.flows.isEmpty() || !SupportedVersion.here())
             return null; // compaction and cleanup are no writes; an unsupported Cassandra captures nothing
+        if (isStreamed(Thread.currentThread().getName()))
+        {
+            if (!streamedSeen)
+            {
+                streamedSeen = true;
+                logger.info("Rows streamed into the table of capture index {} (bootstrap, decommission, repair, rebuild) "
+                            + "are not captured: their writes were captured by the replicas that applied them", metadata.name);
+            }
+            return null;
+        }
         return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, errors);
     }
+
+    /**
+     * Whether the thread applying a write is Cassandra's stream receiver: for a table with {@code cdc = true} or
+     * materialized views, it applies every streamed partition through the write path, indexes included
+     * (CassandraStreamReceiver#sendThroughWritePath, on the StreamReceiveTask threads). Such rows are not writes: a
+     * replica streams what it holds, which was captured when it was written; capturing it again would run every task
+     * of the ranges moved (a bootstrap of a CDC table re-ran them all). Streams of other tables add sstables, which
+     * no index sees: the same rule for every table.
+     */
+    static boolean isStreamed(String threadName)
+    {
+        // a node's thread names carry a prefix of the process's (set by in-JVM test clusters; empty in a node)
+        return threadName.startsWith(NamedThreadFactory.globalPrefix() + STREAM_RECEIVER_THREADS);
+    }
+
+    /** The name of Cassandra 5.0's stream receiver executor (StreamReceiveTask), its threads' name prefix. */
+    private static final String STREAM_RECEIVER_THREADS = "StreamReceiveTask";
+    private volatile boolean streamedSeen;
 
     // ---- an index with no data and no queries ----
 

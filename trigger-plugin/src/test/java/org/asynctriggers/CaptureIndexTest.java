@@ -127,6 +127,23 @@ class CaptureIndexTest
     }
 
     @Test
+    void shouldCaptureNothingThatCassandraStreamsThroughTheWritePath() throws Exception
+    {
+        // a table with cdc = true (or materialized views) gets its streamed partitions applied through the write path,
+        // on the stream receiver's threads: a bootstrap would otherwise capture every row of the ranges it moves
+        CaptureIndex index = new CaptureIndex(null, metadata(options(FLOWS)));
+        org.apache.cassandra.index.Index.Indexer[] seen = new org.apache.cassandra.index.Index.Indexer[1];
+        Thread receiver = new Thread(() -> seen[0] = indexer(index, IndexTransaction.Type.UPDATE), "StreamReceiveTask:3");
+        receiver.start();
+        receiver.join();
+        assertNull(seen[0]);
+        assertTrue(CaptureIndex.isStreamed("StreamReceiveTask:1"));
+        assertFalse(CaptureIndex.isStreamed("MutationStage-2"), "a replica's write");
+        assertFalse(CaptureIndex.isStreamed("Native-Transport-Requests-4"), "a coordinator's local write");
+        assertFalse(CaptureIndex.isStreamed("HintsDispatcher:1"), "a hint is a write the replica missed: captured");
+    }
+
+    @Test
     void shouldStopCapturingOnceAReloadedIndexListsNoFlow() throws Exception
     {
         CaptureIndex index = new CaptureIndex(null, metadata(options(FLOWS)));
