@@ -26,6 +26,9 @@ import org.asynctriggers.task.Task;
  * shadowing writes with a lower or equal timestamp). Understands exactly the statement shapes {@link Cql} builds.
  * TTLs expire on its own clock, {@link #nowSeconds}: an expired cell or row marker stays, shadowing older ones, as in
  * Cassandra, but is not visible.
+ * <p>
+ * About 600 lines: it is a small Cassandra (writes, reads, tombstones, TTLs, the storage view a row's life is read
+ * from), and the tests that drive the executors through it need every part to agree with the others.
  */
 public final class FakeGateway implements CqlGateway
 {
