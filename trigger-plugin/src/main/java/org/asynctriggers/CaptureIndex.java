@@ -119,8 +119,10 @@ public final class CaptureIndex implements Index
      */
     static boolean isStreamed(String threadName)
     {
-        // a node's thread names carry a prefix of the process's (set by in-JVM test clusters; empty in a node)
-        return threadName.startsWith(NamedThreadFactory.globalPrefix() + STREAM_RECEIVER_THREADS);
+        // a node's thread names carry a prefix of the process's (set by in-JVM test clusters; empty in a node);
+        // compared in place: this runs on every write
+        String prefix = NamedThreadFactory.globalPrefix();
+        return threadName.startsWith(prefix) && threadName.startsWith(STREAM_RECEIVER_THREADS, prefix.length());
     }
 
     /** The name of Cassandra 5.0's stream receiver executor (StreamReceiveTask), its threads' name prefix. */
