@@ -17,9 +17,11 @@ final class TaskIds
     /**
      * A name-based UUID of the flow, the source key, the write timestamp and what the write holds (its cells, their
      * timestamps and expirations, its row marker, deletion and range): what every replica computes alike for the same
-     * write, and different for two writes of one row with one timestamp (two clients, or a retry with other values),
-     * which must both run: Cassandra keeps, cell by cell, whichever wins the tie, and so do the derived rows only if
-     * both tasks write theirs.
+     * captured change, and different for two writes of one row with one timestamp (two clients, or a retry with other
+     * values), which must both run: Cassandra keeps, cell by cell, whichever wins the tie, and so do the derived rows
+     * only if both tasks write theirs. A replica captures what the write changed in its copy of the row, so replicas
+     * that applied a row's writes in different orders can give one write two ids (docs/design.md, "Who executes a
+     * task": both run; backup/ScanSchedule has them adopted promptly).
      */
     static java.util.UUID idOf(String flow, List<ByteBuffer> key, long timestamp, byte[] digest)
     {
