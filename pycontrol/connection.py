@@ -8,7 +8,7 @@ cqlsh's own sections and keys (``CQLSHRC_KEYS``).
 The password is never an argument: it comes from ``ASYNC_TRIGGERS_PASSWORD``, the cqlshrc file, or a prompt on a
 terminal (:func:`with_password`). It is kept out of ``repr``, of our messages, of the argv of every process we
 start (children get it in their environment, :func:`child_env`) and of Spark's launch command (the connector reads
-it from the session's runtime conf, :func:`spark_conf`).
+it from the session's runtime conf, :func:`~async_triggers.connection_clients.spark_conf`).
 """
 from __future__ import annotations
 
@@ -378,7 +378,3 @@ def arguments_of(conn: Connection) -> list[str]:
     """The non-secret options that make a child resolve the same hosts and port (with :func:`child_env` for the
     rest)."""
     return ["--hosts", ",".join(conn.hosts), "--port", str(conn.port)]
-
-
-from .connection_clients import (chosen_dc, cluster_kwargs, make_cluster, spark_conf,  # noqa: E402,F401
-                                 ssl_context)

@@ -8,7 +8,7 @@ from typing import Iterator
 from cassandra import AuthenticationFailed
 from cassandra.cluster import NoHostAvailable, Session
 
-from . import connection as connection_mod
+from . import connection as connection_mod, connection_clients
 from .errors import ConnectionFailed
 
 # The driver logs every failed connection attempt at WARNING; our own errors say what went wrong.
@@ -26,7 +26,7 @@ def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Ite
     if conn.verbose:
         for line in conn.describe():
             LOG.info("%s", line)
-    cluster = connection_mod.make_cluster(conn)
+    cluster = connection_clients.make_cluster(conn)
     try:
         try:
             session = cluster.connect(keyspace)
@@ -36,7 +36,7 @@ def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Ite
         except AuthenticationFailed as e:
             raise ConnectionFailed(f"Cassandra at {conn.where()} refused user '{conn.username}': {e}") from None
         if conn.verbose:
-            dc = connection_mod.chosen_dc(cluster)
+            dc = connection_clients.chosen_dc(cluster)
             how = "given" if conn.local_dc else "chosen by the driver"
             LOG.info("local data center %s (%s)", dc, how)
         session.default_timeout = timeout

@@ -86,12 +86,12 @@ class _Sessions:
 
 def _connection_of(target: Target):
     """A driver Cluster for ``target``: its hosts and port with the connection's auth and TLS."""
-    from async_triggers import connection as connection_mod
+    from async_triggers import connection as connection_mod, connection_clients
     conn = target.connection
     if conn is None:
         conn = connection_mod.resolve({"port": target.port})
     conn = connection_mod.with_password(connection_mod.with_hosts(conn, target.contact_points, target.port))
-    return connection_mod.make_cluster(conn, **({} if conn.protocol_version else {"protocol_version": 5}))
+    return connection_clients.make_cluster(conn, **({} if conn.protocol_version else {"protocol_version": 5}))
 
 
 SESSIONS = _Sessions()

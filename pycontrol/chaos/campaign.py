@@ -99,9 +99,9 @@ def _session(conn):
     for minutes after a restart of all nodes) and retries nothing itself: the clients do."""
     from cassandra.policies import ConstantReconnectionPolicy
 
-    from async_triggers import connection as connection_mod
+    from async_triggers import connection as connection_mod, connection_clients
 
-    c = connection_mod.make_cluster(connection_mod.with_password(conn),
+    c = connection_clients.make_cluster(connection_mod.with_password(conn),
                                     reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
     session = c.connect()
     session.default_timeout = 30

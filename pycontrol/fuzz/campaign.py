@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Callable
 
-from .. import cluster as cluster_mod, connection as connection_mod, deploy
+from .. import cluster as cluster_mod, connection as connection_mod, connection_clients, deploy
 from ..config import Settings
 from ..cql_script import run_text
 from ..errors import ConfigError
@@ -95,7 +95,7 @@ def _setup(settings: Settings, config: FuzzConfig, progress: Progress):
                           progress=progress, commitlog_sync=None if existing is not None else "batch")
     conn = settings.with_hosts(info.contact_points).connection
     from cassandra.policies import ConstantReconnectionPolicy
-    driver = connection_mod.make_cluster(connection_mod.with_password(conn),
+    driver = connection_clients.make_cluster(connection_mod.with_password(conn),
                                          reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
     session = driver.connect()
     session.default_timeout = 30

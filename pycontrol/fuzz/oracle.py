@@ -50,19 +50,19 @@ class FlowCheck:
 
 def session_conf() -> dict:
     """What a Spark session needs for the verify job (its own settings, when it names them)."""
-    from async_triggers.spark_jobs import verify
+    from async_triggers.spark_jobs import specs, verify
     return dict(getattr(verify, "SESSION_CONF", {}))
 
 
 def check_flows(spark, flows: Iterable[str]) -> list[FlowCheck]:
     """Verify each deployed flow against the current source and fan-out tables (a Spark session with the
     connector). VerifyError naming the flow when a verification cannot run."""
-    from async_triggers.spark_jobs import verify
+    from async_triggers.spark_jobs import specs, verify
 
     out = []
     for flow in flows:
         try:
-            spec = verify.load_spec(spark, flow)
+            spec = specs.load_spec(spark, flow)
             results = verify.verify_with_session(spark, spec)
         except VerifyError:
             raise

@@ -313,7 +313,7 @@ def run_backfill(flow: str, connection=None, master: str = "local[*]", home=None
     from async_triggers.cql import connect
 
     from .session import build_session, describe_error
-    from .verify import load_spec
+    from .specs import load_spec
 
     connection = connection_mod.with_password(connection or connection_mod.resolve({}))
     spark = build_session(master=master, connection=connection, app_name=f"backfill-{flow}", home=home,

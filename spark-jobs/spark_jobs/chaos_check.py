@@ -74,7 +74,7 @@ def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: in
 def check(spark, flows: Iterable[str], tables: Sequence[tuple[str, str]], id_column: str, id_from: int, id_to: int,
           reference: Path | None, write_reference: bool) -> dict:
     """``reference`` None: no comparison with a reference run (``differs`` 0)."""
-    from .verify import load_spec
+    from .specs import load_spec
 
     verified = [r for flow in flows for r in verify_flow(spark, load_spec(spark, flow), id_column, id_from, id_to)]
     compared = [] if reference is None else compare_with_reference(spark, tables, id_from, id_to, reference,

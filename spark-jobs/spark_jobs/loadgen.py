@@ -159,9 +159,9 @@ class _ReleaseVersion:
     """Asks ``SELECT release_version FROM system.local`` asynchronously: a cluster with nothing to do."""
 
     def __init__(self):
-        from async_triggers import connection as connection_mod
+        from async_triggers import connection as connection_mod, connection_clients
         conn = connection_mod.with_password(connection_mod.resolve())
-        self.cluster = connection_mod.make_cluster(conn)
+        self.cluster = connection_clients.make_cluster(conn)
         self.session = self.cluster.connect()
         self.query = self.session.prepare("SELECT release_version FROM system.local")
 

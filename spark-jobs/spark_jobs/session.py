@@ -162,13 +162,13 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     """
     from pyspark.sql import SparkSession
 
-    from async_triggers import connection as connection_mod
+    from async_triggers import connection as connection_mod, connection_clients
 
     if connection is None:
         connection = connection_mod.resolve({"hosts": ",".join(contact_points) if contact_points else None,
                                              "port": port})
     connection = connection_mod.with_password(connection)
-    public, secret = connection_mod.spark_conf(connection)
+    public, secret = connection_clients.spark_conf(connection)
     jar_paths = connector_jars(home) if jars is None else list(jars)
     # the launcher reads this before any conf: without it Spark warns about the host's loopback name
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")

@@ -63,6 +63,7 @@ from .compare import SAMPLE_SIZE, Result, compare  # noqa: F401
 from .derive import (compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
                      qualified, source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
+from .specs import load_specs
 from .verify_report import exit_code, format_report, json_line, summary  # noqa: F401
 from .verify_run import DEFAULT_CONSISTENCY, READ_LEVELS, FlowReport, Options, verify_flow
 
@@ -85,36 +86,6 @@ def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
 
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
-
-def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_triggers") -> dict[str, dict]:
-    """The deployed specifications of ``flows`` (all deployed flows for None, by name) from ``async_triggers.flows``,
-    read through the connector; an UnknownFlowError naming every flow not deployed."""
-    from async_triggers.errors import UnknownFlowError
-
-    from .session import describe_error, read_table
-    try:
-        rows = {r["name"]: r["spec"] for r in read_table(spark, keyspace, "flows", ["name", "spec"]).collect()}
-    except Exception as e:
-        if f"Couldn't find {keyspace}" not in describe_error(e):
-            raise
-        rows = {}     # nothing was ever deployed on this cluster
-    wanted = sorted(rows) if flows is None else list(dict.fromkeys(flows))
-    unknown = [f for f in wanted if f not in rows]
-    if unknown:
-        raise UnknownFlowError(unknown, rows)
-    out = {}
-    for name in wanted:
-        try:
-            out[name] = json.loads(rows[name])
-        except (TypeError, ValueError) as e:
-            raise VerifyError(f"flow '{name}': the stored specification is not valid JSON: {e}") from e
-    return out
-
-
-def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
-    """The deployed specification of ``flow``."""
-    return load_specs(spark, [flow], keyspace)[flow]
-
 
 def verify_with_session(spark, spec: Mapping, consistency: str = DEFAULT_CONSISTENCY,
                         sample_size: int = SAMPLE_SIZE) -> list[Result]:

@@ -202,7 +202,7 @@ def test_should_give_a_child_every_option_in_its_environment_and_none_in_its_arg
 
 def test_should_pass_auth_local_dc_and_protocol_to_the_driver():
     conn = resolve({"username": "u", "local_dc": "dc2", "protocol_version": 4, "port": 9142}, env={})
-    kwargs = connection.cluster_kwargs(conn)
+    kwargs = connection_clients.cluster_kwargs(conn)
     assert kwargs["port"] == 9142 and kwargs["protocol_version"] == 4
     assert kwargs["load_balancing_policy"]._child_policy.local_dc == "dc2"
     assert kwargs["auth_provider"].username == "u"
@@ -212,11 +212,11 @@ def test_should_pass_auth_local_dc_and_protocol_to_the_driver():
 def test_should_build_the_tls_context_as_cqlsh_does(tmp_path):
     ca = tmp_path / "ca.pem"
     _self_signed(tmp_path, ca, tmp_path / "ca.key")
-    checked = connection.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
+    checked = connection_clients.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
     assert checked.verify_mode == ssl.CERT_REQUIRED and checked.check_hostname is False
-    strict = connection.ssl_context(resolve({"ssl_ca": str(ca), "ssl_check_hostname": True}, env={}))
+    strict = connection_clients.ssl_context(resolve({"ssl_ca": str(ca), "ssl_check_hostname": True}, env={}))
     assert strict.check_hostname is True
-    loose = connection.ssl_context(resolve({"ssl": True, "ssl_validate": False}, env={}))
+    loose = connection_clients.ssl_context(resolve({"ssl": True, "ssl_validate": False}, env={}))
     assert loose.verify_mode == ssl.CERT_NONE
 
 
@@ -224,12 +224,12 @@ def test_should_name_a_ca_file_that_is_not_pem(tmp_path):
     ca = tmp_path / "ca.pem"
     ca.write_text("not a certificate")
     with pytest.raises(ConfigError, match=f"--ssl-ca: cannot load CA file {ca}"):
-        connection.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
+        connection_clients.ssl_context(resolve({"ssl_ca": str(ca)}, env={}))
 
 
 def test_should_keep_secrets_out_of_the_public_spark_settings():
     conn = resolve({"username": "u", "local_dc": "dc1"}, env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
-    public, secret = connection.spark_conf(conn)
+    public, secret = connection_clients.spark_conf(conn)
     assert public["spark.cassandra.auth.username"] == "u"
     assert public["spark.cassandra.connection.localDC"] == "dc1"
     assert secret == {"spark.cassandra.auth.password": SECRET}
@@ -250,7 +250,7 @@ def test_should_give_spark_pkcs12_stores_made_from_the_pem_files(tmp_path, monke
     ca, cert, key = tmp_path / "ca.pem", tmp_path / "client.pem", tmp_path / "client.key"
     _self_signed(tmp_path, ca, tmp_path / "ca.key")
     _self_signed(tmp_path, cert, key)
-    public, secret = connection.spark_conf(resolve({"ssl_ca": str(ca), "ssl_cert": str(cert), "ssl_key": str(key)},
+    public, secret = connection_clients.spark_conf(resolve({"ssl_ca": str(ca), "ssl_cert": str(cert), "ssl_key": str(key)},
                                                    env={}))
     trust = Path(public["spark.cassandra.connection.ssl.trustStore.path"])
     keys = Path(public["spark.cassandra.connection.ssl.keyStore.path"])

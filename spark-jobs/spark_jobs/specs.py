@@ -1,0 +1,38 @@
+"""The deployed flows' specifications, as the Spark jobs read them: through the connector, from
+``async_triggers.flows``. Below every job that needs one (verify, backfill, the fault campaign's check)."""
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+from .errors import VerifyError
+
+
+def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_triggers") -> dict[str, dict]:
+    """The deployed specifications of ``flows`` (all deployed flows for None, by name) from ``async_triggers.flows``,
+    read through the connector; an UnknownFlowError naming every flow not deployed."""
+    from async_triggers.errors import UnknownFlowError
+
+    from .session import describe_error, read_table
+    try:
+        rows = {r["name"]: r["spec"] for r in read_table(spark, keyspace, "flows", ["name", "spec"]).collect()}
+    except Exception as e:
+        if f"Couldn't find {keyspace}" not in describe_error(e):
+            raise
+        rows = {}     # nothing was ever deployed on this cluster
+    wanted = sorted(rows) if flows is None else list(dict.fromkeys(flows))
+    unknown = [f for f in wanted if f not in rows]
+    if unknown:
+        raise UnknownFlowError(unknown, rows)
+    out = {}
+    for name in wanted:
+        try:
+            out[name] = json.loads(rows[name])
+        except (TypeError, ValueError) as e:
+            raise VerifyError(f"flow '{name}': the stored specification is not valid JSON: {e}") from e
+    return out
+
+
+def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
+    """The deployed specification of ``flow``."""
+    return load_specs(spark, [flow], keyspace)[flow]
