@@ -3,14 +3,17 @@
 Dropping a flow drops its source table's backup map when no other flow uses the table: every task captured and not
 yet run (queued, running, waiting for a retry, spilled, or waiting in a backup entry, paused flows' included) is gone
 with it, and its dead letters name a flow that no longer exists. So a drop first reads what the flow still holds,
-from each node's latest report (async_triggers.flow_status) and the dead letters, and goes on only when that is
-nothing, when told to wait for it (``--drain``) or when told to discard it (``--discard-pending``, which says how
-much, purges the flow's dead letters, and asks first unless ``--yes``).
+from each node's first report made after the drop began (async_triggers.flow_status; an older one may predate the
+capture of a write acknowledged before the drop) and the dead letters, and goes on only when that is nothing, when
+told to wait for it (``--drain``) or when told to discard it (``--discard-pending``, which says how much, purges the
+flow's dead letters, and asks first unless ``--yes``). A node whose clock runs ahead of the control host's by more
+than its report interval (2 s) can pass an older report for a fresh one.
 """
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import time
 from typing import Sequence
 
 from . import dlq, status
@@ -18,7 +21,7 @@ from .errors import FlowNotEmpty
 
 @dataclasses.dataclass(frozen=True)
 class Holdings:
-    """What a flow still holds: unfinished tasks per node (pending + active + live backup entries, as each node last
+    """What a flow still holds: unfinished tasks per node (pending + active + live backup entries, as each node
     reported them) and its dead letters."""
     flow: str
     unfinished: dict[str, int]
@@ -63,10 +66,30 @@ def holdings_of(flow: str, statuses: Sequence[status.FlowNodeStatus], dead_lette
     return Holdings(flow, unfinished, dead_letters, paused, tuple(sorted(uncounted)))
 
 
-def read_holdings(session, flow: str) -> Holdings:
+# how long a drop waits for every live node's next report of the flow (the plugin reports every 2 s)
+FRESH_REPORT_WAIT_SECONDS = 10.0
+
+
+def fresh_reports(read, live: Sequence[str], since: dt.datetime, wait: float = FRESH_REPORT_WAIT_SECONDS,
+                  poll: float = 0.5, sleep=time.sleep, clock=time.monotonic) -> list[status.FlowNodeStatus]:
+    """The reports ``read()`` returns that were made after ``since``, once every node of ``live`` has one or after
+    ``wait`` seconds (a node without one is then not counted: holdings_of names it). A report made before a drop
+    began may predate the capture of a write acknowledged before it, and would say nothing of that write's task."""
+    deadline = clock() + wait
+    while True:
+        reports = [s for s in read() if s.updated and s.updated.replace(tzinfo=None) > since]
+        if set(live) <= {s.node for s in reports} or clock() >= deadline:
+            return reports
+        sleep(poll)
+
+
+def read_holdings(session, flow: str, wait: float = FRESH_REPORT_WAIT_SECONDS) -> Holdings:
+    """What the flow holds, from reports made after this call began (fresh_reports)."""
+    since = dt.datetime.utcnow()
+    live = sorted(status.live_nodes(session))
+    reports = fresh_reports(lambda: status.read(session, [flow]), live, since, wait)
     # the dead letters at a quorum, never less: a count that may be short must not let a drop through
-    return holdings_of(flow, status.read(session, [flow]), dlq.count(session, flow, strict=True),
-                       flow in status.paused_flows(session), sorted(status.live_nodes(session)))
+    return holdings_of(flow, reports, dlq.count(session, flow, strict=True), flow in status.paused_flows(session), live)
 
 
 def refusal(holdings: Holdings) -> FlowNotEmpty:

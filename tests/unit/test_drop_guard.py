@@ -3,6 +3,7 @@ discard asks for: the counts come from each node's latest report, a node whose c
 drop like a count does, and without a terminal a discard needs --yes."""
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 
 import pytest
@@ -99,3 +100,27 @@ def test_should_count_dead_letters_at_local_one_when_a_quorum_is_unavailable():
     session = Session()
     assert dlq.count(session, "copy") == 4
     assert session.levels == [ConsistencyLevel.LOCAL_QUORUM, ConsistencyLevel.LOCAL_ONE]
+
+
+def test_should_count_only_reports_made_after_the_drop_began_and_wait_for_every_live_node():
+    # n1's report before the drop began says nothing of a write acknowledged just before it; its next one does
+    since = NOW
+    stale = dataclasses.replace(report("n1"), updated=NOW - dt.timedelta(seconds=1))
+    later = dataclasses.replace(report("n1", backlog=30), updated=NOW + dt.timedelta(seconds=2))
+    n2 = dataclasses.replace(report("n2"), updated=NOW + dt.timedelta(seconds=1))
+    rounds = iter([[stale, n2], [stale, n2], [later, n2]])
+    slept = []
+    reports = drop_guard.fresh_reports(lambda: next(rounds), ["n1", "n2"], since, wait=10, sleep=slept.append,
+                                       clock=lambda: 0.0)
+    assert sorted((s.node, s.backlog) for s in reports) == [("n1", 30), ("n2", 0)] and len(slept) == 2
+    assert drop_guard.holdings_of("copy", reports, 0, live=["n1", "n2"]).tasks == 30
+
+
+def test_should_leave_a_node_without_a_fresh_report_uncounted_after_the_wait():
+    clock = iter([0.0, 5.0, 11.0])
+    stale = dataclasses.replace(report("n1"), updated=NOW - dt.timedelta(seconds=1))
+    reports = drop_guard.fresh_reports(lambda: [stale], ["n1"], NOW, wait=10, sleep=lambda _: None,
+                                       clock=lambda: next(clock))
+    assert reports == []
+    held = drop_guard.holdings_of("copy", reports, 0, live=["n1"])
+    assert not held.empty and held.uncounted == ("n1",), "a stale report counts as none: the drop is refused"
