@@ -2,8 +2,9 @@
 one replaced by a new node (`ctl cluster add-node`, `decommission`, `replace`), on a cluster of its own with the
 Twitter fan-out flow and the users-by-name index (a lineage flow: a rename removes the old name's entry) deployed, a
 client writing tweets and another renaming users all along. Afterwards every timeline and index row is there and no
-other (Spark verify at ALL), the queues drain, and the tasks run stay within 1.1x the writes (streaming a range to a
-new node captures nothing, and a task queued before the ring changed runs once: backup/Handover). Both source
+other (Spark verify at ALL), the queues drain, the tasks run stay within 1.1x the writes (streaming a range to a
+new node captures nothing, and a task queued before the ring changed runs once: backup/Handover), and `nodetool
+cleanup` after the bootstrap shrinks the old nodes' backup maps as it does their source tables. Both source
 tables have ``cdc = true``: Cassandra then applies every streamed partition through the write path, its indexes
 included (CassandraStreamReceiver), which must capture nothing either."""
 from __future__ import annotations
@@ -104,6 +105,33 @@ def _completed(session, seen: dict, taken: dict) -> None:
         taken[s.flow][s.node] = max(taken[s.flow].get(s.node, 0), (s.recovered or 0) + (s.resumed or 0))
 
 
+BACKUP_MAPS = {"twitter": "async_backup_tweets", "app": "async_backup_users"}
+
+
+def _backup_partitions(settings, node: str) -> dict:
+    """Partitions of each backup map on ``node`` after a flush (nodetool tablestats' estimate, from its sstables)."""
+    import re
+    out = {}
+    for keyspace, table in BACKUP_MAPS.items():
+        cluster.nodetool(settings, node, ["flush", keyspace, table], name=NAME)
+        stats = cluster.nodetool(settings, node, ["tablestats", f"{keyspace}.{table}"], name=NAME)
+        out[f"{keyspace}.{table}"] = int(re.search(r"Number of partitions \(estimate\): (\d+)", stats).group(1))
+    return out
+
+
+def _cleanup_shrinks_backup_maps(settings, nodes) -> dict:
+    """`nodetool cleanup` of the backup maps on the nodes that gave ranges to a new one: their entries of the rows
+    they no longer replicate go, as the source rows do. Returns {node: {table: (before, after)}}."""
+    shrunk = {}
+    for node in nodes:
+        before = _backup_partitions(settings, node)
+        for keyspace, table in BACKUP_MAPS.items():
+            cluster.nodetool(settings, node, ["cleanup", keyspace, table], name=NAME, timeout=600)
+        after = _backup_partitions(settings, node)
+        shrunk[node] = {t: (before[t], after[t]) for t in before}
+    return shrunk
+
+
 def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(members):
     import json
     import uuid
@@ -144,6 +172,8 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
                 _completed(session, seen, taken)
             done = run_ctl(_live(members), "cluster", *step, "--name", NAME, timeout=1200)
             assert done.returncode == 0, f"ctl cluster {' '.join(step)}:\n{done.stdout}\n{done.stderr}"
+            if step == ("add-node",):
+                cleaned = _cleanup_shrinks_backup_maps(members, ["node1", "node2"])
         time.sleep(10)
     finally:
         for writer in writers.values():
@@ -179,6 +209,12 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
         print(f"membership {flow}: {count} writes ({writers[flow].errors} client retries), {executed} tasks "
               f"completed ({executed / count:.2f}x), by node {seen[flow]}; taken over or resumed, by node "
               f"{taken[flow]}")
+    print(f"membership: backup map partitions before and after nodetool cleanup, per old node: {cleaned}")
+    for node, tables in cleaned.items():
+        for table, (before, after) in tables.items():
+            # a third of each old node's ranges moved to node3 (RF 2 on 3 nodes): its entries there go; the
+            # writers add entries meanwhile, far fewer
+            assert after < before, f"{node} {table}: {before} partitions before nodetool cleanup, {after} after"
     for flow, count in writes.items():
         # a node that joins (or replaces another) runs the backlog of its rows from their entries; the node that
         # queued them before leaves them (backup/Handover): each runs about once
