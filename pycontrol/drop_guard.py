@@ -77,7 +77,7 @@ def fresh_reports(read, live: Sequence[str], since: dt.datetime, wait: float = F
     began may predate the capture of a write acknowledged before it, and would say nothing of that write's task."""
     deadline = clock() + wait
     while True:
-        reports = [s for s in read() if s.updated and s.updated.replace(tzinfo=None) > since]
+        reports = status.made_after(read(), since)
         if set(live) <= {s.node for s in reports} or clock() >= deadline:
             return reports
         sleep(poll)

@@ -81,6 +81,11 @@ def _naive(t: dt.datetime) -> dt.datetime:
     return t.replace(tzinfo=None)
 
 
+def made_after(statuses: Sequence[FlowNodeStatus], since: dt.datetime) -> list[FlowNodeStatus]:
+    """The reports made after ``since`` (each node's ``updated``, its own clock)."""
+    return [s for s in statuses if s.updated and _naive(s.updated) > _naive(since)]
+
+
 def _table(session, table: keyspace.Table):
     ours = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
     return ours.tables.get(table.name) if ours is not None else None
@@ -142,7 +147,7 @@ def wait_drained(session, flows: Sequence[str], since: dt.datetime, timeout: flo
     while time.monotonic() < deadline:
         _fail_if_paused(session, flows)
         last = read(session, flows)
-        fresh = [s for s in last if s.updated and _naive(s.updated) > _naive(since)]
+        fresh = made_after(last, since)
         # every node that is up reports every flow: one that does not (yet) may hold its tasks
         missing = sorted({(f, n) for f in flows for n in live_nodes(session)} - {(s.flow, s.node) for s in fresh})
         if fresh and not missing and len(fresh) == len(last) and all(s.settled() for s in fresh):
