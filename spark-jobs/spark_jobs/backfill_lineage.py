@@ -18,6 +18,13 @@ from typing import Callable, Mapping
 from . import derive, ring
 
 SENTINEL_LENGTH = 8     # KeyCodec of the target's index alone: a 4-byte length and a 4-byte int
+# a target's floor (execute/LineagePartition): the newest deletion of one of its images' rows, which a return to that
+# image writes its older cells above; under the target index 2**31 - 1 - index, and no entry of a target
+FLOORS = 2**31 - 1 - 0xFFFF
+
+
+def floor_key(index: int) -> bytes:
+    return (4).to_bytes(4, "big") + (2**31 - 1 - index).to_bytes(4, "big")
 
 
 def stale_entries(lineage_df, flow: str):
@@ -26,8 +33,9 @@ def stale_entries(lineage_df, flow: str):
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    df = lineage_df.where(F.col("flow") == flow).withColumn(
-        "target", F.conv(F.hex(F.substring("target_key", 5, 4)), 16, 10).cast("int"))
+    df = lineage_df.where((F.col("flow") == flow) & F.col("target_key").isNotNull()).withColumn(
+        "target", F.conv(F.hex(F.substring("target_key", 5, 4)), 16, 10).cast("int")) \
+        .where(F.col("target") < FLOORS)
     # the plugin's newest: the highest ts, the first in clustering order among equals (a sentinel sorts first)
     newest = F.max(F.struct(F.col("ts"), (-F.length("target_key")).alias("neg_len"))) \
         .over(Window.partitionBy("source_key", "target"))
@@ -113,9 +121,18 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
         f"DELETE FROM {_quoted(keyspace.KEYSPACE)}.{_quoted(keyspace.LINEAGE.name)} USING TIMESTAMP %s "
         'WHERE "flow" = %s AND "source_key" = %s AND "target_key" = %s',
         consistency_level=ConsistencyLevel.EACH_QUORUM)   # as the plugin's lineage writes: seen from either DC
+    write_floor = SimpleStatement(
+        f"INSERT INTO {_quoted(keyspace.KEYSPACE)}.{_quoted(keyspace.LINEAGE.name)} "
+        '("flow", "source_key", "target_key", "ts", "written") VALUES (%s, %s, %s, %s, %s) USING TIMESTAMP %s',
+        consistency_level=ConsistencyLevel.EACH_QUORUM)
+    targets = spec["targets"]
     for entry in stale:
-        delete_rows(session, spec, entry["target"], bytes(entry["source_key"]), bytes(entry["target_key"]),
-                    entry["delete_at"])
+        index, at = entry["target"], entry["delete_at"]
+        if 0 <= index < len(targets) and not targets[index].get("fanout") \
+                and len(bytes(entry["target_key"])) > SENTINEL_LENGTH:
+            # a deletion the source did not make: the floor first, as the plugin's convergence raises it
+            session.execute(write_floor, (spec["name"], bytes(entry["source_key"]), floor_key(index), at, at, at))
+        delete_rows(session, spec, index, bytes(entry["source_key"]), bytes(entry["target_key"]), at)
         session.execute(delete_entry, (entry["delete_at"], spec["name"], bytes(entry["source_key"]),
                                        bytes(entry["target_key"])))
     progress(f"{label or 'backfill ' + spec['name']}: lineage converged, {len(stale)} older image(s) and their rows removed")

@@ -42,8 +42,11 @@ def test_should_find_every_image_older_than_its_source_rows_newest_entry(spark):
     key1, key2 = ring.source_key([1], ["int"]), ring.source_key([2], ["int"])
     old, new = ring.lineage_key(0, ["ann"], ["text"]), ring.lineage_key(0, ["bea"], ["text"])
     sentinel = ring.lineage_key(0, [], [])
+    floor = backfill_lineage.floor_key(0)
+    assert floor == ring.lineage_key(2**31 - 1, [], [])
     lineage = spark.createDataFrame([
         ("users_by_name", key1, old, 10), ("users_by_name", key1, new, 20),        # renamed: old image is stale
+        ("users_by_name", key1, floor, 25),                                        # the floor: no entry of a target
         ("users_by_name", key2, old, 10), ("users_by_name", key2, sentinel, 30),   # deleted: at the delete's ts
         ("users_by_name", ring.source_key([3], ["int"]), old, 5),                  # alone: nothing stale
         ("other_flow", key1, old, 1)], "flow string, source_key binary, target_key binary, ts long")

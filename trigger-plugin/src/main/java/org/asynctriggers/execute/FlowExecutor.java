@@ -133,7 +133,7 @@ public final class FlowExecutor
         if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
             source = reads.readLocally(task, source);
 
-        Map<Integer, LineageEntry> images = new HashMap<>();
+        Map<Integer, Lineage.Written> images = new HashMap<>();
         int first = Math.min(task.resumeTarget(), spec.targets.size());
         for (int i = first; i < spec.targets.size(); i++)
         {

@@ -3,9 +3,11 @@ package org.asynctriggers.execute;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.LongUnaryOperator;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
@@ -22,8 +24,9 @@ import static org.asynctriggers.execute.Statements.longOf;
 /**
  * The targets in mode {@code lineage} (docs/design.md, "Lineage"): each task records the image its rows derive from
  * in {@code async_triggers.lineage}, writes those rows, and then deletes the rows of every older image.
- * About 440 lines: the image's record, its rows' writes and the convergence that deletes older images' rows are one
- * protocol whose ordering arguments refer to each other; split, each part would need the others to be read.
+ * About 560 lines: the image's record, its rows' writes above the floor and the convergence that deletes older images'
+ * rows (and raises the floor) are one protocol whose ordering arguments refer to each other; split, each part would
+ * need the others to be read. What a read of the partition holds is {@link LineagePartition}.
  */
 final class Lineage
 {
@@ -46,7 +49,7 @@ final class Lineage
      * How much longer than its rows the entry of an image with a TTL lives: while it lives, a task of an older image
      * run late (a takeover, a retry) still finds it newer and deletes its own rows; the same window in which a direct
      * target's expired cells shadow such a late write (Cassandra keeps them gc_grace_seconds, 10 days by default).
-     * After it, the entry is gone by itself: TTL'd sources leave no lineage behind.
+     * After it, the entry is gone by itself (sentinels and floors stay).
      */
     static final int EXPIRED_IMAGE_GRACE_SECONDS = 10 * 24 * 3600;
 
@@ -106,23 +109,49 @@ final class Lineage
     }
 
     /**
+     * What a task wrote to a lineage target: the entry its rows stand for, the floor their cells were written above,
+     * and how to write them again above a higher one (returning the newest timestamp written; null for a fan-out,
+     * whose cells are raised to the image's timestamp).
+     */
+    static final class Written
+    {
+        final LineageEntry entry;
+        /** the entry of the image's key the task found before it wrote (null: none) */
+        final LineageEntry before;
+        final long floor;
+        final LongUnaryOperator rewrite;
+
+        Written(LineageEntry entry, LineageEntry before, long floor, LongUnaryOperator rewrite)
+        {
+            this.entry = entry;
+            this.before = before;
+            this.floor = floor;
+            this.rewrite = rewrite;
+        }
+    }
+
+    /**
      * Step 1 of a lineage target: record the image (its lineage columns' values) at the image's own timestamp (the
      * newest write time of its cells, carried by the task or read back with them, never the task's: a value read back
      * from before a newer image must not outrank it), then write the rows derived from it. The row marker is at the
-     * image's timestamp; each other cell at the newer of its own timestamp and the image's, so that the deletion of an
-     * older image's rows (at this image's timestamp minus one) never reaches them, even where the two images derive the
-     * same row or this image names a row an older deletion removed; the TTL of each is its own, the marker's that of
-     * the image's shortest-lived cell. A lineage column set to null by this write is recorded as the target's
-     * sentinel at that cell's timestamp, so that older rows are cleaned up.
+     * image's timestamp. Each other cell of a direct target keeps its own timestamp, raised just above the partition's
+     * floor where that is newer ({@link LineagePartition}): the rows of an older image were deleted at the floor, and
+     * this image may name those very rows again. A fan-out's cells are at the newer of their own timestamp and the
+     * image's, since two images share rows there (a follower of both the old and the new author of a tweet) and the
+     * deletion of an older image's rows (at this image's timestamp minus one) must never reach this one's. The TTL
+     * of each is its own, the marker's that of the image's shortest-lived cell. A lineage column set to null by this
+     * write is recorded as the target's sentinel at that cell's timestamp, so that older rows are cleaned up.
      * <p>
      * A source whose image expired before the task ran derives nothing: its sentinel is recorded at the image's
      * timestamp (older images' rows go) and the rows its image names are deleted at it (an earlier attempt may have
-     * written them).
+     * written them). A task whose image a newer one of another key has replaced writes its other cells into the newer
+     * image's rows: the two writes may have raced, and the newer image's task may have read those cells back before
+     * this write landed.
      *
      * @return where the fan-out goes on, null when this target is done
      */
     ByteBuffer write(Task task, FlowSpec.Target target, SourceCells source, ByteBuffer from, long[] rows, long nowMillis,
-                     Map<Integer, LineageEntry> mine)
+                     Map<Integer, Written> mine)
     {
         Map<String, ByteBuffer> values = source.values;
         List<ByteBuffer> image = image(target, values);
@@ -146,50 +175,73 @@ final class Lineage
         if (task.rowExpiresAt() != 0 && source.livenessTimestamp == imageTs)
             imageExpiresAt = imageExpiresAt == 0 ? task.rowExpiresAt() : Math.min(imageExpiresAt, task.rowExpiresAt());
         long at = imageTs;
+        boolean direct = ownTimestamps(target.index);
         Expiry expiry = imageExpiresAt == 0 ? Expiry.NONE : Expiry.remaining(imageExpiresAt, nowMillis);
         if (expiry.expired)
         {
             if (from == null)
+            {
                 record(task, target, List.of(), at, 0, at);
+                if (direct)
+                    raiseFloor(task.serializedKey(), target.index, at);
+            }
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
+        LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at);
+        long floor = at - 1;
+        LineageEntry before = null;
         // on the first page only: a fan-out's later pages go on from a start that recorded the image, and must go on
         // while a replica is down (a lineage read needs a quorum; its rows are written at the flow's level)
-        if (from == null && supersededAt(task, target, image, at))
-            return null; // a newer image of another key is recorded: this one's rows must not be written at all
-        long written = at;
-        for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
+        if (from == null)
         {
-            SourceCells.Cell cell = e.getValue().scope == org.asynctriggers.spec.Expression.Scope.SOURCE ? source.cells.get(e.getValue().column) : null;
-            if (cell != null && !target.primaryKey().contains(e.getKey()))
-                written = Math.max(written, cell.timestamp);
+            LineagePartition recorded = read(task.serializedKey());
+            LineageEntry newer = recorded.newerOfAnotherImage(own);
+            if (newer != null)
+            {
+                if (direct && !newer.image.isEmpty())
+                    writeIntoNewer(task, target, source, newer, recorded.floorOf(target.index), at, nowMillis, mine);
+                return null; // this image's rows must not be written at all
+            }
+            before = recorded.entryOf(own);
+            if (direct)
+                floor = recorded.floorFor(own, before);
         }
-        mine.put(target.index, new LineageEntry(lineageKey(target, image), target.index, image, at, written));
+        long cellFloor = floor;
+        long markerExpiresAt = imageExpiresAt;
+        long written = Math.max(at, newestCell(target, source, cellFloor, at));
+        LongUnaryOperator rewrite = !direct ? null : above -> {
+            writeRow(task, target, values, source, null, at, markerExpiresAt, nowMillis, above, at);
+            return Math.max(at, newestCell(target, source, above, at));
+        };
+        mine.put(target.index, new Written(new LineageEntry(own.targetKey, target.index, image, at, written), before, cellFloor, rewrite));
         if (from == null) // a resumed fan-out recorded its image with its first page
         {
             record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS), written);
             if (!spec.source.clustering.isEmpty())
                 statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(task.key()), task.serializedKey(), bigint(at));
         }
-        long markerExpiresAt = imageExpiresAt;
-        return fanout.eachRowOfPage(task, target, values, from, rows, row -> writeRow(task, target, source, row, at, markerExpiresAt, nowMillis));
+        return fanout.eachRowOfPage(task, target, values, from, rows,
+                                    row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellFloor, at));
     }
 
     /**
-     * One row of the image: its marker at the image's timestamp, its cells at theirs or the image's, whichever is newer,
-     * none living longer than the image.
+     * One row of an image: its marker at the image's timestamp ({@link Long#MIN_VALUE}: none), its cells at their own
+     * timestamps raised above {@code floor} up to {@code cap} ({@link LineagePartition#above}), none living longer
+     * than the image.
      */
-    private void writeRow(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow, long imageTs,
-                          long imageExpiresAt, long nowMillis)
+    private void writeRow(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, SourceCells source,
+                          Map<String, ByteBuffer> fanoutRow, long markerTs, long imageExpiresAt, long nowMillis, long floor, long cap)
     {
-        List<ByteBuffer> key = FlowExecutor.keyOf(target, source.values, fanoutRow);
+        List<ByteBuffer> key = FlowExecutor.keyOf(target, values, fanoutRow);
         if (key == null)
         {
             logger.warn("Flow '{}': {} key is unknown or null, row not written for {}", spec.name, target, task);
             return;
         }
-        DerivedRow row = new DerivedRow(target, key).marker(imageTs, imageExpiresAt);
+        DerivedRow row = new DerivedRow(target, key);
+        if (markerTs != Long.MIN_VALUE)
+            row.marker(markerTs, imageExpiresAt);
         for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
         {
             if (target.primaryKey().contains(e.getKey()))
@@ -197,8 +249,8 @@ final class Lineage
             org.asynctriggers.spec.Expression expr = e.getValue();
             if (expr.scope == org.asynctriggers.spec.Expression.Scope.ROW)
             {
-                if (fanoutRow != null)
-                    row.cell(e.getKey(), new SourceCells.Cell(fanoutRow.get(expr.column), imageTs, 0));
+                if (fanoutRow != null && markerTs != Long.MIN_VALUE)
+                    row.cell(e.getKey(), new SourceCells.Cell(fanoutRow.get(expr.column), markerTs, 0));
                 continue;
             }
             SourceCells.Cell cell = source.cells.get(expr.column);
@@ -206,27 +258,107 @@ final class Lineage
             long expiresAt = cell == null ? 0 : cell.expiresAt == 0 ? imageExpiresAt
                            : imageExpiresAt == 0 ? cell.expiresAt : Math.min(cell.expiresAt, imageExpiresAt);
             if (cell != null)
-                row.cell(e.getKey(), new SourceCells.Cell(cell.value, Math.max(cell.timestamp, imageTs), expiresAt));
+                row.cell(e.getKey(), new SourceCells.Cell(cell.value, LineagePartition.above(cell, floor, cap), expiresAt));
         }
-        row.write(statements, spec.writeConsistency, nowMillis);
+        if (!row.isEmpty())
+            row.write(statements, spec.writeConsistency, nowMillis);
+    }
+
+    /** The newest timestamp the source's cells get in the target's rows ({@link LineagePartition#above}); MIN_VALUE: none. */
+    private static long newestCell(FlowSpec.Target target, SourceCells source, long floor, long cap)
+    {
+        long newest = Long.MIN_VALUE;
+        for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
+        {
+            SourceCells.Cell cell = e.getValue().scope == org.asynctriggers.spec.Expression.Scope.SOURCE ? source.cells.get(e.getValue().column) : null;
+            if (cell != null && !target.primaryKey().contains(e.getKey()))
+                newest = Math.max(newest, LineagePartition.above(cell, floor, cap));
+        }
+        return newest;
     }
 
     /**
-     * Whether an entry of this target newer than the image (at {@code at}) and of another image (or the sentinel) is
-     * recorded already: then this task ran on a replica that had not seen that newer image, and writing the image's
-     * rows would only give them cells (up to this write's newest, {@code written}) that their deletion must then reach,
-     * at a timestamp that a later return to this very image can tie or lose to.
+     * A task of an image that a newer image of another key replaced: its cells other than the image's are cells of
+     * the source row as the newer image has it, and are written into the newer image's row (no marker: that is the
+     * newer task's) above the floor, its entry's {@code written} raised with them so that the row's later deletion
+     * reaches them. Its TTL, when it has one, bounds their life as the newer task's own cells.
      */
-    private boolean supersededAt(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at)
+    private void writeIntoNewer(Task task, FlowSpec.Target target, SourceCells source, LineageEntry newer, long floor,
+                                long cap, long nowMillis, Map<Integer, Written> mine)
     {
-        LineageEntry own = new LineageEntry(lineageKey(target, image), target.index, image, at, at);
-        for (Map<String, ByteBuffer> row : statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, task.serializedKey())))
+        long imageExpiresAt = 0;
+        if (newer.ttl > 0)
         {
-            LineageEntry entry = LineageEntry.of(row);
-            if (entry != null && entry.target == target.index && !entry.targetKey.equals(own.targetKey) && entry.newerThan(own))
-                return true;
+            long left = newer.ttl - (long) EXPIRED_IMAGE_GRACE_SECONDS;
+            if (left <= 0)
+                return; // the newer image expired: its rows are gone, and these cells with them
+            imageExpiresAt = nowMillis / 1000 + left;
         }
-        return false;
+        long newest = newestCell(target, source, floor, cap);
+        if (newest == Long.MIN_VALUE)
+            return;
+        Map<String, ByteBuffer> values = new LinkedHashMap<>(source.values);
+        for (int i = 0; i < target.lineageColumns.size(); i++)
+            values.put(target.lineageColumns.get(i), newer.image.get(i));
+        long expiresAt = imageExpiresAt;
+        LongUnaryOperator rewrite = above -> {
+            writeRow(task, target, values, source, null, Long.MIN_VALUE, expiresAt, nowMillis, above, cap);
+            return newestCell(target, source, above, cap);
+        };
+        rewrite.applyAsLong(floor);
+        LineageEntry raised = newer.writtenUpTo(newest);
+        if (raised.written > newer.written)
+            rerecord(task.serializedKey(), raised);
+        mine.put(target.index, new Written(raised, newer, floor, rewrite));
+    }
+
+    /**
+     * Whether target {@code index}'s cells keep their own timestamps (above the floor): a lineage target without a
+     * fan-out whose table no other target of the flow writes, and whose key holds every lineage column. Elsewhere a
+     * row may be another image's too (a fan-out's; the same table's rows derived by another target, as an author's own
+     * timeline row may be a follower's row of another author; or two images that differ in a lineage column outside
+     * the key), and that image's deletion reaches it: the cells are raised to the image's timestamp.
+     */
+    private boolean ownTimestamps(int index)
+    {
+        if (index < 0 || index >= spec.targets.size() || spec.targets.get(index).fanout != null)
+            return false;
+        FlowSpec.Target target = spec.targets.get(index);
+        for (FlowSpec.Target other : spec.targets)
+            if (other != target && other.keyspace.equals(target.keyspace) && other.table.equals(target.table))
+                return false;
+        java.util.Set<String> keyed = new java.util.HashSet<>();
+        for (String column : target.primaryKey())
+        {
+            org.asynctriggers.spec.Expression expr = target.columns.get(column);
+            if (expr != null && expr.scope == org.asynctriggers.spec.Expression.Scope.SOURCE)
+                keyed.add(expr.column);
+        }
+        return keyed.containsAll(target.lineageColumns); // else two images can name one row
+    }
+
+    /** The source row's lineage partition, at the level that meets every lineage write. */
+    private LineagePartition read(ByteBuffer sourceKey)
+    {
+        return LineagePartition.of(statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, sourceKey)));
+    }
+
+    /**
+     * Raises target {@code index}'s floor to {@code at} (Cassandra keeps the newest of its writes): the convergence is
+     * about to delete, at {@code at}, rows of one of its images that the source itself never deleted.
+     */
+    private void raiseFloor(ByteBuffer sourceKey, int index, long at)
+    {
+        record(sourceKey, LineagePartition.floorIndex(index), List.of(), at, 0, at);
+    }
+
+    /**
+     * Writes an entry again with a newer {@code written}, at its own timestamp: on that tie Cassandra keeps the cell
+     * that expires last, then the greater value, so an entry with a TTL is written to expire a second after it did.
+     */
+    private void rerecord(ByteBuffer sourceKey, LineageEntry entry)
+    {
+        record(sourceKey, entry.target, entry.image, entry.ts, entry.ttl == 0 ? 0 : entry.ttl + 1, entry.written);
     }
 
     /** When this write set a lineage column of the target to null (the newest such cell); MIN_VALUE: it did not. */
@@ -288,12 +420,12 @@ final class Lineage
     /** Records the target's sentinel for a deleted source row, at the deletion's timestamp. */
     void recordDelete(ByteBuffer sourceKey, FlowSpec.Target target, long deletedAt)
     {
-        record(sourceKey, target, List.of(), deletedAt, 0, deletedAt);
+        record(sourceKey, target.index, List.of(), deletedAt, 0, deletedAt);
     }
 
     private void record(Task task, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl, long written)
     {
-        record(task.serializedKey(), target, image, at, ttl, written);
+        record(task.serializedKey(), target.index, image, at, ttl, written);
     }
 
     /**
@@ -302,14 +434,14 @@ final class Lineage
      * tie Cassandra keeps the greater value, the newest of them.
      * @param ttl seconds the entry lives; 0: for ever
      */
-    private void record(ByteBuffer sourceKey, FlowSpec.Target target, List<ByteBuffer> image, long at, int ttl, long written)
+    private void record(ByteBuffer sourceKey, int index, List<ByteBuffer> image, long at, int ttl, long written)
     {
         ByteBuffer ts = bigint(at);
         if (ttl > 0)
-            statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, sourceKey, lineageKey(target, image), ts,
+            statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, sourceKey, lineageKey(index, image), ts,
                                bigint(written), ByteBuffer.allocate(4).putInt(0, ttl), ts);
         else
-            statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, sourceKey, lineageKey(target, image), ts, bigint(written), ts);
+            statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, sourceKey, lineageKey(index, image), ts, bigint(written), ts);
     }
 
     private static List<ByteBuffer> image(FlowSpec.Target target, Map<String, ByteBuffer> values)
@@ -329,10 +461,10 @@ final class Lineage
      * Lineage entries carry the target's index so that several lineage targets of a flow share one source key; a
      * target's sentinel (a delete, or no image) is its index alone.
      */
-    private static ByteBuffer lineageKey(FlowSpec.Target target, List<ByteBuffer> image)
+    private static ByteBuffer lineageKey(int index, List<ByteBuffer> image)
     {
         List<ByteBuffer> components = new ArrayList<>(image.size() + 1);
-        components.add(ByteBuffer.allocate(4).putInt(0, target.index));
+        components.add(ByteBuffer.allocate(4).putInt(0, index));
         components.addAll(image);
         return KeyCodec.encode(components);
     }
@@ -362,34 +494,34 @@ final class Lineage
      * which had not yet seen the newer image, and wrote a newer cell of another column to the old image's rows) has
      * its rows deleted at the newest of those cells instead, where the rows are not shared with the newest image (a
      * fan-out's are). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
-     *
+     * Each of these deletions of a direct target's rows raises the partition's floor first.
+     * <p>
+     * A task whose image is the newest and that finds the floor, or an older entry of another image, above the floor
+     * it wrote its cells with writes them again above it: that entry's task may have read the partition before this
+     * image was recorded, and delete its rows as an older image's.
      * <p>
      * A task that deletes the source row (a row, range or partition deletion, at {@code deletedAt}) also deletes the
      * rows of a newer image at that timestamp, as the source's deletion did its older cells: the newer image's own cells
-     * carry at least its timestamp and stay, what it kept of older ones goes.
+     * carry at least its timestamp and stay, what it kept of older ones goes. It raises no floor: the source made it.
      *
      * @param mine per target index, the image this task wrote, if any
      * @param deletedAt the row deletion the task carries; {@link Long#MIN_VALUE}: none
      */
-    void converge(Task task, List<ByteBuffer> key, Map<Integer, LineageEntry> mine, long deletedAt)
+    void converge(Task task, List<ByteBuffer> key, Map<Integer, Written> mine, long deletedAt)
     {
         ByteBuffer sourceKey = KeyCodec.encode(key);
-        List<Map<String, ByteBuffer>> entries = statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, sourceKey));
-        Map<Integer, List<LineageEntry>> byTarget = new LinkedHashMap<>();
-        for (Map<String, ByteBuffer> row : entries)
+        LineagePartition recorded = read(sourceKey);
+        for (Map<String, ByteBuffer> row : recorded.unreadable)
         {
-            LineageEntry entry = LineageEntry.of(row);
-            if (entry == null)
-            {
-                logger.warn("Flow '{}': unreadable lineage entry of {} dropped", spec.name, task);
+            logger.warn("Flow '{}': unreadable lineage entry of {} dropped", spec.name, task);
+            if (row.get("target_key") != null)
                 statements.execute(Cql.lineageDelete(), lineageWrite, bigint(row.get("ts") == null ? task.timestamp() : longOf(row.get("ts"))),
                                    flowNameBytes, sourceKey, row.get("target_key"));
-                continue;
-            }
-            byTarget.computeIfAbsent(entry.target, t -> new ArrayList<>()).add(entry);
         }
-        for (Map.Entry<Integer, List<LineageEntry>> group : byTarget.entrySet())
+        Map<Integer, Long> floors = new HashMap<>();
+        for (Map.Entry<Integer, List<LineageEntry>> group : recorded.byTarget.entrySet())
         {
+            int index = group.getKey();
             LineageEntry newest = null;
             for (LineageEntry entry : group.getValue())
                 if (newest == null || entry.newerThan(newest))
@@ -398,17 +530,51 @@ final class Lineage
             {
                 if (entry == newest)
                     continue;
-                long deleteAt = deletionOf(group.getKey(), entry, newest);
-                deleteRowsOf(key, group.getKey(), entry, deleteAt);
+                long deleteAt = deletionOf(index, entry, newest);
+                deleteImage(sourceKey, key, index, entry, deleteAt, recorded, floors);
                 statements.execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
             }
             if (deletedAt != Long.MIN_VALUE && !newest.image.isEmpty() && newest.ts > deletedAt)
-                deleteRowsOf(key, group.getKey(), newest, deletedAt);
-            LineageEntry own = mine.get(group.getKey());
-            if (own != null && own != newest && !own.targetKey.equals(newest.targetKey)
-                && group.getValue().stream().noneMatch(e -> e.targetKey.equals(own.targetKey)))
-                deleteRowsOf(key, group.getKey(), own, deletionOf(group.getKey(), own, newest)); // deleted before this task wrote it
+                deleteRowsOf(key, index, newest, deletedAt); // as the source's deletion did: no floor
+            Written own = mine.get(index);
+            if (own == null)
+                continue;
+            LineageEntry ownEntry = own.entry;
+            if (!ownEntry.targetKey.equals(newest.targetKey))
+            {
+                if (group.getValue().stream().noneMatch(e -> e.targetKey.equals(ownEntry.targetKey)))
+                    deleteImage(sourceKey, key, index, ownEntry, deletionOf(index, ownEntry, newest), recorded, floors); // deleted before this task wrote it
+            }
+            else if (own.rewrite != null)
+            {
+                // an older image's task that had not seen this one may delete its rows at up to its own timestamp
+                long above = recorded.floorFor(newest, own.before);
+                if (above > own.floor)
+                {
+                    long written = own.rewrite.applyAsLong(above);
+                    if (written > newest.written)
+                        rerecord(sourceKey, newest.writtenUpTo(written));
+                }
+            }
         }
+    }
+
+    /**
+     * Deletes an image's rows at {@code deleteAt}, a deletion the source did not make: a direct target's floor is
+     * raised to it first (a return to the image writes its older cells above it).
+     * @param raised the floors this task raised, per target index (added to)
+     */
+    private void deleteImage(ByteBuffer sourceKey, List<ByteBuffer> key, int index, LineageEntry entry, long deleteAt,
+                             LineagePartition recorded, Map<Integer, Long> raised)
+    {
+        if (entry.image.isEmpty())
+            return; // a sentinel derived nothing
+        if (ownTimestamps(index) && deleteAt > Math.max(recorded.floorOf(index), raised.getOrDefault(index, LineagePartition.NO_FLOOR)))
+        {
+            raiseFloor(sourceKey, index, deleteAt);
+            raised.put(index, deleteAt);
+        }
+        deleteRowsOf(key, index, entry, deleteAt);
     }
 
     /** When an old image's rows are deleted, given the newest entry of the target. */

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 
+import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.KeyCodec;
 
 import static org.asynctriggers.execute.Statements.longOf;
@@ -19,6 +20,8 @@ final class LineageEntry
     final long written;
     /** the image's cells expire (its entry has a TTL): on a tie of timestamps it wins over one that does not, as in Cassandra */
     final boolean expiring;
+    /** the seconds the entry has left as read (0: it lives for ever, or it was not read) */
+    final int ttl;
 
     LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts, long written)
     {
@@ -27,6 +30,12 @@ final class LineageEntry
 
     LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts, long written, boolean expiring)
     {
+        this(targetKey, target, image, ts, written, expiring, 0);
+    }
+
+    private LineageEntry(ByteBuffer targetKey, int target, List<ByteBuffer> image, long ts, long written, boolean expiring, int ttl)
+    {
+        this.ttl = ttl;
         this.expiring = expiring;
         this.written = Math.max(ts, written);
         this.targetKey = targetKey;
@@ -61,6 +70,12 @@ final class LineageEntry
         return Integer.compare(a.size(), b.size());
     }
 
+    /** This entry with {@code written} raised to at least {@code newest}. */
+    LineageEntry writtenUpTo(long newest)
+    {
+        return new LineageEntry(targetKey, target, image, ts, Math.max(written, newest), expiring, ttl);
+    }
+
     /** null when the row cannot be read */
     static LineageEntry of(Map<String, ByteBuffer> row)
     {
@@ -75,8 +90,10 @@ final class LineageEntry
             if (index.remaining() != 4)
                 return null;
             ByteBuffer written = row.get("written");
+            ByteBuffer ttl = row.get(Cql.ttlColumn("ts"));
             return new LineageEntry(key, index.getInt(index.position()), components.subList(1, components.size()), longOf(ts),
-                                    written == null || written.remaining() != 8 ? Long.MIN_VALUE : longOf(written));
+                                    written == null || written.remaining() != 8 ? Long.MIN_VALUE : longOf(written), false,
+                                    ttl == null || ttl.remaining() != 4 ? 0 : ttl.getInt(ttl.position()));
         }
         catch (RuntimeException e) // a corrupt blob: a length past its end, or a cut-off length
         {

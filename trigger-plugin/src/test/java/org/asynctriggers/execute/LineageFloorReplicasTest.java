@@ -1,0 +1,130 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
+import static org.asynctriggers.execute.FlowExecutorTest.runAll;
+import static org.asynctriggers.testing.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.longOf;
+import static org.asynctriggers.testing.Fixtures.row;
+import static org.asynctriggers.testing.Fixtures.string;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+/**
+ * The floor (docs/design.md, "Lineage") against tasks run late or again on a replica that missed later writes, a
+ * lineage column outside the target's key, and an image that expired: histories where a first version of cells at
+ * their own timestamps gave a derived row the source does not have (found in review).
+ */
+class LineageFloorReplicasTest
+{
+    static final String SPEC = "{\"name\": \"by_a\","
+        + "\"source\": {\"keyspace\": \"fuzz\", \"table\": \"kv\", \"partition_key\": [\"k\"], \"clustering\": [],"
+        + "  \"columns\": {\"k\": \"bigint\", \"a\": \"text\", \"b\": \"text\", \"c\": \"text\"}},"
+        + "\"targets\": [{\"keyspace\": \"fuzz\", \"table\": \"kv_by_a\", \"partition_key\": [\"a\"], \"clustering\": [\"k\"],"
+        + "  \"columns\": {\"a\": \"source.a\", \"k\": \"source.k\", \"b\": \"source.b\"}, \"mode\": \"lineage\"%s}]}";
+
+    private FlowSpec spec = FlowSpecParser.parse(String.format(SPEC, ""), null, 1);
+    private final FakeGateway cluster = new FakeGateway().withAsyncTriggersKeyspace()
+                                                         .table("fuzz", "kv", List.of("k"), List.of())
+                                                         .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
+    private final FakeGateway full = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+    private final FakeGateway stale = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+
+    private class OnReplica implements CqlGateway
+    {
+        private final FakeGateway replica;
+        OnReplica(FakeGateway replica) { this.replica = replica; }
+        public Prepared prepare(String cql) { return cluster.prepare(cql); }
+        public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values) { return cluster.execute(s, cl, values); }
+        public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
+        public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
+        public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
+        public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
+        public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
+    }
+
+    private FlowExecutor on(FakeGateway replica) { return new FlowExecutor(spec, new OnReplica(replica), null, c -> null, null, () -> cluster.nowSeconds * 1000 + 250); }
+
+    private Task write(Operation op, long ts, Map<String, ByteBuffer> values, Map<String, Long> expirations, FakeGateway... replicas)
+    {
+        Task task = new Task(spec.name, spec.version, List.of(bigint(1)), op, ts, values, expirations, 0, 0);
+        cluster.applied("fuzz", "kv", task);
+        for (FakeGateway r : replicas)
+            r.applied("fuzz", "kv", task);
+        return task;
+    }
+
+    private Task write(Operation op, long ts, Map<String, ByteBuffer> values, FakeGateway... replicas)
+    {
+        return write(op, ts, values, Map.of(), replicas);
+    }
+
+    private Set<String> byA()
+    {
+        Set<String> out = new TreeSet<>();
+        for (Map<String, ByteBuffer> r : cluster.rows("fuzz", "kv_by_a"))
+            out.add(string(r.get("a")) + "/" + longOf(r.get("k")) + " b=" + string(r.get("b")));
+        return out;
+    }
+
+    @Test
+    void shouldRaiseTheCellsOfATargetWhoseImagesShareARowThroughALineageColumnOutsideItsKey()
+    {
+        spec = FlowSpecParser.parse(String.format(SPEC, ", \"lineage_columns\": [\"a\", \"c\"]"), null, 1);
+        assertSuccess(runAll(on(full), write(Operation.INSERT, 1000, row("k", 1L, "a", "a1", "c", "c1", "b", "b1"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2000, row("k", 1L, "c", "c2"), full)));
+        assertEquals(Set.of("a1/1 b=b1"), byA(), "source: (k=1, a=a1, c=c2, b=b1)");
+    }
+
+    @Test
+    void shouldNotLiftAnOlderValueAboveANewerOneWhenAStaleTaskOfTheSameImageRunsAgain()
+    {
+        Task w1 = write(Operation.INSERT, 1000, row("k", 1L, "a", "a1", "b", "b1"), full, stale);
+        assertSuccess(runAll(on(full), w1));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2000, row("k", 1L, "a", "a2"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2500, row("k", 1L, "b", "b2"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 3000, row("k", 1L, "a", "a1"), full)));
+        assertEquals(Set.of("a1/1 b=b2"), byA());
+        assertSuccess(runAll(on(stale), w1)); // W1 run again on a replica that has W1 only (hints on their way)
+        assertEquals(Set.of("a1/1 b=b2"), byA(), "source: (k=1, a=a1, b=b2)");
+    }
+
+    @Test
+    void shouldNotLiftAnOlderValueIntoTheNewerImagesRowWhenAStaleTaskOfAnOlderImageRunsAgain()
+    {
+        Task w1 = write(Operation.INSERT, 1000, row("k", 1L, "a", "a1", "b", "b1"), full, stale);
+        assertSuccess(runAll(on(full), w1));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 1800, row("k", 1L, "b", "b2"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 5000, row("k", 1L, "a", "a2"), full)));
+        assertEquals(Set.of("a2/1 b=b2"), byA());
+        assertSuccess(runAll(on(stale), w1)); // W1 run again on a replica that has W1 only
+        assertEquals(Set.of("a2/1 b=b2"), byA(), "source: (k=1, a=a2, b=b2)");
+    }
+
+    @Test
+    void shouldKeepTheFloorAfterAnExpiringImageIsGone()
+    {
+        long now = cluster.nowSeconds;
+        full.nowSeconds = now;
+        assertSuccess(runAll(on(full), write(Operation.INSERT, 1000, row("k", 1L, "a", "a1", "b", "b1"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2000, row("k", 1L, "a", "a2"), Map.of("a", now + 60), full)));
+        assertEquals(Set.of("a2/1 b=b1"), byA());
+        cluster.nowSeconds = full.nowSeconds = now + 11L * 24 * 3600; // a2 expired long ago; its entry and the floor too
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 3000, row("k", 1L, "a", "a1"), full)));
+        assertEquals(Set.of("a1/1 b=b1"), byA(), "source: (k=1, a=a1, b=b1)");
+    }
+}

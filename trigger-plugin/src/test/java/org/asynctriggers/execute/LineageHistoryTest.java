@@ -1,0 +1,149 @@
+package org.asynctriggers.execute;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Random;
+import java.util.Set;
+import java.util.TreeSet;
+
+import net.jqwik.api.ForAll;
+import net.jqwik.api.Property;
+import net.jqwik.api.constraints.IntRange;
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.spec.FlowSpecParser;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.Fixtures;
+import org.junit.jupiter.api.Test;
+
+import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
+import static org.asynctriggers.execute.FlowExecutorTest.runAll;
+import static org.asynctriggers.testing.Fixtures.bigint;
+import static org.asynctriggers.testing.Fixtures.longOf;
+import static org.asynctriggers.testing.Fixtures.row;
+import static org.asynctriggers.testing.Fixtures.string;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * An index (a lineage target without a fan-out) against random histories of one source row: inserts, partial updates
+ * of the indexed column and of the other, column and row deletions, each write's task run at a random later moment
+ * (some twice), reading its missing cells back from the source as it is then. The oracle is the source row itself.
+ */
+class LineageHistoryTest
+{
+    private static final FlowSpec SPEC = FlowSpecParser.parse(LineageStaleReplicaTest.SPEC, null, 1);
+    private static final String[] A = { "a1", "a2", "a3" };
+    private static final String[] B = { "b1", "b2", "b3" };
+    /**
+     * Of {@link #SWEEP} seeded histories with timestamps drawn from eight values (ties, writes older than the ones
+     * applied before them), how many ended with an index that differs from its source when this test was written:
+     * each one of the cases docs/design.md lists as not covered (a deletion older than a raised cell, images tied at
+     * the timestamp an older image's rows were deleted at). The plugin before cells kept their own timestamps: 161,
+     * these 33 among them.
+     */
+    static final int KNOWN_DIFFERING = 33;
+    static final int SWEEP = 20_000;
+
+    /** With one clock per row (every write newer than the last), the index is exactly what the source says. */
+    @Property(tries = 1000)
+    void shouldDeriveWhatTheSourceRowSaysWhateverTheOrderAndRepetitionOfTheTasks(@ForAll long seed,
+                                                                                  @ForAll @IntRange(min = 2, max = 12) int writes)
+    {
+        String differs = history(seed, writes, true);
+        assertEquals("", differs, differs);
+    }
+
+    @Test
+    void shouldNotMakeMoreHistoriesWithOutOfOrderTimestampsDifferThanTheKnownCases()
+    {
+        List<String> differing = new ArrayList<>();
+        for (long seed = 0; seed < SWEEP; seed++)
+        {
+            String differs = history(seed, 2 + (int) (seed % 11), false);
+            if (!differs.isEmpty())
+                differing.add("seed " + seed + ":\n" + differs);
+        }
+        System.out.printf("LineageHistoryTest: %d of %d histories with out-of-order timestamps differ (known: %d)%n",
+                          differing.size(), SWEEP, KNOWN_DIFFERING);
+        assertTrue(differing.size() <= KNOWN_DIFFERING, differing.size() + " differ, the first:\n" + differing.get(0));
+    }
+
+    /** Runs one seeded history; "" when the index says what the source says, else the history and both sides. */
+    private static String history(long seed, int writes, boolean oneClock)
+    {
+        Random random = new Random(seed);
+        FakeGateway gateway = new FakeGateway().withAsyncTriggersKeyspace()
+                                               .table("fuzz", "kv", List.of("k"), List.of())
+                                               .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
+        FlowExecutor executor = new FlowExecutor(SPEC, gateway, null, c -> null);
+        List<Task> pending = new ArrayList<>();
+        List<String> history = new ArrayList<>();
+        long newest = 0;
+        for (int i = 0; i < writes; i++)
+        {
+            long ts = oneClock ? newest + 1000 : 1000L * (1 + random.nextInt(8));
+            newest = Math.max(newest, ts);
+            Task task;
+            switch (random.nextInt(6))
+            {
+                case 0: task = task(Operation.INSERT, ts, row("k", 1L, "a", pick(random, A), "b", pick(random, B))); break;
+                case 1: task = task(Operation.UPDATE, ts, row("k", 1L, "a", pick(random, A))); break;
+                case 2: task = task(Operation.UPDATE, ts, row("k", 1L, "b", pick(random, B))); break;
+                case 3: task = task(Operation.UPDATE, ts, row("k", 1L, "b", null)); break;
+                case 4: task = task(Operation.UPDATE, ts, row("k", 1L, "a", null)); break;
+                default: task = task(Operation.DELETE, ts, row("k", 1L)); break;
+            }
+            gateway.applied("fuzz", "kv", task);
+            history.add("write #" + i + " " + describe(task));
+            pending.add(task);
+            while (!pending.isEmpty() && random.nextInt(3) == 0)
+                run(executor, pending, random, history);
+        }
+        while (!pending.isEmpty())
+            run(executor, pending, random, history);
+        Set<String> expected = rows(gateway, "kv", true), actual = rows(gateway, "kv_by_a", false);
+        return expected.equals(actual) ? "" : String.join("\n", history) + "\nsource says " + expected + ", index " + actual;
+    }
+
+    private static Task task(Operation op, long ts, Map<String, ByteBuffer> values)
+    {
+        return Fixtures.task(SPEC, op, ts, List.of(bigint(1)), values);
+    }
+
+    private static String pick(Random random, String[] values)
+    {
+        return values[random.nextInt(values.length)];
+    }
+
+    /** Runs a pending task; one time in five it stays pending, to run again. */
+    private static void run(FlowExecutor executor, List<Task> pending, Random random, List<String> history)
+    {
+        int i = random.nextInt(pending.size());
+        Task task = random.nextInt(5) == 0 ? pending.get(i) : pending.remove(i);
+        history.add("run " + describe(task));
+        assertSuccess(runAll(executor, task));
+    }
+
+    private static String describe(Task task)
+    {
+        StringBuilder out = new StringBuilder(task.operation() + "@" + task.timestamp());
+        for (String column : List.of("a", "b"))
+            if (task.values().containsKey(column))
+                out.append(' ').append(column).append('=').append(task.values().get(column) == null ? "null" : string(task.values().get(column)));
+        return out.toString();
+    }
+
+    /** The rows as "a/k b=..."; of the source, only those with an image (a set) */
+    private static Set<String> rows(FakeGateway gateway, String table, boolean source)
+    {
+        Set<String> out = new TreeSet<>();
+        for (Map<String, ByteBuffer> r : gateway.rows("fuzz", table))
+            if (!source || r.get("a") != null)
+                out.add(string(r.get("a")) + "/" + longOf(r.get("k")) + " b=" + string(r.get("b")));
+        return out;
+    }
+}
