@@ -7,6 +7,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongUnaryOperator;
 
 import org.apache.cassandra.db.ConsistencyLevel;
@@ -189,7 +190,9 @@ final class Lineage
                                         row -> targetRows.delete(task, target, values, row, at));
         }
         LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at);
-        long floor = at - 1;
+        Set<String> statics = spec.source.clustering.isEmpty() ? Set.of() : statements.gateway.staticColumns(spec.source.keyspace, spec.source.table);
+        // rows two images can share: every cell at least at the image's timestamp, as "above" gives for this floor
+        CellTimes times = new CellTimes(at - 1, at, statics);
         LineageEntry before = null;
         // on the first page only: a fan-out's later pages go on from a start that recorded the image, and must go on
         // while a replica is down (a lineage read needs a quorum; its rows are written at the flow's level)
@@ -200,21 +203,21 @@ final class Lineage
             if (newer != null)
             {
                 if (direct && !newer.image.isEmpty())
-                    writeIntoNewer(task, target, source, newer, recorded.floorOf(target.index), at, nowMillis, mine);
+                    writeIntoNewer(task, target, source, newer, new CellTimes(recorded.floorOf(target.index), at, statics), nowMillis, mine);
                 return null; // this image's rows must not be written at all
             }
             before = recorded.entryOf(own);
             if (direct)
-                floor = recorded.floorFor(own, before);
+                times = new CellTimes(recorded.floorFor(own, before), at, statics);
         }
-        long cellFloor = floor;
+        CellTimes cellTimes = times;
         long markerExpiresAt = imageExpiresAt;
-        long written = Math.max(at, newestCell(target, source, cellFloor, at));
+        long written = Math.max(at, newestCell(target, source, cellTimes));
         LongUnaryOperator rewrite = !direct ? null : above -> {
-            writeRow(task, target, values, source, null, at, markerExpiresAt, nowMillis, above, at);
-            return Math.max(at, newestCell(target, source, above, at));
+            writeRow(task, target, values, source, null, at, markerExpiresAt, nowMillis, cellTimes.above(above));
+            return Math.max(at, newestCell(target, source, cellTimes.above(above)));
         };
-        mine.put(target.index, new Written(new LineageEntry(own.targetKey, target.index, image, at, written), before, cellFloor, rewrite));
+        mine.put(target.index, new Written(new LineageEntry(own.targetKey, target.index, image, at, written), before, cellTimes.floor, rewrite));
         if (from == null) // a resumed fan-out recorded its image with its first page
         {
             record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS), written);
@@ -222,16 +225,15 @@ final class Lineage
                 statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(task.key()), task.serializedKey(), bigint(at));
         }
         return fanout.eachRowOfPage(task, target, values, from, rows,
-                                    row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellFloor, at));
+                                    row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellTimes));
     }
 
     /**
-     * One row of an image: its marker at the image's timestamp ({@link Long#MIN_VALUE}: none), its cells at their own
-     * timestamps raised above {@code floor} up to {@code cap} ({@link LineagePartition#above}), none living longer
-     * than the image.
+     * One row of an image: its marker at the image's timestamp ({@link Long#MIN_VALUE}: none), its cells at the
+     * timestamps {@code times} gives, none living longer than the image.
      */
     private void writeRow(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, SourceCells source,
-                          Map<String, ByteBuffer> fanoutRow, long markerTs, long imageExpiresAt, long nowMillis, long floor, long cap)
+                          Map<String, ByteBuffer> fanoutRow, long markerTs, long imageExpiresAt, long nowMillis, CellTimes times)
     {
         List<ByteBuffer> key = FlowExecutor.keyOf(target, values, fanoutRow);
         if (key == null)
@@ -258,21 +260,21 @@ final class Lineage
             long expiresAt = cell == null ? 0 : cell.expiresAt == 0 ? imageExpiresAt
                            : imageExpiresAt == 0 ? cell.expiresAt : Math.min(cell.expiresAt, imageExpiresAt);
             if (cell != null)
-                row.cell(e.getKey(), new SourceCells.Cell(cell.value, LineagePartition.above(cell, floor, cap), expiresAt));
+                row.cell(e.getKey(), new SourceCells.Cell(cell.value, times.of(expr.column, cell), expiresAt));
         }
         if (!row.isEmpty())
             row.write(statements, spec.writeConsistency, nowMillis);
     }
 
     /** The newest timestamp the source's cells get in the target's rows ({@link LineagePartition#above}); MIN_VALUE: none. */
-    private static long newestCell(FlowSpec.Target target, SourceCells source, long floor, long cap)
+    private static long newestCell(FlowSpec.Target target, SourceCells source, CellTimes times)
     {
         long newest = Long.MIN_VALUE;
         for (Map.Entry<String, org.asynctriggers.spec.Expression> e : target.columns.entrySet())
         {
             SourceCells.Cell cell = e.getValue().scope == org.asynctriggers.spec.Expression.Scope.SOURCE ? source.cells.get(e.getValue().column) : null;
             if (cell != null && !target.primaryKey().contains(e.getKey()))
-                newest = Math.max(newest, LineagePartition.above(cell, floor, cap));
+                newest = Math.max(newest, times.of(e.getValue().column, cell));
         }
         return newest;
     }
@@ -283,8 +285,8 @@ final class Lineage
      * newer task's) above the floor, its entry's {@code written} raised with them so that the row's later deletion
      * reaches them. Its TTL, when it has one, bounds their life as the newer task's own cells.
      */
-    private void writeIntoNewer(Task task, FlowSpec.Target target, SourceCells source, LineageEntry newer, long floor,
-                                long cap, long nowMillis, Map<Integer, Written> mine)
+    private void writeIntoNewer(Task task, FlowSpec.Target target, SourceCells source, LineageEntry newer, CellTimes times,
+                                long nowMillis, Map<Integer, Written> mine)
     {
         long imageExpiresAt = 0;
         if (newer.ttl > 0)
@@ -294,7 +296,7 @@ final class Lineage
                 return; // the newer image expired: its rows are gone, and these cells with them
             imageExpiresAt = nowMillis / 1000 + left;
         }
-        long newest = newestCell(target, source, floor, cap);
+        long newest = newestCell(target, source, times);
         if (newest == Long.MIN_VALUE)
             return;
         Map<String, ByteBuffer> values = new LinkedHashMap<>(source.values);
@@ -302,14 +304,43 @@ final class Lineage
             values.put(target.lineageColumns.get(i), newer.image.get(i));
         long expiresAt = imageExpiresAt;
         LongUnaryOperator rewrite = above -> {
-            writeRow(task, target, values, source, null, Long.MIN_VALUE, expiresAt, nowMillis, above, cap);
-            return newestCell(target, source, above, cap);
+            writeRow(task, target, values, source, null, Long.MIN_VALUE, expiresAt, nowMillis, times.above(above));
+            return newestCell(target, source, times.above(above));
         };
-        rewrite.applyAsLong(floor);
+        rewrite.applyAsLong(times.floor);
         LineageEntry raised = newer.writtenUpTo(newest);
         if (raised.written > newer.written)
             rerecord(task.serializedKey(), raised);
-        mine.put(target.index, new Written(raised, newer, floor, rewrite));
+        mine.put(target.index, new Written(raised, newer, times.floor, rewrite));
+    }
+
+    /**
+     * The timestamps a task gives the cells of an image's rows: {@link LineagePartition#above} the floor up to the cap
+     * (the task's image's timestamp); a static column's copy at least at the cap, since a row or range deletion older
+     * than the image leaves the source's static cell, whatever its timestamp.
+     */
+    private static final class CellTimes
+    {
+        final long floor;
+        final long cap;
+        final Set<String> statics;
+
+        CellTimes(long floor, long cap, Set<String> statics)
+        {
+            this.floor = floor;
+            this.cap = cap;
+            this.statics = statics;
+        }
+
+        long of(String column, SourceCells.Cell cell)
+        {
+            return statics.contains(column) ? Math.max(cell.timestamp, cap) : LineagePartition.above(cell, floor, cap);
+        }
+
+        CellTimes above(long floor)
+        {
+            return new CellTimes(floor, cap, statics);
+        }
     }
 
     /**
@@ -494,7 +525,7 @@ final class Lineage
      * which had not yet seen the newer image, and wrote a newer cell of another column to the old image's rows) has
      * its rows deleted at the newest of those cells instead, where the rows are not shared with the newest image (a
      * fan-out's are). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
-     * Each of these deletions of a direct target's rows raises the partition's floor first.
+     * Each of these deletions of a direct target's rows raises that target's floor first.
      * <p>
      * A task whose image is the newest and that finds the floor, or an older entry of another image, above the floor
      * it wrote its cells with writes them again above it: that entry's task may have read the partition before this

@@ -9,7 +9,7 @@ import java.util.Map;
 
 /**
  * A source row's partition of {@code async_triggers.lineage} as one read gives it: its entries by target, the rows
- * that cannot be read, and its floor.
+ * that cannot be read, and its targets' floors.
  * <p>
  * A target's <b>floor</b> is the newest timestamp at which the convergence has deleted the rows of one of its images
  * (docs/design.md, "Lineage"): a deletion the source never made, so a later return to that image must write its
@@ -86,12 +86,14 @@ final class LineagePartition
     }
 
     /**
-     * The timestamp the cells of {@code image}'s rows must be above: the target's floor, and the timestamp of each
-     * entry of another image of the target that is older than {@code image} but newer than {@code before} (the entry
-     * of the image's key that the task found first; null: there was none) and still recorded. Such an entry's task may
-     * converge without having seen this image's entry (it read the partition before this one was recorded), find
-     * {@code before} older than its own, and delete the image's rows at up to its own timestamp. Whichever of the two
-     * tasks reads the partition last sees the other's entry, and this one then writes its cells again above it
+     * The timestamp the cells of {@code image}'s rows must be above: the target's floor; when {@code before} (the entry
+     * of the image's key that the task found first; null: there was none) has a TTL, its {@code written} (its rows'
+     * cells may have expired since, and an expired cell is a tombstone at its own timestamp); and for each entry of
+     * another image of the target that is older than {@code image} but newer than {@code before} and still recorded,
+     * the timestamp its task would delete {@code before}'s rows at (its own, or {@code before}'s {@code written} when
+     * that is newer). Such a task may converge without having seen this image's entry (it read the partition before
+     * this one was recorded) and delete the image's rows as {@code before}'s. Whichever of the two tasks reads the
+     * partition last sees the other's entry, and this one then writes its cells again above it
      * ({@link Lineage#converge}). Without a {@code before}, no older entry of the image's key was there to delete.
      */
     long floorFor(LineageEntry image, LineageEntry before)
@@ -99,9 +101,11 @@ final class LineagePartition
         long at = floorOf(image.target);
         if (before == null)
             return at;
+        if (before.ttl > 0)
+            at = Math.max(at, before.written);
         for (LineageEntry entry : entriesOf(image.target))
             if (!entry.targetKey.equals(image.targetKey) && image.newerThan(entry) && entry.newerThan(before))
-                at = Math.max(at, entry.ts);
+                at = Math.max(at, Math.max(entry.ts, before.written));
         return at;
     }
 

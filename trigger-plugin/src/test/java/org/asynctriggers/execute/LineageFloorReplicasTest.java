@@ -26,7 +26,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
  * The floor (docs/design.md, "Lineage") against tasks run late or again on a replica that missed later writes, a
- * lineage column outside the target's key, and an image that expired: histories where a first version of cells at
+ * lineage column outside the target's key, and images that expired: histories where a first version of cells at
  * their own timestamps gave a derived row the source does not have (found in review).
  */
 class LineageFloorReplicasTest
@@ -125,6 +125,34 @@ class LineageFloorReplicasTest
         assertEquals(Set.of("a2/1 b=b1"), byA());
         cluster.nowSeconds = full.nowSeconds = now + 11L * 24 * 3600; // a2 expired long ago; its entry and the floor too
         assertSuccess(runAll(on(full), write(Operation.UPDATE, 3000, row("k", 1L, "a", "a1"), full)));
+        assertEquals(Set.of("a1/1 b=b1"), byA(), "source: (k=1, a=a1, b=b1)");
+    }
+
+    @Test
+    void shouldWriteAboveItsExpiredCopiesWhenAnImageThatExpiredComesBack()
+    {
+        long now = cluster.nowSeconds;
+        full.nowSeconds = now;
+        assertSuccess(runAll(on(full), write(Operation.INSERT, 1000, row("k", 1L, "b", "b1"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2000, row("k", 1L, "a", "a1"), Map.of("a", now + 20), full)));
+        assertEquals(Set.of("a1/1 b=b1"), byA());
+        cluster.nowSeconds = full.nowSeconds = now + 30; // a1 expired, and b1's copy with it (it lives no longer than its image)
+        assertEquals(Set.of(), byA());
+        // an expired cell is a tombstone at its own timestamp: b1 written again at 1000 would lose the tie
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 3000, row("k", 1L, "a", "a1"), full)));
+        assertEquals(Set.of("a1/1 b=b1"), byA(), "source: (k=1, a=a1, b=b1)");
+    }
+
+    @Test
+    void shouldWriteAboveItsExpiredCopiesWhenAnImageThatExpiredComesBackAfterAnother()
+    {
+        long now = cluster.nowSeconds;
+        full.nowSeconds = now;
+        assertSuccess(runAll(on(full), write(Operation.INSERT, 1000, row("k", 1L, "b", "b1"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 2000, row("k", 1L, "a", "a1"), Map.of("a", now + 20), full)));
+        cluster.nowSeconds = full.nowSeconds = now + 30;
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 3000, row("k", 1L, "a", "a2"), full)));
+        assertSuccess(runAll(on(full), write(Operation.UPDATE, 4000, row("k", 1L, "a", "a1"), full)));
         assertEquals(Set.of("a1/1 b=b1"), byA(), "source: (k=1, a=a1, b=b1)");
     }
 }

@@ -158,6 +158,26 @@ class LineageFloorTest
                      LineageConvergenceTest.actual(tw, "timeline"));
     }
 
+    @Test
+    void shouldWriteAboveTheOlderImagesDeletionAtItsWrittenWhenTheReturnRacesIt()
+    {
+        assertSuccess(runAll(executor, write(Operation.INSERT, 1000, row("k", 1L, "a", "a1", "b", "b1"), true)));
+        assertSuccess(runAll(executor, write(Operation.UPDATE, 2500, row("k", 1L, "b", "b9"), true))); // a1's written: 2500
+        Task a2 = write(Operation.UPDATE, 2000, row("k", 1L, "a", "a2"), true); // out of order: older than b9
+        Task back = write(Operation.UPDATE, 3000, row("k", 1L, "a", "a1"), false);
+        for (int hide : new int[]{ 1, 0 }) // the return's first read made before a2's entry was recorded, or after
+        {
+            Interleaved returning = new Interleaved(2, () -> {}, hide);
+            Interleaved older = new Interleaved(2, () -> {
+                replica.applied("fuzz", "kv", back);
+                assertSuccess(runAll(new FlowExecutor(spec, returning, null, c -> null), back));
+            }, 0);
+            assertSuccess(runAll(new FlowExecutor(spec, older, null, c -> null), a2));
+            // a2's task deletes a1's rows at a1's written (2500): the return wrote b9 above it
+            assertEquals(Set.of("a1/1 b=b9"), byA(), "source: (k=1, a=a1@3000, b=b9@2500)");
+        }
+    }
+
     /**
      * The executor's gateway, with a hook on its n-th read of the lineage (run after the read, before its answer is
      * used) and its first {@code hideFirst} reads answered without the entry recorded at 2000 (made before it was).
