@@ -25,7 +25,7 @@ import static org.asynctriggers.execute.Statements.longOf;
 /**
  * The targets in mode {@code lineage} (docs/design.md, "Lineage"): each task records the image its rows derive from
  * in {@code async_triggers.lineage}, writes those rows, and then deletes the rows of every older image.
- * About 560 lines: the image's record, its rows' writes above the floor and the convergence that deletes older images'
+ * About 640 lines: the image's record, its rows' writes above the floor and the convergence that deletes older images'
  * rows (and raises the floor) are one protocol whose ordering arguments refer to each other; split, each part would
  * need the others to be read. What a read of the partition holds is {@link LineagePartition}.
  */
