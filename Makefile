@@ -115,7 +115,7 @@ bench-smoke: install broker
 	$(CTL) bench all --smoke --out /tmp/async-triggers-bench-smoke
 
 # the fault campaign (pycontrol/chaos): a fault-free reference run, then 30 seeded faulty runs on its own 3-node
-# cluster, each checked by Spark; one line per run and a summary (about 2 h). CHAOS_ARGS adds options.
+# cluster, each checked by Spark; one line per run and a summary (72 min here). CHAOS_ARGS adds options.
 CHAOS_ARGS ?=
 chaos: install netfilter
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
