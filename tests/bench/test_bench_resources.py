@@ -175,7 +175,9 @@ def test_should_count_what_ran_before_the_window_from_the_first_sample(sink, chi
     app = res["app"]
     assert app["processes"] == 1
     assert 0.28 <= app["cpu_s"] < 0.6           # the 0.3 s in the window, not the 0.4 s before it
-    assert 2_000_000 <= app["net_bytes"] < 2_100_000        # the socket's first 1 MB was before the window
+    # the socket's first 1 MB was before the window (counted, it would read 3 MB); some of its acknowledgements may
+    # still be on their way at the first sample (seen: 2,130,966 on a loaded machine)
+    assert 2_000_000 <= app["net_bytes"] < 2_500_000
     results.validate(a_run(res))
 
 
