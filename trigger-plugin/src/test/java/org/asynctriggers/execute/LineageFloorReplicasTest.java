@@ -6,14 +6,13 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
-import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.OnReplica;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
@@ -44,20 +43,7 @@ class LineageFloorReplicasTest
     private final FakeGateway full = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
     private final FakeGateway stale = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
 
-    private class OnReplica implements CqlGateway
-    {
-        private final FakeGateway replica;
-        OnReplica(FakeGateway replica) { this.replica = replica; }
-        public Prepared prepare(String cql) { return cluster.prepare(cql); }
-        public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values) { return cluster.execute(s, cl, values); }
-        public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
-        public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
-        public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
-        public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
-        public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
-    }
-
-    private FlowExecutor on(FakeGateway replica) { return new FlowExecutor(spec, new OnReplica(replica), null, c -> null, null, () -> cluster.nowSeconds * 1000 + 250); }
+    private FlowExecutor on(FakeGateway replica) { return new FlowExecutor(spec, new OnReplica(cluster, replica), null, c -> null, null, () -> cluster.nowSeconds * 1000 + 250); }
 
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, Map<String, Long> expirations, FakeGateway... replicas)
     {

@@ -9,12 +9,12 @@ import java.util.TreeSet;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.OnReplica;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
@@ -38,32 +38,7 @@ class LineageFloorTest
                                                          .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
     /** the executor's own replica of the source, which a task reads back its missing cells from */
     private final FakeGateway replica = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
-    private final FlowExecutor executor = new FlowExecutor(spec, new OnReplica(replica), null, c -> null);
-
-    /** every statement to the cluster, the local source reads to a replica's own copy */
-    private class OnReplica implements CqlGateway
-    {
-        private final FakeGateway replica;
-
-        OnReplica(FakeGateway replica)
-        {
-            this.replica = replica;
-        }
-
-        public Prepared prepare(String cql) { return cluster.prepare(cql); }
-
-        public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values) { return cluster.execute(s, cl, values); }
-
-        public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
-
-        public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
-
-        public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
-
-        public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
-
-        public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
-    }
+    private final FlowExecutor executor = new FlowExecutor(spec, new OnReplica(cluster, replica), null, c -> null);
 
     /** A write of row k=1, applied to the cluster and, when {@code replicaHas}, to the executor's replica. */
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, boolean replicaHas)
@@ -118,7 +93,7 @@ class LineageFloorTest
         other.applied("fuzz", "kv", loser);
         assertSuccess(runAll(executor, winner));
         assertEquals(Set.of("a2/1 b=b9"), byA(), "the winner's task read b back from a replica without the other write");
-        assertSuccess(runAll(new FlowExecutor(spec, new OnReplica(other), null, c -> null), loser));
+        assertSuccess(runAll(new FlowExecutor(spec, new OnReplica(cluster, other), null, c -> null), loser));
         assertEquals(Set.of("a2/1 b=b2"), byA(), "the source row is (k=1, a=a2, b=b2): b2 at 5000 is newer than b9 at 1000");
     }
 
@@ -191,7 +166,7 @@ class LineageFloorTest
 
         Interleaved(int at, Runnable hook, int hideFirst)
         {
-            super(replica);
+            super(cluster, replica);
             this.at = at;
             this.hook = hook;
             this.hidden = hideFirst;

@@ -1,19 +1,16 @@
 package org.asynctriggers.execute;
 
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.stream.Collectors;
 
-import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
-import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
+import org.asynctriggers.testing.OnReplica;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
@@ -96,30 +93,4 @@ class LineageStaticCopyTest
         assertEquals(List.of("x/1 s=shared"), index(), "source row (1,1): v=x@20, static s=shared@5 (a row deletion keeps statics)");
     }
 
-    /** every statement to the cluster, the local source reads to a replica's own copy */
-    private static final class OnReplica implements CqlGateway
-    {
-        private final FakeGateway cluster;
-        private final FakeGateway replica;
-
-        OnReplica(FakeGateway cluster, FakeGateway replica)
-        {
-            this.cluster = cluster;
-            this.replica = replica;
-        }
-
-        public Prepared prepare(String cql) { return cluster.prepare(cql); }
-
-        public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values) { return cluster.execute(s, cl, values); }
-
-        public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
-
-        public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
-
-        public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
-
-        public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
-
-        public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
-    }
 }

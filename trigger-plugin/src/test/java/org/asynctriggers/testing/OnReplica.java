@@ -1,0 +1,39 @@
+package org.asynctriggers.testing;
+
+import java.nio.ByteBuffer;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.cassandra.db.ConsistencyLevel;
+import org.asynctriggers.cql.CqlGateway;
+
+/**
+ * A node's gateway in a test of stale replicas: every statement goes to {@code cluster} (the cluster as quorum reads
+ * see it), the local reads of the source to {@code replica}, the node's own copy, which may miss writes.
+ */
+public class OnReplica implements CqlGateway
+{
+    private final FakeGateway cluster;
+    private final FakeGateway replica;
+
+    public OnReplica(FakeGateway cluster, FakeGateway replica)
+    {
+        this.cluster = cluster;
+        this.replica = replica;
+    }
+
+    public Prepared prepare(String cql) { return cluster.prepare(cql); }
+
+    public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values) { return cluster.execute(s, cl, values); }
+
+    public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
+
+    public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
+
+    public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
+
+    public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
+
+    public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
+}
