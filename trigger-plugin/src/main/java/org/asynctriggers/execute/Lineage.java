@@ -46,6 +46,8 @@ final class Lineage
      */
     private final ConsistencyLevel lineageWrite;
     private final ConsistencyLevel lineageRead;
+    /** the indexes of the targets whose cells keep their own timestamps ({@link #keepsOwnTimestamps}) */
+    private final Set<Integer> ownTimestamps = new java.util.HashSet<>();
     /**
      * How much longer than its rows the entry of an image with a TTL lives: while it lives, a task of an older image
      * run late (a takeover, a retry) still finds it newer and deletes its own rows; the same window in which a direct
@@ -70,6 +72,9 @@ final class Lineage
         this.flowNameBytes = ByteBuffer.wrap(spec.name.getBytes(StandardCharsets.UTF_8));
         this.lineageWrite = writeLevel(spec.writeConsistency);
         this.lineageRead = readLevel(spec.readConsistency);
+        for (FlowSpec.Target target : spec.targets)
+            if (keepsOwnTimestamps(spec, target))
+                ownTimestamps.add(target.index);
     }
 
     /** Prepares the lineage table's statements. */
@@ -176,7 +181,7 @@ final class Lineage
         if (task.rowExpiresAt() != 0 && source.livenessTimestamp == imageTs)
             imageExpiresAt = imageExpiresAt == 0 ? task.rowExpiresAt() : Math.min(imageExpiresAt, task.rowExpiresAt());
         long at = imageTs;
-        boolean direct = ownTimestamps(target.index);
+        boolean direct = ownTimestamps.contains(target.index);
         Expiry expiry = imageExpiresAt == 0 ? Expiry.NONE : Expiry.remaining(imageExpiresAt, nowMillis);
         if (expiry.expired)
         {
@@ -344,17 +349,16 @@ final class Lineage
     }
 
     /**
-     * Whether target {@code index}'s cells keep their own timestamps (above the floor): a lineage target without a
+     * Whether the target's cells keep their own timestamps (above the floor): a lineage target without a
      * fan-out whose table no other target of the flow writes, and whose key holds every lineage column. Elsewhere a
      * row may be another image's too (a fan-out's; the same table's rows derived by another target, as an author's own
      * timeline row may be a follower's row of another author; or two images that differ in a lineage column outside
      * the key), and that image's deletion reaches it: the cells are raised to the image's timestamp.
      */
-    private boolean ownTimestamps(int index)
+    private static boolean keepsOwnTimestamps(FlowSpec spec, FlowSpec.Target target)
     {
-        if (index < 0 || index >= spec.targets.size() || spec.targets.get(index).fanout != null)
+        if (target.mode != FlowSpec.Mode.LINEAGE || target.fanout != null)
             return false;
-        FlowSpec.Target target = spec.targets.get(index);
         for (FlowSpec.Target other : spec.targets)
             if (other != target && other.keyspace.equals(target.keyspace) && other.table.equals(target.table))
                 return false;
@@ -600,7 +604,7 @@ final class Lineage
     {
         if (entry.image.isEmpty())
             return; // a sentinel derived nothing
-        if (ownTimestamps(index) && deleteAt > Math.max(recorded.floorOf(index), raised.getOrDefault(index, LineagePartition.NO_FLOOR)))
+        if (ownTimestamps.contains(index) && deleteAt > Math.max(recorded.floorOf(index), raised.getOrDefault(index, LineagePartition.NO_FLOOR)))
         {
             raiseFloor(sourceKey, index, deleteAt);
             raised.put(index, deleteAt);
