@@ -4,7 +4,6 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.spec.FlowSpec;
@@ -18,9 +17,7 @@ import org.junit.jupiter.api.Test;
 import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
 import static org.asynctriggers.execute.FlowExecutorTest.runAll;
 import static org.asynctriggers.testing.Fixtures.bigint;
-import static org.asynctriggers.testing.Fixtures.longOf;
 import static org.asynctriggers.testing.Fixtures.row;
-import static org.asynctriggers.testing.Fixtures.string;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -37,21 +34,15 @@ class LineageFloorReplicasTest
         + "  \"columns\": {\"a\": \"source.a\", \"k\": \"source.k\", \"b\": \"source.b\"}, \"mode\": \"lineage\"%s}]}";
 
     private FlowSpec spec = FlowSpecParser.parse(String.format(SPEC, ""), null, 1);
-    private final FakeGateway cluster = new FakeGateway().withAsyncTriggersKeyspace()
-                                                         .table("fuzz", "kv", List.of("k"), List.of())
-                                                         .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
-    private final FakeGateway full = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
-    private final FakeGateway stale = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+    private final FakeGateway cluster = KvByA.cluster();
+    private final FakeGateway full = KvByA.replica();
+    private final FakeGateway stale = KvByA.replica();
 
     private FlowExecutor on(FakeGateway replica) { return new FlowExecutor(spec, new OnReplica(cluster, replica), null, c -> null, null, () -> cluster.nowSeconds * 1000 + 250); }
 
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, Map<String, Long> expirations, FakeGateway... replicas)
     {
-        Task task = new Task(spec.name, spec.version, List.of(bigint(1)), op, ts, values, expirations, 0, 0);
-        cluster.applied("fuzz", "kv", task);
-        for (FakeGateway r : replicas)
-            r.applied("fuzz", "kv", task);
-        return task;
+        return KvByA.applied(cluster, new Task(spec.name, spec.version, List.of(bigint(1)), op, ts, values, expirations, 0, 0), replicas);
     }
 
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, FakeGateway... replicas)
@@ -61,10 +52,7 @@ class LineageFloorReplicasTest
 
     private Set<String> byA()
     {
-        Set<String> out = new TreeSet<>();
-        for (Map<String, ByteBuffer> r : cluster.rows("fuzz", "kv_by_a"))
-            out.add(string(r.get("a")) + "/" + longOf(r.get("k")) + " b=" + string(r.get("b")));
-        return out;
+        return KvByA.byA(cluster);
     }
 
     @Test

@@ -22,7 +22,6 @@ import static org.asynctriggers.execute.FlowExecutorTest.runAll;
 import static org.asynctriggers.testing.Fixtures.bigint;
 import static org.asynctriggers.testing.Fixtures.longOf;
 import static org.asynctriggers.testing.Fixtures.row;
-import static org.asynctriggers.testing.Fixtures.string;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
 /**
@@ -33,29 +32,21 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 class LineageFloorTest
 {
     private final FlowSpec spec = FlowSpecParser.parse(LineageStaleReplicaTest.SPEC, null, 1);
-    private final FakeGateway cluster = new FakeGateway().withAsyncTriggersKeyspace()
-                                                         .table("fuzz", "kv", List.of("k"), List.of())
-                                                         .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
+    private final FakeGateway cluster = KvByA.cluster();
     /** the executor's own replica of the source, which a task reads back its missing cells from */
-    private final FakeGateway replica = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+    private final FakeGateway replica = KvByA.replica();
     private final FlowExecutor executor = new FlowExecutor(spec, new OnReplica(cluster, replica), null, c -> null);
 
     /** A write of row k=1, applied to the cluster and, when {@code replicaHas}, to the executor's replica. */
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, boolean replicaHas)
     {
         Task task = Fixtures.task(spec, op, ts, List.of(bigint(1)), values);
-        cluster.applied("fuzz", "kv", task);
-        if (replicaHas)
-            replica.applied("fuzz", "kv", task);
-        return task;
+        return replicaHas ? KvByA.applied(cluster, task, replica) : KvByA.applied(cluster, task);
     }
 
     private Set<String> byA()
     {
-        Set<String> out = new TreeSet<>();
-        for (Map<String, ByteBuffer> r : cluster.rows("fuzz", "kv_by_a"))
-            out.add(string(r.get("a")) + "/" + longOf(r.get("k")) + " b=" + string(r.get("b")));
-        return out;
+        return KvByA.byA(cluster);
     }
 
     @Test
@@ -86,7 +77,7 @@ class LineageFloorTest
         assertSuccess(runAll(executor, write(Operation.INSERT, 1000, row("k", 1L, "a", "a0", "b", "b9"), true)));
         // two writes with one timestamp: a2 wins a's tie, b2 is the only b at 5000. Each task runs on a replica that
         // has its own write only (a replica restarted between them, hints on their way)
-        FakeGateway other = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+        FakeGateway other = KvByA.replica();
         other.applied("fuzz", "kv", Fixtures.task(spec, Operation.INSERT, 1000, List.of(bigint(1)), row("k", 1L, "a", "a0", "b", "b9")));
         Task winner = write(Operation.UPDATE, 5000, row("k", 1L, "a", "a2"), true);
         Task loser = write(Operation.UPDATE, 5000, row("k", 1L, "a", "a1", "b", "b2"), false);

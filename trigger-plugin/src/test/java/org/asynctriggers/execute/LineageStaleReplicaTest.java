@@ -5,16 +5,15 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeSet;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.Operation;
-import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
+import org.asynctriggers.testing.OnReplica;
 import org.junit.jupiter.api.Test;
 
 import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
@@ -41,54 +40,40 @@ class LineageStaleReplicaTest
 
     private final FlowSpec spec = FlowSpecParser.parse(SPEC, null, 1);
     /** the cluster as quorum reads see it, and the source replica that saw every write (the executor while node2 was down) */
-    private final FakeGateway cluster = new FakeGateway().withAsyncTriggersKeyspace()
-                                                         .table("fuzz", "kv", List.of("k"), List.of())
-                                                         .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
+    private final FakeGateway cluster = KvByA.cluster();
     /** node2's replica of the source: it missed the writes made while it was down until their hints land */
-    private final FakeGateway node2Source = new FakeGateway().table("fuzz", "kv", List.of("k"), List.of());
+    private final FakeGateway node2Source = KvByA.replica();
     private final List<String> log = new ArrayList<>();
 
     private final FlowExecutor onOther = new FlowExecutor(spec, cluster, null, c -> null);
     private final FlowExecutor onNode2 = new FlowExecutor(spec, new Node2(), null, c -> null);
 
     /** node2: every statement goes to the cluster, its local source read to its own replica */
-    private final class Node2 implements CqlGateway
+    private final class Node2 extends OnReplica
     {
-        public Prepared prepare(String cql) { return cluster.prepare(cql); }
+        Node2()
+        {
+            super(cluster, node2Source);
+        }
 
+        @Override
         public List<Map<String, ByteBuffer>> execute(Prepared s, ConsistencyLevel cl, List<ByteBuffer> values)
         {
             if (s.cql.startsWith("DELETE FROM \"fuzz\".\"kv_by_a\""))
                 log.add("node2 deletes kv_by_a " + string(values.get(1)) + "/" + longOf(values.get(2)) + " at " + longOf(values.get(0)));
-            return cluster.execute(s, cl, values);
+            return super.execute(s, cl, values);
         }
-
-        public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return node2Source.executeLocally(s, values); }
-
-        public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return node2Source.rowLife(ks, t, k); }
-
-        public Set<String> staticColumns(String ks, String t) { return node2Source.staticColumns(ks, t); }
-
-        public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
-
-        public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }
     }
 
     private Task write(Operation op, long ts, Map<String, ByteBuffer> values, boolean node2Has)
     {
         Task task = Fixtures.task(spec, op, ts, List.of(bigint(1)), values);
-        cluster.applied("fuzz", "kv", task);
-        if (node2Has)
-            node2Source.applied("fuzz", "kv", task);
-        return task;
+        return node2Has ? KvByA.applied(cluster, task, node2Source) : KvByA.applied(cluster, task);
     }
 
     private Set<String> byA()
     {
-        Set<String> out = new TreeSet<>();
-        for (Map<String, ByteBuffer> r : cluster.rows("fuzz", "kv_by_a"))
-            out.add(string(r.get("a")) + "/" + longOf(r.get("k")) + " b=" + string(r.get("b")));
-        return out;
+        return KvByA.byA(cluster);
     }
 
     @Test
