@@ -78,18 +78,35 @@ public interface CqlGateway
          * makes of an expired cell): the row may have been one that expires, once (true when not known)
          */
         public final boolean expiredOnce;
+        /**
+         * per regular column whose cell is not live here, the timestamp of that cell's newest tombstone, or of its
+         * expired value (an expired cell is a tombstone at its own timestamp); with {@link #deletedAt}, when the
+         * source deleted the column ({@link #columnDeletedAt})
+         */
+        public final Map<String, Long> deadCells;
 
         public RowLife(long deletedAt, long expiresAt)
         {
-            this(deletedAt, expiresAt, Long.MIN_VALUE, true);
+            this(deletedAt, expiresAt, Long.MIN_VALUE, true, Map.of());
         }
 
-        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce)
+        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce, Map<String, Long> deadCells)
         {
             this.deletedAt = deletedAt;
             this.expiresAt = expiresAt;
             this.newest = newest;
             this.expiredOnce = expiredOnce;
+            this.deadCells = deadCells;
+        }
+
+        /**
+         * When regular column {@code column} of the row was last deleted here (its own tombstone, its expiry, or a
+         * deletion of its row, of a range holding it, of its partition); Long.MIN_VALUE: never, or no longer known
+         * (compaction purged the tombstones). Meaningful for a column with no live cell.
+         */
+        public long columnDeletedAt(String column)
+        {
+            return Math.max(deletedAt, deadCells.getOrDefault(column, Long.MIN_VALUE));
         }
     }
 

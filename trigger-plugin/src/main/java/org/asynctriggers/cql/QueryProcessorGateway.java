@@ -28,6 +28,8 @@ import org.apache.cassandra.db.Slice;
 import org.apache.cassandra.db.marshal.ByteBufferAccessor;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.ColumnData;
+import org.apache.cassandra.db.rows.ComplexColumnData;
 import org.apache.cassandra.db.rows.RangeTombstoneMarker;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.db.rows.Unfiltered;
@@ -150,6 +152,7 @@ public final class QueryProcessorGateway implements CqlGateway
         long expires = Long.MIN_VALUE;
         long newest = Long.MIN_VALUE;
         boolean expiredOnce = false;
+        Map<String, Long> deadCells = new HashMap<>();
         // from the memtables and sstables themselves: a read command would drop the tombstones older than
         // gc_grace_seconds, which a derived row's own tombstone (written later) may still hold
         try (ReadExecutionController controller = read.executionController();
@@ -166,6 +169,7 @@ public final class QueryProcessorGateway implements CqlGateway
                     expires = Math.max(expires, expiresAt(row, now));
                     newest = Math.max(newest, newestLive(row, now));
                     expiredOnce |= expiresOrExpired(row);
+                    deadCells(row, now, deadCells);
                     continue;
                 }
                 RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
@@ -175,7 +179,26 @@ public final class QueryProcessorGateway implements CqlGateway
                     deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
             }
         }
-        return new RowLife(deleted, expires, newest, expiredOnce);
+        return new RowLife(deleted, expires, newest, expiredOnce, deadCells);
+    }
+
+    /** Adds the row's cells that are not live to {@code out} (by column, the newest tombstone's or expired value's timestamp). */
+    private static void deadCells(Row row, long now, Map<String, Long> out)
+    {
+        for (ColumnData data : row.columnData())
+        {
+            String column = data.column().name.toString();
+            if (data instanceof ComplexColumnData) // a collection: its own deletion (set whole, or deleted), then its elements
+            {
+                DeletionTime whole = ((ComplexColumnData) data).complexDeletion();
+                if (!whole.isLive())
+                    out.merge(column, whole.markedForDeleteAt(), Math::max);
+                continue;
+            }
+            Cell<?> cell = (Cell<?>) data;
+            if (!cell.isLive(now))
+                out.merge(column, cell.timestamp(), Math::max);
+        }
     }
 
     /** The timestamp of the row's newest live marker or cell; Long.MIN_VALUE when none lives. */

@@ -266,9 +266,17 @@ final class Lineage
                            : imageExpiresAt == 0 ? cell.expiresAt : Math.min(cell.expiresAt, imageExpiresAt);
             if (cell != null)
                 row.cell(e.getKey(), new SourceCells.Cell(cell.value, times.of(expr.column, cell), expiresAt));
+            else if (source.deletions.containsKey(expr.column)) // deleted in the source: an older value's copy goes
+                row.cell(e.getKey(), deleted(expr.column, source.deletions.get(expr.column), times));
         }
         if (!row.isEmpty())
             row.write(statements, spec.writeConsistency, nowMillis);
+    }
+
+    /** A column the source deleted at {@code at}, as a null cell of that timestamp would be written. */
+    private static SourceCells.Cell deleted(String column, long at, CellTimes times)
+    {
+        return new SourceCells.Cell(null, times.statics.contains(column) ? at : at, 0);
     }
 
     /** The newest timestamp the source's cells get in the target's rows ({@link LineagePartition#above}); MIN_VALUE: none. */

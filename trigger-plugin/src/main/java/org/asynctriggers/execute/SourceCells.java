@@ -41,15 +41,56 @@ final class SourceCells
     final long livenessTimestamp;
     final long livenessExpiresAt;
     final long deletionTimestamp;
+    /**
+     * per non-key column without a cell here (null, no write time), when this replica deleted it, where that is
+     * known ({@link #withDeletions}): the derived rows' copies of it go at that timestamp
+     */
+    final Map<String, Long> deletions;
 
     private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
                         long deletionTimestamp)
+    {
+        this(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, Map.of());
+    }
+
+    private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
+                        long deletionTimestamp, Map<String, Long> deletions)
     {
         this.values = values;
         this.cells = cells;
         this.livenessTimestamp = livenessTimestamp;
         this.livenessExpiresAt = livenessExpiresAt;
         this.deletionTimestamp = deletionTimestamp;
+        this.deletions = deletions;
+    }
+
+    /** The columns of {@code columns} that have no cell: null here, with no write time. */
+    List<String> withoutCells(List<String> columns)
+    {
+        List<String> out = new java.util.ArrayList<>();
+        for (String column : columns)
+            if (!cells.containsKey(column))
+                out.add(column);
+        return out;
+    }
+
+    /**
+     * These cells with, for each of {@code columns} (columns without a cell), when {@code row} says this replica
+     * deleted it. A task that reads such a column back has no cell to write for it, yet the derived row it writes
+     * may hold a copy of an older value: the row of an image that the source row had before, then lost (another
+     * image, or none, in between: the column's deletion reached that one's rows), then had again, and whose rows the
+     * task that would have deleted them as an older image's never did (it ran after this image was recorded again).
+     */
+    SourceCells withDeletions(List<String> columns, CqlGateway.RowLife row)
+    {
+        Map<String, Long> deleted = new LinkedHashMap<>();
+        for (String column : columns)
+        {
+            long at = row.columnDeletedAt(column);
+            if (at != Long.MIN_VALUE && at != Long.MAX_VALUE)
+                deleted.put(column, at);
+        }
+        return deleted.isEmpty() ? this : new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deleted);
     }
 
     static SourceCells of(Task task, List<String> keyColumns)
@@ -150,7 +191,7 @@ final class SourceCells
                                                             : cell.expiresAt;
             copies.put(e.getKey(), new Cell(cell.value, timestamp, expiresAt));
         }
-        return new SourceCells(values, copies, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
+        return new SourceCells(values, copies, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions);
     }
 
     boolean hasLiveness()

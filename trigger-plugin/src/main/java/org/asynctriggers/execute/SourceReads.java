@@ -12,6 +12,7 @@ import java.util.function.LongSupplier;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.asynctriggers.cql.ColumnTypes;
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
 
@@ -30,6 +31,8 @@ final class SourceReads
     /** those of them that can carry a TTL (not a collection or UDT whose cells are many, not a counter) */
     private final List<String> ttlColumns = new ArrayList<>();
     private final boolean clustered;
+    /** a target traces lineage: a column's deletion is read back with the row ({@link SourceCells#withDeletions}) */
+    private final boolean traced;
 
     /** Prepares the flow's read of its source row. */
     SourceReads(FlowSpec spec, Statements statements, ColumnTypes types, LongSupplier nowMillis)
@@ -39,6 +42,7 @@ final class SourceReads
         this.nowMillis = nowMillis;
         this.readColumns = neededNonKeyColumns(spec);
         this.clustered = !spec.source.clustering.isEmpty();
+        this.traced = spec.targets.stream().anyMatch(t -> t.mode == FlowSpec.Mode.LINEAGE);
         for (String column : readColumns)
         {
             AbstractType<?> type = types == null ? null : types.typeOf(column);
@@ -75,22 +79,19 @@ final class SourceReads
         List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
         SourceCells cells = source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns,
                                         Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
-        // a row gone here has tombstones for cells: they stay at their own timestamps
-        return clustered && !rows.isEmpty() ? staticsAsTheRowLives(task, cells) : cells;
-    }
-
-    /**
-     * The static cells a row's derived rows copy, made to live as that row does on this replica
-     * ({@link SourceCells#withStaticsOf}): a static value set before a row was deleted and written again stays the row's
-     * value in the source, and a row whose every cell expires is gone, whatever static value its partition keeps.
-     */
-    private SourceCells staticsAsTheRowLives(Task task, SourceCells cells)
-    {
-        Set<String> statics = new HashSet<>(statements.gateway.staticColumns(spec.source.keyspace, spec.source.table));
+        if (rows.isEmpty())
+            return cells; // a row gone here has tombstones for cells: they stay at their own timestamps
+        Set<String> statics = new HashSet<>(clustered ? statements.gateway.staticColumns(spec.source.keyspace, spec.source.table) : Set.of());
+        List<String> deleted = new ArrayList<>(traced ? cells.withoutCells(readColumns) : List.of());
+        deleted.removeAll(statics);
         statics.retainAll(cells.cells.keySet());
-        if (statics.isEmpty())
+        if (deleted.isEmpty() && statics.isEmpty())
             return cells;
-        return cells.withStaticsOf(statics, statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()));
+        CqlGateway.RowLife life = statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key());
+        // the static cells a row's derived rows copy, made to live as that row does on this replica
+        // (SourceCells.withStaticsOf): a static value set before a row was deleted and written again stays the row's
+        // value in the source, and a row whose every cell expires is gone, whatever static value its partition keeps
+        return (statics.isEmpty() ? cells : cells.withStaticsOf(statics, life)).withDeletions(deleted, life);
     }
 
     private String sourceCellsCql()

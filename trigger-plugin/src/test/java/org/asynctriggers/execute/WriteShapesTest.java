@@ -337,11 +337,11 @@ class WriteShapesTest
         {
             SourceCells cells = SourceCells.of(staticWrite(20, "shared"), spec.source.primaryKey());
             long never = Long.MAX_VALUE;
-            assertEquals(20, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, false)).cells.get("s").timestamp,
+            assertEquals(20, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, false, Map.of())).cells.get("s").timestamp,
                          "a row written once, at the static's timestamp, that never had a TTL: no capped copy to outrank");
-            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 30, false)).cells.get("s").timestamp,
+            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 30, false, Map.of())).cells.get("s").timestamp,
                          "a newer write made the row what it is: it may have expired before");
-            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, true)).cells.get("s").timestamp,
+            assertEquals(21, cells.withStaticsOf(Set.of("s"), new CqlGateway.RowLife(Long.MIN_VALUE, never, 20, true, Map.of())).cells.get("s").timestamp,
                          "a part with a TTL (or a cell tombstone) left in the row: it may have expired before");
         }
 

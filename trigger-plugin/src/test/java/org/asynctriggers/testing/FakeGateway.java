@@ -519,10 +519,13 @@ public final class FakeGateway implements CqlGateway
             expires = t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE);
             newest = t.markers.get(id);
         }
+        Map<String, Long> deadCells = new HashMap<>();
         for (Map.Entry<String, Cell> c : t.cells.getOrDefault(id, Map.of()).entrySet())
         {
             if (t.staticColumns.contains(c.getKey()))
                 continue;
+            if (c.getValue().ts > deleted && (c.getValue().value == null || c.getValue().expiresAt <= nowSeconds))
+                deadCells.put(c.getKey(), c.getValue().ts);
             expiredOnce |= c.getValue().value == null || c.getValue().expiresAt != Long.MAX_VALUE;
             if (c.getValue().ts > deleted && c.getValue().value != null && c.getValue().expiresAt > nowSeconds)
             {
@@ -530,7 +533,7 @@ public final class FakeGateway implements CqlGateway
                 newest = Math.max(newest, c.getValue().ts);
             }
         }
-        return new RowLife(deleted, expires, newest, expiredOnce);
+        return new RowLife(deleted, expires, newest, expiredOnce, deadCells);
     }
 
     @Override
