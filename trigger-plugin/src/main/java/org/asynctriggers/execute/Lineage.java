@@ -194,7 +194,7 @@ final class Lineage
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
-        LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at);
+        LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at, imageExpiresAt != 0);
         Set<String> statics = spec.source.clustering.isEmpty() ? Set.of() : statements.gateway.staticColumns(spec.source.keyspace, spec.source.table);
         // rows two images can share: every cell at least at the image's timestamp, as "above" gives for this floor
         CellTimes times = new CellTimes(at - 1, at, statics);
@@ -222,7 +222,7 @@ final class Lineage
             writeRow(task, target, values, source, null, at, markerExpiresAt, nowMillis, cellTimes.above(above));
             return Math.max(at, newestCell(target, source, cellTimes.above(above)));
         };
-        mine.put(target.index, new Written(new LineageEntry(own.targetKey, target.index, image, at, written), before, cellTimes.floor, rewrite));
+        mine.put(target.index, new Written(own.writtenUpTo(written), before, cellTimes.floor, rewrite));
         if (from == null) // a resumed fan-out recorded its image with its first page
         {
             record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS), written);

@@ -91,9 +91,10 @@ final class LineageEntry
                 return null;
             ByteBuffer written = row.get("written");
             ByteBuffer ttl = row.get(Cql.ttlColumn("ts"));
+            int left = ttl == null || ttl.remaining() != 4 ? 0 : ttl.getInt(ttl.position());
+            // an entry has a TTL exactly when its image's cells expire (an image's, never a sentinel's or a floor's)
             return new LineageEntry(key, index.getInt(index.position()), components.subList(1, components.size()), longOf(ts),
-                                    written == null || written.remaining() != 8 ? Long.MIN_VALUE : longOf(written), false,
-                                    ttl == null || ttl.remaining() != 4 ? 0 : ttl.getInt(ttl.position()));
+                                    written == null || written.remaining() != 8 ? Long.MIN_VALUE : longOf(written), left > 0, left);
         }
         catch (RuntimeException e) // a corrupt blob: a length past its end, or a cut-off length
         {

@@ -56,6 +56,21 @@ class LineageFloorReplicasTest
     }
 
     @Test
+    void shouldIndexTheExpiringValueOfTwoWrittenAtOneTimestampAsCassandraKeepsIt()
+    {
+        long expires = cluster.nowSeconds + 3600;
+        // one timestamp, two values: Cassandra keeps the expiring one (Cells.reconcile), whatever the values
+        Task lasting = write(Operation.UPDATE, 1000, row("k", 1L, "a", "a9"), full, stale);
+        Task expiring = write(Operation.UPDATE, 1000, row("k", 1L, "a", "a1"), Map.of("a", expires), full);
+        assertSuccess(runAll(on(full), expiring));
+        assertSuccess(runAll(on(stale), lasting)); // a replica that missed a1: its task's image is a9, its entry a1's
+        assertEquals(Set.of("a1/1 b=null"), byA(), "the source holds a" + Fixtures.string(cluster.rows("fuzz", "kv").get(0).get("a")).substring(1));
+        assertSuccess(runAll(on(stale), lasting)); // and again, after the other order
+        assertSuccess(runAll(on(full), expiring));
+        assertEquals(Set.of("a1/1 b=null"), byA(), "the source holds a" + Fixtures.string(cluster.rows("fuzz", "kv").get(0).get("a")).substring(1));
+    }
+
+    @Test
     void shouldRaiseTheCellsOfATargetWhoseImagesShareARowThroughALineageColumnOutsideItsKey()
     {
         spec = FlowSpecParser.parse(String.format(SPEC, ", \"lineage_columns\": [\"a\", \"c\"]"), null, 1);

@@ -434,7 +434,10 @@ public final class FakeGateway implements CqlGateway
         throw new IllegalArgumentException("fake cannot execute [" + cql + "]");
     }
 
-    /** Cassandra's reconciliation of two cells: the newer timestamp; on a tie a tombstone, then the greater value. */
+    /**
+     * Cassandra's reconciliation of two cells (Cells.reconcile): the newer timestamp; on a tie a tombstone, then an
+     * expiring cell, then of two expiring cells the later expiry, then the greater value.
+     */
     private static void writeCell(Map<String, Cell> row, String column, ByteBuffer value, long ts, long expiresAt)
     {
         Cell current = row.get(column);
@@ -445,7 +448,12 @@ public final class FakeGateway implements CqlGateway
         }
         if (current.ts > ts || current.value == null)
             return;
-        if (value == null || org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(value, current.value) > 0)
+        boolean expiring = expiresAt != Long.MAX_VALUE, currentExpiring = current.expiresAt != Long.MAX_VALUE;
+        boolean wins = value == null
+                       || (expiring != currentExpiring ? expiring
+                           : expiring && expiresAt != current.expiresAt ? expiresAt > current.expiresAt
+                           : org.apache.cassandra.utils.ByteBufferUtil.compareUnsigned(value, current.value) > 0);
+        if (wins)
             row.put(column, new Cell(value, ts, expiresAt));
     }
 
