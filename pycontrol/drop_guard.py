@@ -21,8 +21,9 @@ from .errors import FlowNotEmpty
 
 @dataclasses.dataclass(frozen=True)
 class Holdings:
-    """What a flow still holds: unfinished tasks per node (pending + active + live backup entries, as each node
-    reported them) and its dead letters."""
+    """What a flow still holds: per node, its unfinished tasks as that node reported them (queued + running + live
+    backup entries; a task waiting to run has a backup entry on each replica of its row, so these count copies, not
+    distinct tasks), of which ``entries`` in backup entries; and its dead letters."""
     flow: str
     unfinished: dict[str, int]
     dead_letters: int
@@ -30,6 +31,8 @@ class Holdings:
     # nodes whose count is not known yet: they captured since their last scan of the backup maps, or are up and
     # have not reported the flow
     uncounted: tuple[str, ...] = ()
+    # per node, how many of its unfinished ones are live backup entries
+    entries: dict[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def tasks(self) -> int:
@@ -43,8 +46,9 @@ class Holdings:
         parts = []
         paused = "; the flow is paused" if self.paused else ""
         if self.tasks:
-            nodes = ", ".join(f"{n} {c}" for n, c in sorted(self.unfinished.items()) if c)
-            parts.append(f"{self.tasks} unfinished task(s) ({nodes}{paused})")
+            nodes = ", ".join(f"{n} {self._of(n)}" for n, c in sorted(self.unfinished.items()) if c)
+            copies = "; each replica of a task's row holds a backup entry of it" if self.backed_up else ""
+            parts.append(f"{self.tasks} unfinished task(s) ({nodes}{copies}{paused})")
         if self.uncounted:
             parts.append(f"tasks not counted yet on {', '.join(self.uncounted)} (captured since its last scan, or "
                          f"no report)" + ("" if self.tasks else paused))
@@ -52,8 +56,18 @@ class Holdings:
             parts.append(f"{self.dead_letters} dead letter(s)")
         return " and ".join(parts) or "nothing"
 
+    @property
+    def backed_up(self) -> int:
+        return sum(self.entries.values())
+
+    def _of(self, node: str) -> str:
+        entries, queued = self.entries.get(node, 0), self.unfinished[node] - self.entries.get(node, 0)
+        said = ([f"{queued} queued or running"] if queued else []) + ([f"{entries} in backup entries"] if entries else [])
+        return " + ".join(said)
+
     def as_dict(self) -> dict:
         return {"flow": self.flow, "unfinished_tasks": self.tasks, "by_node": dict(sorted(self.unfinished.items())),
+                "backup_entries": self.backed_up,
                 "uncounted_nodes": list(self.uncounted), "dead_letters": self.dead_letters, "paused": self.paused}
 
 
@@ -63,7 +77,7 @@ def holdings_of(flow: str, statuses: Sequence[status.FlowNodeStatus], dead_lette
     unfinished = {s.node: s.pending + s.active + s.backlog for s in mine}
     uncounted = {s.node for s in mine if unfinished[s.node] == 0 and not s.settled()}
     uncounted |= set(live) - {s.node for s in mine}
-    return Holdings(flow, unfinished, dead_letters, paused, tuple(sorted(uncounted)))
+    return Holdings(flow, unfinished, dead_letters, paused, tuple(sorted(uncounted)), {s.node: s.backlog for s in mine})
 
 
 # how long a drop waits for every live node's next report of the flow (the plugin reports every 2 s)

@@ -32,15 +32,17 @@ def test_should_count_queued_running_and_backed_up_tasks_per_node_and_dead_lette
     held = drop_guard.holdings_of("copy", [report("n1", pending=3, active=1), report("n2", backlog=40)], 2,
                                   paused=True, live=["n1", "n2"])
     assert not held.empty and held.tasks == 44 and held.unfinished == {"n1": 4, "n2": 40}
-    assert held.describe() == "44 unfinished task(s) (n1 4, n2 40; the flow is paused) and 2 dead letter(s)"
+    assert held.describe() == ("44 unfinished task(s) (n1 4 queued or running, n2 40 in backup entries; each replica "
+                               "of a task's row holds a backup entry of it; the flow is paused) and 2 dead letter(s)")
     refused = drop_guard.refusal(held)
     assert isinstance(refused, FlowNotEmpty)
     assert str(refused) == (
-        "flow 'copy' still holds 44 unfinished task(s) (n1 4, n2 40; the flow is paused) and 2 dead letter(s): "
+        "flow 'copy' still holds 44 unfinished task(s) (n1 4 queued or running, n2 40 in backup entries; each "
+        "replica of a task's row holds a backup entry of it; the flow is paused) and 2 dead letter(s): "
         "dropping it now throws them away with its backup map. `--drain` waits for its tasks (resume it first: a "
         "paused flow runs none); its dead letters stay until `ctl trigger dlq retry` or `purge`; "
         "`--discard-pending` drops it anyway")
-    assert held.as_dict()["by_node"] == {"n1": 4, "n2": 40}
+    assert held.as_dict()["by_node"] == {"n1": 4, "n2": 40} and held.as_dict()["backup_entries"] == 40
 
 
 def test_should_not_take_a_node_that_has_not_counted_its_captures_yet_for_an_empty_one():
