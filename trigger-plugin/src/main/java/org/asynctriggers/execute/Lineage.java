@@ -266,17 +266,13 @@ final class Lineage
                            : imageExpiresAt == 0 ? cell.expiresAt : Math.min(cell.expiresAt, imageExpiresAt);
             if (cell != null)
                 row.cell(e.getKey(), new SourceCells.Cell(cell.value, times.of(expr.column, cell), expiresAt));
-            else if (source.deletions.containsKey(expr.column)) // deleted in the source: an older value's copy goes
-                row.cell(e.getKey(), deleted(expr.column, source.deletions.get(expr.column), times));
+            else if (source.deletions.containsKey(expr.column))
+                // deleted in the source: a copy of an older value goes, at the deletion's own timestamp (not raised
+                // as a value is: a value written later above that timestamp, out of order, is the source's value)
+                row.cell(e.getKey(), new SourceCells.Cell(null, source.deletions.get(expr.column), 0));
         }
         if (!row.isEmpty())
             row.write(statements, spec.writeConsistency, nowMillis);
-    }
-
-    /** A column the source deleted at {@code at}, as a null cell of that timestamp would be written. */
-    private static SourceCells.Cell deleted(String column, long at, CellTimes times)
-    {
-        return new SourceCells.Cell(null, times.statics.contains(column) ? at : at, 0);
     }
 
     /** The newest timestamp the source's cells get in the target's rows ({@link LineagePartition#above}); MIN_VALUE: none. */
@@ -536,7 +532,7 @@ final class Lineage
      * deleted at that timestamp. An old image whose rows got newer cells than that (a task that ran on a replica
      * which had not yet seen the newer image, and wrote a newer cell of another column to the old image's rows) has
      * its rows deleted at the newest of those cells instead, where the rows are not shared with the newest image (a
-     * fan-out's are). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
+     * fan-out's are, unless the newest entry is a sentinel). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
      * Each of these deletions of a direct target's rows raises that target's floor first.
      * <p>
      * A task whose image is the newest and that finds the floor, or an older entry of another image, above the floor
@@ -624,7 +620,8 @@ final class Lineage
     private long deletionOf(int index, LineageEntry old, LineageEntry newest)
     {
         long at = newest.image.isEmpty() || old.ts == newest.ts ? newest.ts : newest.ts - 1;
-        boolean shared = index >= 0 && index < spec.targets.size() && spec.targets.get(index).fanout != null;
+        // a fan-out's rows may be the newest image's too, and must outlive this deletion; a sentinel derives none
+        boolean shared = !newest.image.isEmpty() && index >= 0 && index < spec.targets.size() && spec.targets.get(index).fanout != null;
         return shared ? at : Math.max(at, old.written);
     }
 

@@ -143,41 +143,40 @@ class LineageHistoryTest
         return expected.equals(actual) ? "" : script + "\nsource says " + expected + ", index " + actual;
     }
 
-    /** Runs one seeded history; "" when the index says what the source says, else the history and both sides. */
-    private static String history(long seed, int writes, boolean oneClock)
+    /** The index of fuzz.kv on a, against inserts, partial updates of either column, column and row deletions. */
+    static final Histories.Shape KV = new Histories.Shape()
     {
-        Random random = new Random(seed);
-        FakeGateway gateway = new FakeGateway().withAsyncTriggersKeyspace()
-                                               .table("fuzz", "kv", List.of("k"), List.of())
-                                               .table("fuzz", "kv_by_a", List.of("a"), List.of("k"));
-        FlowExecutor executor = new FlowExecutor(SPEC, gateway, null, c -> null);
-        List<Task> pending = new ArrayList<>();
-        List<String> history = new ArrayList<>();
-        long newest = 0;
-        for (int i = 0; i < writes; i++)
+        public FlowSpec spec() { return SPEC; }
+
+        public FakeGateway cluster() { return KvByA.cluster(); }
+
+        public Task draw(Random random, long ts)
         {
-            long ts = oneClock ? newest + 1000 : 1000L * (1 + random.nextInt(8));
-            newest = Math.max(newest, ts);
-            Task task;
             switch (random.nextInt(6))
             {
-                case 0: task = task(Operation.INSERT, ts, row("k", 1L, "a", pick(random, A), "b", pick(random, B))); break;
-                case 1: task = task(Operation.UPDATE, ts, row("k", 1L, "a", pick(random, A))); break;
-                case 2: task = task(Operation.UPDATE, ts, row("k", 1L, "b", pick(random, B))); break;
-                case 3: task = task(Operation.UPDATE, ts, row("k", 1L, "b", null)); break;
-                case 4: task = task(Operation.UPDATE, ts, row("k", 1L, "a", null)); break;
-                default: task = task(Operation.DELETE, ts, row("k", 1L)); break;
+                case 0: return task(Operation.INSERT, ts, row("k", 1L, "a", pick(random, A), "b", pick(random, B)));
+                case 1: return task(Operation.UPDATE, ts, row("k", 1L, "a", pick(random, A)));
+                case 2: return task(Operation.UPDATE, ts, row("k", 1L, "b", pick(random, B)));
+                case 3: return task(Operation.UPDATE, ts, row("k", 1L, "b", null));
+                case 4: return task(Operation.UPDATE, ts, row("k", 1L, "a", null));
+                default: return task(Operation.DELETE, ts, row("k", 1L));
             }
-            gateway.applied("fuzz", "kv", task);
-            history.add("write #" + i + " " + describe(task));
-            pending.add(task);
-            while (!pending.isEmpty() && random.nextInt(3) == 0)
-                run(executor, pending, random, history);
         }
-        while (!pending.isEmpty())
-            run(executor, pending, random, history);
-        Set<String> expected = rows(gateway, "kv", true), actual = rows(gateway, "kv_by_a", false);
-        return expected.equals(actual) ? "" : String.join("\n", history) + "\nsource says " + expected + ", index " + actual;
+
+        public Set<String> expected(FakeGateway cluster) { return rows(cluster, "kv", true); }
+
+        public Set<String> actual(FakeGateway cluster) { return rows(cluster, "kv_by_a", false); }
+
+        public String describe(Task task) { return LineageHistoryTest.describe(task); }
+
+        public String sourceKeyspace() { return "fuzz"; }
+
+        public String sourceTable() { return "kv"; }
+    };
+
+    private static String history(long seed, int writes, boolean oneClock)
+    {
+        return Histories.run(KV, seed, writes, oneClock);
     }
 
     private static Task task(Operation op, long ts, Map<String, ByteBuffer> values)
@@ -188,15 +187,6 @@ class LineageHistoryTest
     private static String pick(Random random, String[] values)
     {
         return values[random.nextInt(values.length)];
-    }
-
-    /** Runs a pending task; one time in five it stays pending, to run again. */
-    private static void run(FlowExecutor executor, List<Task> pending, Random random, List<String> history)
-    {
-        int i = random.nextInt(pending.size());
-        Task task = random.nextInt(5) == 0 ? pending.get(i) : pending.remove(i);
-        history.add("run " + describe(task));
-        assertSuccess(runAll(executor, task));
     }
 
     private static String describe(Task task)

@@ -1,0 +1,88 @@
+package org.asynctriggers.execute;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Random;
+import java.util.Set;
+
+import org.asynctriggers.spec.FlowSpec;
+import org.asynctriggers.task.Task;
+import org.asynctriggers.testing.FakeGateway;
+
+import static org.asynctriggers.execute.FlowExecutorTest.assertSuccess;
+import static org.asynctriggers.execute.FlowExecutorTest.runAll;
+
+/**
+ * Random histories of one source row against a lineage flow (the oracle is the source row itself): writes drawn by
+ * a {@link Shape}, each applied to the source at once and its task run at a random later moment (some twice),
+ * reading what it misses back from the source as it is then.
+ */
+final class Histories
+{
+    private Histories()
+    {
+    }
+
+    /** What a history is made of: the flow, its tables, how a write is drawn, and what source and targets hold. */
+    interface Shape
+    {
+        FlowSpec spec();
+
+        /** the cluster, with the source table and the flow's tables (and any fan-out table filled) */
+        FakeGateway cluster();
+
+        /** one client write of the row at {@code ts}, applied to the source by the caller */
+        Task draw(Random random, long ts);
+
+        /** the target rows the source row derives, as strings */
+        Set<String> expected(FakeGateway cluster);
+
+        /** the target rows there are, as the same strings */
+        Set<String> actual(FakeGateway cluster);
+
+        String describe(Task task);
+
+        String sourceKeyspace();
+
+        String sourceTable();
+    }
+
+    /**
+     * Runs one seeded history of {@code writes} writes; "" when the targets say what the source says, else the history
+     * and both sides. With {@code oneClock} every write is newer than the one before (one client clock per row), else
+     * timestamps are drawn from eight values (ties, writes older than ones applied before them).
+     */
+    static String run(Shape shape, long seed, int writes, boolean oneClock)
+    {
+        Random random = new Random(seed);
+        FakeGateway cluster = shape.cluster();
+        FlowExecutor executor = new FlowExecutor(shape.spec(), cluster, null, c -> null);
+        List<Task> pending = new ArrayList<>();
+        List<String> history = new ArrayList<>();
+        long newest = 0;
+        for (int i = 0; i < writes; i++)
+        {
+            long ts = oneClock ? newest + 1000 : 1000L * (1 + random.nextInt(8));
+            newest = Math.max(newest, ts);
+            Task task = shape.draw(random, ts);
+            cluster.applied(shape.sourceKeyspace(), shape.sourceTable(), task);
+            history.add("write #" + i + " " + shape.describe(task));
+            pending.add(task);
+            while (!pending.isEmpty() && random.nextInt(3) == 0)
+                runOne(shape, executor, pending, random, history);
+        }
+        while (!pending.isEmpty())
+            runOne(shape, executor, pending, random, history);
+        Set<String> expected = shape.expected(cluster), actual = shape.actual(cluster);
+        return expected.equals(actual) ? "" : String.join("\n", history) + "\nsource says " + expected + ", targets hold " + actual;
+    }
+
+    /** Runs a pending task (each fan-out page, to its end); one time in five it stays pending, to run again. */
+    private static void runOne(Shape shape, FlowExecutor executor, List<Task> pending, Random random, List<String> history)
+    {
+        int i = random.nextInt(pending.size());
+        Task task = random.nextInt(5) == 0 ? pending.get(i) : pending.remove(i);
+        history.add("run " + shape.describe(task));
+        assertSuccess(runAll(executor, task));
+    }
+}
