@@ -178,6 +178,7 @@ final class Lineage
             if (cell != null && cell.expiresAt != 0)
                 imageExpiresAt = imageExpiresAt == 0 ? cell.expiresAt : Math.min(imageExpiresAt, cell.expiresAt);
         }
+        boolean cellsExpire = imageExpiresAt != 0; // the tie-break of cells: the lineage columns' own TTL, not the row's
         if (task.rowExpiresAt() != 0 && source.livenessTimestamp == imageTs)
             imageExpiresAt = imageExpiresAt == 0 ? task.rowExpiresAt() : Math.min(imageExpiresAt, task.rowExpiresAt());
         long at = imageTs;
@@ -194,7 +195,7 @@ final class Lineage
             return fanout.eachRowOfPage(task, target, values, from, rows,
                                         row -> targetRows.delete(task, target, values, row, at));
         }
-        LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at, imageExpiresAt != 0);
+        LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at, cellsExpire);
         Set<String> statics = spec.source.clustering.isEmpty() ? Set.of() : statements.gateway.staticColumns(spec.source.keyspace, spec.source.table);
         // rows two images can share: every cell at least at the image's timestamp, as "above" gives for this floor
         CellTimes times = new CellTimes(at - 1, at, statics);
