@@ -533,8 +533,9 @@ final class Lineage
      * deleted at that timestamp. An old image whose rows got newer cells than that (a task that ran on a replica
      * which had not yet seen the newer image, and wrote a newer cell of another column to the old image's rows) has
      * its rows deleted at the newest of those cells instead, where the rows are not shared with the newest image (a
-     * fan-out's are, unless the newest entry is a sentinel). A task whose own image is no longer there (deleted before it wrote it) deletes its rows the same way.
-     * Each of these deletions of a direct target's rows raises that target's floor first.
+     * fan-out's are, unless the newest entry is a sentinel). A task whose own image is no longer there (deleted before
+     * it wrote it) deletes its rows the same way. Each of these deletions of a direct target's rows raises that
+     * target's floor first.
      * <p>
      * A task whose image is the newest and that finds the floor, or an older entry of another image, above the floor
      * it wrote its cells with writes them again above it: that entry's task may have read the partition before this

@@ -64,7 +64,7 @@ final class SourceCells
         this.deletions = deletions;
     }
 
-    /** The columns of {@code columns} that have no cell: null here, with no write time. */
+    /** The columns of {@code columns} that have no cell (null here, with no write time), in a list of its own. */
     List<String> withoutCells(List<String> columns)
     {
         List<String> out = new java.util.ArrayList<>();

@@ -82,7 +82,7 @@ final class SourceReads
         if (rows.isEmpty())
             return cells; // a row gone here has tombstones for cells: they stay at their own timestamps
         Set<String> statics = new HashSet<>(clustered ? statements.gateway.staticColumns(spec.source.keyspace, spec.source.table) : Set.of());
-        List<String> deleted = new ArrayList<>(traced ? cells.withoutCells(readColumns) : List.of());
+        List<String> deleted = traced ? cells.withoutCells(readColumns) : new ArrayList<>();
         deleted.removeAll(statics);
         statics.retainAll(cells.cells.keySet());
         if (deleted.isEmpty() && statics.isEmpty())
