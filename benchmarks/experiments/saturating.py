@@ -3,26 +3,33 @@
 Each step offers a constant rate for ``step_s``; it is *bounded* when no request failed or was dropped, every
 propagation completed within ``max(drain_bound_s, step_s/4)`` of the schedule's end (the backlog did not grow) and
 the load generator kept its schedule (the run is ``valid``).
-The search starts at ``start_rate`` (a repetition: one ``rate_factor`` below the previous repetition's best rate).
-The rate grows by ``rate_factor`` while steps are bounded, then one step at the geometric middle of the last
-bounded and the first unbounded rate; the saturating run is the bounded step with the highest completed
-throughput (completed propagations over the schedule plus drain). Its resources fill Table 3. The other
-experiments' rates derive from these (:func:`saturating_rates`).
+The search starts at ``start_rate`` (a repetition: just below the previous repetition's best rate, divided by the
+search's ratio: fewer steps, the same rule) and follows harness/rate_search.py: the rate grows by ``rate_factor``
+while steps are bounded; after the first miss, steps at the geometric middle of the highest bounded and the
+lowest unbounded rate narrow the two to within ``search_ratio`` (the scale experiment: ``scale_search_ratio``); a
+step that was not bounded is run once more before it counts (one unlucky trial does not decide); at most
+``max_steps`` trials. Every trial is in the saturating run's ``config.search`` (``repeat``: the second trial of a
+rate), the final bounds in ``config.search_bounds``.
+The saturating run is the bounded trial with the highest completed throughput (completed propagations over the
+schedule plus drain). Its resources fill Table 3. The other experiments' rates derive from these
+(:func:`saturating_rates`).
 """
 from __future__ import annotations
 
-import math
 import statistics
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
 from async_triggers.benchmarks.harness.config import PLAIN, BenchConfig
+from async_triggers.benchmarks.harness.rate_search import RateSearch
 from async_triggers.benchmarks.harness.run_app import run_app
 from async_triggers.benchmarks.harness.testbed import Testbed
 
 
-def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") -> dict[str, dict]:
-    """Each application's saturating run (written with its search steps in ``config.search``), by application."""
+def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating",
+        ratio: float | None = None) -> dict[str, dict]:
+    """Each application's saturating run (written with its search steps in ``config.search``), by application;
+    the searches stop when their bounds are within ``ratio`` (default ``search_ratio``)."""
     from async_triggers.spark_jobs.loadgen import Phase
     cfg = bed.cfg
     bed.use_cluster(nodes or cfg.db_nodes)
@@ -31,48 +38,60 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating") 
     # db_nodes)
     plain = cfg.plain_baseline and PLAIN not in cfg.apps and bed.nodes == cfg.db_nodes
     for app in cfg.apps + ((PLAIN,) if plain else ()):
-        steps = []
-        rates = iter([cfg.fixed_rate]) if cfg.fixed_rate else None
-        # a repetition starts one step below the previous repetition's best rate: fewer steps, the same rule
+        steps, best, step = [], None, None
+        # a repetition starts just below the previous repetition's best rate: fewer steps, the same rule
         start = bed.search_start.get((app, bed.nodes), cfg.start_rate)
-        rate, best, failed, bisected = start, None, None, False
-        for i in range(cfg.max_steps + 1):
-            if rates is not None:
-                rate = next(rates, None)
-                if rate is None:
-                    break
+        search = new_search(cfg, start, ratio)
+        while (rate := search.next_rate()) is not None:
+            repeat = search.next_is_repeat()
             step, records = run_app(bed, experiment, app, [Phase(cfg.step_s, rate)], write=False,
-                                    config={"step": i})
+                                    config={"step": len(steps), "repeat": repeat})
             is_bounded = bounded(cfg, step)
-            steps.append({"rate": rate, "throughput_msg_s": step["throughput_msg_s"], "drain_s": step["drain_s"],
-                          "errors": step["requests"]["error"], "dropped": step["requests"]["dropped"],
-                          "bounded": is_bounded, "valid": step.get("valid", True), "run_id": step["run_id"]})
+            search.record(is_bounded)
+            steps.append(search_entry(rate, step, is_bounded, repeat))
             if is_bounded and (best is None or step["throughput_msg_s"] > best["throughput_msg_s"]):
                 best, best_records = step, records
-            if not is_bounded:
-                failed = rate if failed is None else min(failed, rate)
-            if rates is not None:
-                continue
-            if best is None:          # even the first rate was too much: go down
-                rate /= cfg.rate_factor
-            elif failed is None:      # still bounded: go up
-                rate *= cfg.rate_factor
-            elif bisected:
-                break
-            else:                     # once, between the best bounded and the lowest unbounded rate
-                rate, bisected = math.sqrt(best["config"]["phases"][0]["rate"] * failed), True
         if best is None:
             best, best_records = step, records
             bed.progress(f"  {app}: no step was bounded; the lowest rate's run stands for it")
         best["config"]["search"] = steps
+        best["config"]["search_bounds"] = {"bounded": search.bounded_rate, "unbounded": search.unbounded_rate}
         if best["config"]["phases"] and bounded(cfg, best):
-            bed.search_start[(app, bed.nodes)] = best["config"]["phases"][0]["rate"] / cfg.rate_factor
+            bed.search_start[(app, bed.nodes)] = best["config"]["phases"][0]["rate"] / search.ratio
         results.write_run(cfg.out, best, best_records)
         if bed.nodes == cfg.db_nodes:
             bed.saturating_rates.setdefault(app, []).append(best["throughput_msg_s"])
         best_runs[app] = best
-        bed.progress(f"  {app}: saturating throughput {best['throughput_msg_s']:.0f} msg/s ({len(steps)} steps)")
+        bed.progress(f"  {app}: saturating throughput {best['throughput_msg_s']:.0f} msg/s ({len(steps)} steps, "
+                     f"{sum(s['repeat'] for s in steps)} repeated; {describe_bounds(search)})")
     return best_runs
+
+
+def new_search(cfg: BenchConfig, start: float, ratio: float | None = None) -> RateSearch:
+    """The search's rule with the configuration's factor, ratio (or ``ratio``) and steps; ``fixed_rate`` is one
+    trial at it."""
+    ratio = ratio or cfg.search_ratio
+    if cfg.fixed_rate:
+        return RateSearch(cfg.fixed_rate, cfg.rate_factor, ratio, 1)
+    return RateSearch(start, cfg.rate_factor, ratio, cfg.max_steps)
+
+
+def search_entry(rate: float, step: dict, is_bounded: bool, repeat: bool) -> dict:
+    """One trial as ``config.search`` lists it: the fields of every search so far, and ``repeat`` (the second
+    trial of a rate whose first was not bounded)."""
+    return {"rate": rate, "throughput_msg_s": step["throughput_msg_s"], "drain_s": step["drain_s"],
+            "errors": step["requests"]["error"], "dropped": step["requests"]["dropped"], "bounded": is_bounded,
+            "valid": step.get("valid", True), "run_id": step["run_id"], "repeat": repeat}
+
+
+def describe_bounds(search: RateSearch) -> str:
+    """Where the search ended, for the progress line."""
+    lo, hi = search.bounded_rate, search.unbounded_rate
+    if lo is not None and hi is not None:
+        return f"bounded at {lo:.0f}, not at {hi:.0f} msg/s ({hi / lo:.2f}x)"
+    if lo is not None:
+        return f"bounded up to {lo:.0f} msg/s, no miss"
+    return "no rate counted bounded"
 
 
 def bounded(cfg: BenchConfig, run: dict) -> bool:

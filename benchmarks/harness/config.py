@@ -39,9 +39,15 @@ class BenchConfig:
     fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
     queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
     flow_workers: int = 4              # worker threads per node of the integrated flow
+    # the saturation search (harness/rate_search.py): x rate_factor while bounded, then bisected until the highest
+    # bounded and the lowest unbounded rate are within search_ratio (two bisections of a 1.5x bracket: 1.107x); a
+    # miss is tried twice; at most max_steps trials, repeats included. The scale experiment's searches stop at
+    # scale_search_ratio (one bisection: 1.22x): Figure 8 shows a trend over sizes, Tables 1-3 the fine rates
     start_rate: float = 200.0
     rate_factor: float = 1.5
-    max_steps: int = 7
+    search_ratio: float = 1.11
+    scale_search_ratio: float = 1.23
+    max_steps: int = 10
     # the phases are shorter than the report's (20 s steps, 60 s runs, 60/30/60 s burst, 150 s fault) so that a full
     # run with 3 repetitions and 3 sizes fits a working session (`ctl bench plan`: about 2.5 h); the burst's 200 % and
     # the node's 30 s down are the report's
@@ -93,6 +99,13 @@ class BenchConfig:
                              f"'capacity_start_rate' ({self.capacity_start_rate})")
         if not self.rate_factor > 1:
             raise BenchError(f"'rate_factor' must be greater than 1, found: {self.rate_factor}")
+        for name in ("search_ratio", "scale_search_ratio"):
+            if not 1 < getattr(self, name) <= self.rate_factor:
+                raise BenchError(f"'{name}' must be greater than 1 and at most 'rate_factor' ({self.rate_factor}), "
+                                 f"found: {getattr(self, name)}")
+        if not isinstance(self.max_steps, int) or self.max_steps < 1:
+            raise BenchError(f"'max_steps' must be a positive whole number (trials of one search), found: "
+                             f"{self.max_steps!r}")
 
 
 def smoke_config(out: Path, cluster: str | None = None) -> BenchConfig:

@@ -1,0 +1,132 @@
+"""The saturation search's decisions without a cluster (harness/rate_search.py): sequences of bounded and unbounded
+steps and the rates it proposes, and the record of its trials."""
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import pytest
+
+from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.harness.config import BenchConfig
+from async_triggers.benchmarks.harness.rate_search import RateSearch, Trial, simulate
+
+B, U = True, False
+
+
+def feed(search: RateSearch, outcomes) -> list[tuple[float, bool]]:
+    """Each outcome recorded at the rate the search proposed: (rate, repeat) of every trial, rates rounded."""
+    proposed = []
+    for bounded in outcomes:
+        rate = search.next_rate()
+        assert rate is not None, f"the search stopped after {proposed}"
+        proposed.append((round(rate, 2), search.next_is_repeat()))
+        search.record(bounded)
+    return proposed
+
+
+def test_should_grow_by_the_factor_while_every_step_is_bounded():
+    search = RateSearch(100, 1.5, 1.1, 10)
+    assert feed(search, [B, B, B]) == [(100, False), (150, False), (225, False)]
+    assert search.next_rate() == pytest.approx(337.5)
+    assert (search.bounded_rate, search.unbounded_rate) == (225, None)
+
+
+def test_should_try_an_unbounded_step_once_more_before_it_counts_as_a_miss():
+    search = RateSearch(100, 1.5, 1.1, 10)
+    # 150 misses once (an unlucky trial), then is bounded: it counts bounded, the search grows on
+    assert feed(search, [B, U, B]) == [(100, False), (150, False), (150, True)]
+    assert search.next_rate() == pytest.approx(225) and search.unbounded_rate is None
+    assert search.trials == [Trial(100, True, False), Trial(150, False, False), Trial(150, True, True)]
+
+
+def test_should_bisect_at_the_geometric_middle_until_the_bounds_are_within_the_ratio():
+    search = RateSearch(100, 1.5, 1.1, 20)
+    assert feed(search, [B, U, U, B, B]) == [(100, False), (150, False), (150, True),
+                                             (round(math.sqrt(100 * 150), 2), False),
+                                             (round(math.sqrt(math.sqrt(100 * 150) * 150), 2), False)]
+    # 135.55 bounded, 150 not: 1.107x apart, more than 1.1x: one more step
+    lo, hi = search.bounded_rate, search.unbounded_rate
+    assert hi == 150 and hi / lo == pytest.approx(1.1067, abs=1e-4)
+    assert search.next_rate() == pytest.approx(math.sqrt(lo * hi))
+    search.record(U)                                   # a miss at the middle: tried again, then it counts
+    assert search.next_is_repeat() and search.next_rate() == pytest.approx(math.sqrt(lo * hi))
+    search.record(U)
+    assert search.done and search.next_rate() is None
+    assert search.unbounded_rate == pytest.approx(math.sqrt(lo * hi)) and search.bounded_rate == lo
+
+
+def test_should_stop_as_soon_as_the_bounds_are_within_the_ratio():
+    search = RateSearch(100, 1.5, 1.23, 20)
+    feed(search, [B, U, U, B])                         # 122.5 bounded, 150 not: 1.22x
+    assert search.done and search.next_rate() is None and len(search.trials) == 4
+
+
+def test_should_go_down_by_the_factor_while_no_step_is_bounded_then_bisect():
+    search = RateSearch(100, 1.5, 1.1, 20)
+    assert feed(search, [U, U, U, U, B]) == [(100, False), (100, True), (66.67, False), (66.67, True),
+                                             (44.44, False)]
+    assert search.unbounded_rate == pytest.approx(66.67, abs=0.01)
+    assert search.next_rate() == pytest.approx(math.sqrt(44.444 * 66.667), abs=0.01)
+
+
+def test_should_count_repeats_as_steps_and_stop_after_max_steps():
+    search = RateSearch(100, 1.5, 1.1, 3)
+    feed(search, [B, U, U])
+    assert search.done and search.next_rate() is None
+    assert [t.repeat for t in search.trials] == [False, False, True]
+    with pytest.raises(ValueError, match="the search is over"):
+        search.record(True)
+    one = RateSearch(40, 1.5, 1.1, 1)                  # a fixed rate: one trial, even unbounded
+    feed(one, [U])
+    assert one.done and one.bounded_rate is None and one.unbounded_rate is None
+
+
+def test_should_not_let_one_unlucky_trial_halve_a_repetition_rate():
+    # the first step misses the drain rule by a fraction of a second, once: before, the search went down a whole
+    # factor; now the step is tried again, counts bounded, and the search climbs from there
+    search = RateSearch(400, 1.5, 1.11, 10)
+    feed(search, [U, B, B, U, U, B, U, U])
+    assert search.done
+    assert [round(t.rate) for t in search.trials] == [400, 400, 600, 900, 900, 735, 813, 813]
+    assert search.bounded_rate > 400 * 1.5 and search.unbounded_rate / search.bounded_rate <= 1.11
+
+
+@pytest.mark.parametrize("limit", [150.0, 333.0, 540.0, 2500.0])
+def test_should_close_in_on_a_limit_with_every_miss_tried_twice(limit):
+    search = simulate(200, limit, 1.5, 1.11, 30)
+    lo, hi = search.bounded_rate, search.unbounded_rate
+    assert lo <= limit < hi and hi / lo <= 1.11
+    misses = [t for t in search.trials if not t.bounded]
+    assert len(misses) % 2 == 0 and all(t.repeat for t in misses[1::2])
+
+
+def test_should_refuse_a_search_that_cannot_move():
+    with pytest.raises(ValueError, match="positive rate"):
+        RateSearch(0, 1.5, 1.1, 5)
+    with pytest.raises(ValueError, match="greater than 1"):
+        RateSearch(100, 1.5, 1.0, 5)
+
+
+def test_should_record_each_trial_with_the_fields_of_before_and_a_repeat_flag():
+    from async_triggers.benchmarks.experiments.saturating import new_search, search_entry
+    step = {"throughput_msg_s": 480.0, "drain_s": 5.3, "requests": {"error": 0, "dropped": 0}, "valid": True,
+            "run_id": "20261125T073841Z-saturating-integrated-2n"}
+    assert search_entry(675.0, step, False, True) == {
+        "rate": 675.0, "throughput_msg_s": 480.0, "drain_s": 5.3, "errors": 0, "dropped": 0, "bounded": False,
+        "valid": True, "run_id": "20261125T073841Z-saturating-integrated-2n", "repeat": True}
+    cfg = BenchConfig()
+    assert new_search(cfg, 300).next_rate() == 300 and new_search(cfg, 300).ratio == cfg.search_ratio
+    assert new_search(cfg, 300, cfg.scale_search_ratio).ratio == cfg.scale_search_ratio
+    fixed = new_search(dataclasses.replace(cfg, fixed_rate=40.0), 300)
+    assert fixed.next_rate() == 40.0 and fixed.max_steps == 1
+
+
+def test_should_refuse_a_search_ratio_outside_one_to_the_rate_factor_and_no_steps():
+    with pytest.raises(BenchError, match="'search_ratio' must be greater than 1 and at most 'rate_factor' "
+                                         r"\(1.5\), found: 1.0"):
+        BenchConfig(search_ratio=1.0)
+    with pytest.raises(BenchError, match="'scale_search_ratio' must be greater than 1"):
+        BenchConfig(scale_search_ratio=2.0)
+    with pytest.raises(BenchError, match="'max_steps' must be a positive whole number"):
+        BenchConfig(max_steps=0)
