@@ -1,7 +1,7 @@
 """The report's experiments ("Building Data Flows Using Distributed Key-Value Stores", §6) on a local cluster, one module each, and the small benchmarks that print
 their figures (``ack_latency``, ``backup_size``).
 
-    ctl bench run capacity|bulk|saturating|80pct|burst|fault|scale [--smoke] [--out DIR]
+    ctl bench run capacity|bulk|saturating|80pct|80pct_own|burst|burst_own|fault|scale [--smoke] [--out DIR]
     ctl bench all [--smoke]                 every experiment, then the report
 """
 from __future__ import annotations
@@ -11,13 +11,14 @@ from typing import Sequence
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError, ResultsError
-from async_triggers.benchmarks.experiments import bulk_writer, burst, capacity, eighty_pct, fault, saturating, scale
+from async_triggers.benchmarks.experiments import (bulk_writer, burst, burst_own, capacity, eighty_pct, eighty_pct_own,
+                                                   fault, saturating, scale)
 from async_triggers.benchmarks.harness.config import BenchConfig
 from async_triggers.benchmarks.harness.testbed import Progress, Testbed
 
-# by name, in the order `ctl bench all` runs them
-MODULES = {"capacity": capacity, "bulk": bulk_writer, "saturating": saturating, "80pct": eighty_pct, "burst": burst,
-           "fault": fault, "scale": scale}
+# by name, in the order `ctl bench all` runs them (the runs at each approach's own rate beside those at a common one)
+MODULES = {"capacity": capacity, "bulk": bulk_writer, "saturating": saturating, "80pct": eighty_pct,
+           "80pct_own": eighty_pct_own, "burst": burst, "burst_own": burst_own, "fault": fault, "scale": scale}
 RUNNERS = {name: module.run for name, module in MODULES.items()}
 EXPERIMENTS = tuple(RUNNERS)
 

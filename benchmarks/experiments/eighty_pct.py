@@ -1,6 +1,7 @@
 """80 % (§6.2, Table 2, Figure 8b): 0.8 x the lowest saturating rate of the approaches, offered to each of them,
-so their response times compare under one load. The scale experiment runs it at each cluster size with that
-size's rates."""
+so their response times compare under one load (the plain write, with ``--apps ...,plain``, at that rate too). The
+scale experiment runs it at each cluster size with that size's rates. Each approach at 80 % of its own rate is
+experiment ``80pct_own`` (eighty_pct_own.py)."""
 from __future__ import annotations
 
 from async_triggers.benchmarks.experiments.saturating import saturating_rates

@@ -1,56 +1,101 @@
 """How long a benchmark run will take, from its configuration: printed before it starts (``ctl bench plan``, and
 the first line of ``ctl bench run|all``), so a full run can be fitted into a working session.
 
-The model is coarse and measured on this machine (2 cores): every application run costs its schedule plus
-``RUN_OVERHEAD_S`` (Spark's job, the barrier, the drain, the lag probe, truncating the tables); a cluster switch
-``CLUSTER_S`` (nodes, schema, the follower graph); a saturation search ``SEARCH_STEPS`` steps the first time at a
-size and ``REPEAT_STEPS`` when it starts from the previous repetition's rate; the fault run Spark's verification
-on top; the capacity measurement its steps and a warm-up step per sender.
+The model is coarse, with constants measured on this machine (2 cores) from the committed full run: every
+application run costs its schedule plus ``RUN_OVERHEAD_S`` (Spark's job, the barrier, the drain, the lag probe,
+truncating the tables: 80 % runs started 45 s apart for 40-s schedules, search steps 16 s apart for 10-s steps,
+bursts 94–104 s apart for 90-s ones); a cluster switch ``CLUSTER_S`` (110–160 s); the fault run Spark's
+verification (``VERIFY_S``: fault runs 122–160 s apart for 90-s schedules) on top; the capacity measurement every
+step up to ``capacity_max_rate`` and a warm-up step per sender.
+
+A saturation search is counted with its own rule (:mod:`~async_triggers.benchmarks.harness.rate_search`) run
+against a system bounded up to a limit (the approaches' ``APPROACH_LIMIT``, the plain write's ``PLAIN_LIMIT``, as
+multiples of ``start_rate``, near the committed run's rates), every miss repeated, each repetition starting just
+below the previous one's result, as the experiment does; the steps are the mean over limits spread across one
+``rate_factor`` (where a limit falls between two rates of the search changes its steps). The integrated
+approach's burst at its own rate adds the drain of its backlog (``OWN_BURST_DRAIN_S``).
+
+To keep ``make bench`` within 2.5 h with the finer search (about 7 trials a search instead of 4–5) and the runs
+at each approach's own limits, the steady runs last 25 s (the report: 60 s), the burst's 50 % phases 10 s around
+its 30-s 200 % phase, a search at most ``max_steps`` (10) trials, and the scale experiment's searches stop at
+``scale_search_ratio`` (one bisection, as every search did before).
 """
 from __future__ import annotations
 
 import math
+import statistics
 
 from async_triggers.benchmarks.harness.config import APPS, PLAIN, BenchConfig
+from async_triggers.benchmarks.harness.rate_search import simulate
 
-RUN_OVERHEAD_S = 15.0
-CLUSTER_S = 180.0
-SEARCH_STEPS = 5
-REPEAT_STEPS = 3
-VERIFY_S = 60.0
+RUN_OVERHEAD_S = 8.0
+CLUSTER_S = 150.0
+VERIFY_S = 45.0
 CAPACITY_OVERHEAD_S = 5.0
+APPROACH_LIMIT = 2.2     # x start_rate: the committed 2-node approaches 213–591 msg/s, 3 and 4 nodes 110–533
+PLAIN_LIMIT = 12.0       # the plain write: 2276–2760 msg/s
+LIMIT_POINTS = 4         # limits spread across one rate_factor, whose steps are averaged
+# a burst at 200 % of the integrated approach's own rate: its backlog drains after the schedule (the committed
+# integrated bursts at 200 % of the highest rate, its own, started 140 s apart for 90-s schedules); the others
+# shed load or drained within the run's overhead (94-98 s apart)
+OWN_BURST_DRAIN_S = 40.0
 
 
-def _search_s(cfg: BenchConfig, apps: int) -> float:
-    """The saturation searches of all repetitions at one size."""
+def search_steps(cfg: BenchConfig, limit: float, ratio: float | None = None) -> float:
+    """The trials of one application's searches over all repetitions at one size, against a system bounded up to
+    ``limit`` x ``start_rate`` (the mean over limits spread across one ``rate_factor``), stopping at ``ratio``
+    (default ``search_ratio``)."""
     if cfg.fixed_rate:
-        steps = cfg.repeat
-    else:
-        steps = min(SEARCH_STEPS, cfg.max_steps + 1) + (cfg.repeat - 1) * min(REPEAT_STEPS, cfg.max_steps + 1)
-    return apps * steps * (cfg.step_s + RUN_OVERHEAD_S)
+        return float(cfg.repeat)
+    ratio = ratio or cfg.search_ratio
+    counts = []
+    for k in range(LIMIT_POINTS):
+        at = cfg.start_rate * limit * cfg.rate_factor ** (k / LIMIT_POINTS)
+        start, steps = cfg.start_rate, 0
+        for _ in range(cfg.repeat):
+            search = simulate(start, at, cfg.rate_factor, ratio, cfg.max_steps)
+            steps += len(search.trials)
+            if search.bounded_rate:          # as experiments.saturating: just below the previous best rate
+                start = search.bounded_rate / ratio
+        counts.append(steps)
+    return statistics.fmean(counts)
+
+
+def _search_s(cfg: BenchConfig, approaches: int, plain: bool, ratio: float | None = None) -> float:
+    """The saturation searches of all repetitions at one size."""
+    steps = (approaches * search_steps(cfg, APPROACH_LIMIT, ratio)
+             + (search_steps(cfg, PLAIN_LIMIT, ratio) if plain else 0.0))
+    return steps * (cfg.step_s + RUN_OVERHEAD_S)
 
 
 def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:
     """(experiment, seconds) in the order they run, for ``names`` (default: all)."""
     approaches = len([a for a in cfg.apps if a != PLAIN]) or len(APPS)
     apps = len(cfg.apps)
-    with_plain = apps + (1 if cfg.plain_baseline and PLAIN not in cfg.apps else 0)
+    plain_searched = cfg.plain_baseline and PLAIN not in cfg.apps
+    # the plain write beside the integrated approach at its own 80 % rate
+    plain_own = "integrated" in cfg.apps and (cfg.plain_baseline or PLAIN in cfg.apps)
     reuse = bool(cfg.reuse_cluster)
     switch = 0.0 if reuse else CLUSTER_S
     # the steps up to the highest rate, and the warm-up step before them
     capacity_steps = max(1, math.floor(math.log(cfg.capacity_max_rate / cfg.capacity_start_rate, cfg.rate_factor)) + 2)
-    eighty = apps * (cfg.steady_s + RUN_OVERHEAD_S)
+    steady = cfg.steady_s + RUN_OVERHEAD_S
+    burst = sum(cfg.burst_s) + RUN_OVERHEAD_S
     parts = {
         "capacity": switch + cfg.repeat * (3 if cfg.capacity_blocking else 2) * capacity_steps
                     * (cfg.capacity_step_s + CAPACITY_OVERHEAD_S),
         "bulk": cfg.repeat * (2 * cfg.bulk_s + 60.0),
-        "saturating": _search_s(cfg, with_plain),
-        "80pct": cfg.repeat * eighty,
-        "burst": cfg.repeat * (2 if cfg.burst_highest else 1) * approaches * (sum(cfg.burst_s) + RUN_OVERHEAD_S),
+        "saturating": _search_s(cfg, apps - (PLAIN in cfg.apps), plain_searched or PLAIN in cfg.apps),
+        "80pct": cfg.repeat * apps * steady,
+        "80pct_own": cfg.repeat * (approaches + plain_own) * steady,
+        "burst": cfg.repeat * (2 if cfg.burst_highest else 1) * approaches * burst,
+        "burst_own": cfg.repeat * (approaches * burst + ("integrated" in cfg.apps) * OWN_BURST_DRAIN_S),
         "fault": (0.0 if cfg.fault_nodes == cfg.db_nodes else switch)
                  + cfg.repeat * approaches * (cfg.fault_s + RUN_OVERHEAD_S + VERIFY_S),
-        "scale": sum(switch + _search_s(cfg, with_plain if n == cfg.db_nodes else apps) + cfg.repeat * eighty
-                     for n in cfg.scale_nodes),
+        "scale": sum(switch + _search_s(cfg, apps - (PLAIN in cfg.apps),
+                                        PLAIN in cfg.apps or (plain_searched and n == cfg.db_nodes),
+                                        cfg.scale_search_ratio)
+                     + cfg.repeat * apps * steady for n in cfg.scale_nodes),
     }
     return [(n, parts[n]) for n in (names or parts)]
 

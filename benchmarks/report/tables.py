@@ -86,3 +86,60 @@ def _captioned(table: dict, nodes: int, used: list[str], body: list[str]) -> lis
     return [f"### {table['title']}", "",
             f"Each cell: report / ours. Ours: {nodes} Cassandra node(s); with several repetitions, their median "
             f"(min–max); runs: {runs}.", "", *body, ""]
+
+
+# -- each approach at its own limits (ours only: the report offered every approach one rate) ----------------------
+OWN_EIGHTY = {"id": "own80", "experiment": "80pct_own",
+              "title": "Ours only: each approach at 80 % of its own saturating rate.",
+              "what": "each approach offered 0.8x the median of its own saturation searches; the plain write (no "
+                      "flow) the integrated approach's rate, the same requests without the flow"}
+OWN_BURST = {"id": "own_burst", "experiment": "burst_own",
+             "title": "Ours only: the burst at 50 % / 200 % / 50 % of each approach's own saturating rate.",
+             "what": "each approach offered 50 %, 200 %, then 50 % of the median of its own saturation searches; a "
+                     "request more than drop_after_s late is dropped"}
+PLAIN_LABEL = "Plain write at the integrated rate, no flow"
+
+
+def lost(run: dict) -> int:
+    """Requests lost in a run: dropped (shed, too late) or failed."""
+    return run["requests"]["dropped"] + run["requests"]["error"]
+
+
+def _count(value: float | None) -> str:
+    return NA if value is None else f"{value:.0f}"
+
+
+def own_limits_table(runs: Sequence[dict], table: dict, db_nodes: int) -> list[str]:
+    """A run at each approach's own rate (``OWN_EIGHTY`` or ``OWN_BURST``): offered rate, completed throughput,
+    response times, propagation lag and lost requests, each the median (min–max) of the repetitions; ``–`` where
+    the application has no such figure (the plain write propagates nothing)."""
+    burst = table["experiment"] == "burst_own"
+    header = ["", "Base rate [msg/s]", "Peak [msg/s]" if burst else "Offered [msg/s]", "Throughput [msg/s]",
+              "Response Time [ms] median", "p99", "max", "Propagation Lag [ms] p50", "p99", "max",
+              "Lost requests"] + (["Drain [s]"] if burst else [])
+    rows, used = [], []
+    apps = list(APPS) + ([] if burst else ["plain"])
+    for app in apps:
+        reps = repetitions(runs, table["experiment"], app, db_nodes)
+        used += [r["run_id"] for r in reps]
+
+        def ours(value: Callable[[dict], float | None], fmt: Callable[[float | None], str]) -> str:
+            return spread([value(r) for r in reps], fmt)
+
+        def lag(key: str) -> str:
+            return NONE if app == "plain" and reps else ours(lambda r: get(r, "propagation_lag_ms", key), fmt_ms)
+
+        peak = ours(lambda r: max((p["rate"] for p in get(r, "config", "phases") or []), default=None), fmt_rate)
+        row = [PLAIN_LABEL if app == "plain" else reference.LABELS[app],
+               ours(lambda r: get(r, "config", "base_rate"), fmt_rate),
+               peak if burst else ours(lambda r: get(r, "offered_msg_s"), fmt_rate),
+               ours(lambda r: get(r, "throughput_msg_s"), fmt_rate),
+               *(ours(lambda r, key=key: get(r, "response_ms", key), fmt_ms) for key in ("median", "p99", "max")),
+               lag("median"), lag("p99"), lag("max"), ours(lost, _count)]
+        if burst:
+            row.append(ours(lambda r: get(r, "drain_s"), lambda v: NA if v is None else f"{v:.1f}"))
+        rows.append(row)
+    listed = ", ".join(f"`{u}`" for u in used) if used else "none"
+    return [f"### {table['title']}", "",
+            f"Ours: {db_nodes} Cassandra node(s); {table['what']}. Lost: dropped or failed. With several "
+            f"repetitions, their median (min–max); runs: {listed}.", "", *md_table(header, rows), ""]

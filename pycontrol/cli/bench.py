@@ -71,8 +71,10 @@ _MASTER = typer.Option(None, "--master", help="Spark master of the load generato
 _REPLACE = typer.Option(False, "--replace", help="Delete the runs, raw requests, figures and report in --out first.")
 _APPS = typer.Option(None, "--apps", help="Comma-separated subset of synchronous,external_queue,integrated; plain (a tweet write and no flow) too.")
 _STEP = typer.Option(None, "--step-s", help="Seconds per step of the saturation search (default 10; the report: 20).")
-_STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % run (default 40; the report: 60).")
-_BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % (default 30,30,30; the report: 60,30,60).")
+_STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % runs, at the common and at each approach's own "
+                                                  "rate (default 25; the report: 60).")
+_BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % of the bursts, at the common and at each "
+                                            "approach's own rate (default 10,30,10; the report: 60,30,60).")
 _FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at a third, restart at two thirds "
                                               "(default 90: 30 and 60; the report: 150, 60 and 90).")
 
@@ -82,7 +84,8 @@ _JSON = typer.Option(False, "--json", help="Where the report is, as JSON (the pr
 
 @app.command("run")
 def run(ctx: typer.Context,
-        names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, burst, fault, scale"),
+        names: List[str] = typer.Argument(..., help="capacity, bulk, saturating, 80pct, 80pct_own, burst, burst_own, "
+                                                    "fault, scale"),
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
@@ -104,8 +107,8 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
             replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER,
             as_json: bool = _JSON):
-    """Every experiment: load generator capacity, bulk writer, saturating, 80 %, burst, fault, scale; then the
-    report."""
+    """Every experiment: load generator capacity, bulk writer, saturating, 80 % (at a common rate and at each
+    approach's own), burst (likewise), fault, scale; then the report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,

@@ -110,7 +110,8 @@ def test_should_refuse_to_summarise_a_run_without_requests():
     (lambda r: r.update(schema="v0"), "'schema' must be 'async-triggers-bench/1', found: 'v0'"),
     (lambda r: r.pop("requests"), "'requests' is missing"),
     (lambda r: r.update(experiment="soak"),
-     "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, capacity, found: 'soak'"),
+     "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, capacity, 80pct_own, burst_own, "
+     "found: 'soak'"),
     (lambda r: r.update(app="kafka"),
      "'app' must be one of synchronous, external_queue, integrated, bulk_writer, plain, loadgen, found: 'kafka'"),
     (lambda r: r.update(db_nodes=0), "'db_nodes' must be a positive integer, found: 0"),

@@ -1,5 +1,6 @@
 """The saturation search's decisions without a cluster (harness/rate_search.py): sequences of bounded and unbounded
-steps and the rates it proposes, and the record of its trials."""
+steps and the rates it proposes; the record of its trials; the rates of the runs at each approach's own limit; and
+the time model that counts the search's steps with the same rule (`ctl bench plan`)."""
 from __future__ import annotations
 
 import dataclasses
@@ -8,7 +9,8 @@ import math
 import pytest
 
 from async_triggers.benchmarks.errors import BenchError
-from async_triggers.benchmarks.harness.config import BenchConfig
+from async_triggers.benchmarks.harness import plan
+from async_triggers.benchmarks.harness.config import APPS, PLAIN, BenchConfig, smoke_config
 from async_triggers.benchmarks.harness.rate_search import RateSearch, Trial, simulate
 
 B, U = True, False
@@ -130,3 +132,52 @@ def test_should_refuse_a_search_ratio_outside_one_to_the_rate_factor_and_no_step
         BenchConfig(scale_search_ratio=2.0)
     with pytest.raises(BenchError, match="'max_steps' must be a positive whole number"):
         BenchConfig(max_steps=0)
+
+
+def test_should_give_each_approach_its_own_rate_and_the_plain_write_the_integrated_one():
+    from async_triggers.benchmarks.experiments.eighty_pct_own import own_rates
+    rates = {"synchronous": 480.0, "external_queue": 220.0, "integrated": 510.0, PLAIN: 220.0}
+    assert own_rates(rates, APPS, plain=True) == [("synchronous", "synchronous", 480.0),
+                                                  ("external_queue", "external_queue", 220.0),
+                                                  ("integrated", "integrated", 510.0), (PLAIN, "integrated", 510.0)]
+    assert own_rates(rates, APPS + (PLAIN,), plain=True)[-1] == (PLAIN, "integrated", 510.0)
+    assert own_rates(rates, APPS, plain=False)[-1] == ("integrated", "integrated", 510.0)
+    assert own_rates(rates, ("synchronous", PLAIN), plain=True) == [("synchronous", "synchronous", 480.0)]
+
+
+def test_should_burst_to_twice_the_base_rate_between_two_halves():
+    from async_triggers.benchmarks.experiments.burst import burst_phases
+    assert [(p.duration_s, p.rate) for p in burst_phases((10.0, 30.0, 10.0), 400.0)] == [
+        (10.0, 200.0), (30.0, 800.0), (10.0, 200.0)]
+
+
+def test_should_run_the_own_limit_experiments_in_ctl_bench_all_and_plan_them():
+    from async_triggers.benchmarks import results
+    from async_triggers.benchmarks.experiments import EXPERIMENTS
+    assert EXPERIMENTS == ("capacity", "bulk", "saturating", "80pct", "80pct_own", "burst", "burst_own", "fault",
+                           "scale")
+    assert {"80pct_own", "burst_own"} <= set(results.EXPERIMENTS)
+    assert [name for name, _ in plan.estimate(BenchConfig())] == list(EXPERIMENTS)
+    assert [name for name, _ in plan.estimate(smoke_config("/tmp/x"))] == list(EXPERIMENTS)
+
+
+def test_should_estimate_make_bench_within_two_and_a_half_hours():
+    estimate = dict(plan.estimate(BenchConfig()))
+    assert sum(estimate.values()) <= 2.5 * 3600, plan.describe(BenchConfig())
+    assert estimate["80pct_own"] > 0 and estimate["burst_own"] > 0
+    assert plan.describe(BenchConfig()).startswith("estimated 2.")
+
+
+def test_should_count_the_searches_steps_with_their_own_rule():
+    cfg = BenchConfig()
+    # finer bounds and a longer climb cost steps; a fixed rate is one step a repetition
+    assert plan.search_steps(cfg, plan.APPROACH_LIMIT, 1.05) > plan.search_steps(cfg, plan.APPROACH_LIMIT) > \
+        plan.search_steps(cfg, plan.APPROACH_LIMIT, cfg.scale_search_ratio)
+    assert plan.search_steps(cfg, plan.PLAIN_LIMIT) <= cfg.repeat * cfg.max_steps
+    assert plan.search_steps(dataclasses.replace(cfg, fixed_rate=40.0), plan.APPROACH_LIMIT) == cfg.repeat
+    # every search is at least a bounded step and a miss tried twice
+    assert plan.search_steps(cfg, plan.APPROACH_LIMIT) >= 3 * cfg.repeat
+    longer = dataclasses.replace(cfg, steady_s=60.0, burst_s=(60.0, 30.0, 60.0))
+    est, est_longer = dict(plan.estimate(cfg)), dict(plan.estimate(longer))
+    assert est_longer["80pct_own"] - est["80pct_own"] == pytest.approx(cfg.repeat * 4 * 35.0)   # 3 approaches + plain
+    assert est_longer["burst_own"] - est["burst_own"] == pytest.approx(cfg.repeat * 3 * 100.0)

@@ -42,10 +42,12 @@ def test_should_run_every_experiment_for_each_application_and_complete_every_pro
     out, _ = smoke
     runs = [r for r in _runs(out) if not r["projected"]]
     apps = ("synchronous", "external_queue", "integrated")
-    for experiment in ("saturating", "80pct", "burst", "fault"):
+    for experiment in ("saturating", "80pct", "80pct_own", "burst", "burst_own", "fault"):
         got = {r["app"] for r in runs if r["experiment"] == experiment}
-        # the plain write (no flow) is searched with the same rule beside the approaches
-        assert got == set(apps) | ({"plain"} if experiment == "saturating" else set()), f"{experiment}: {got}"
+        # the plain write (no flow) is searched with the same rule beside the approaches, and runs at the integrated
+        # approach's own 80 % rate beside it
+        plain = {"plain"} if experiment in ("saturating", "80pct_own") else set()
+        assert got == set(apps) | plain, f"{experiment}: {got}"
     for run in runs:
         if run["experiment"] in ("bulk_writer", "capacity"):
             continue
