@@ -84,6 +84,11 @@ public interface CqlGateway
          * source deleted the column ({@link #columnDeletedAt})
          */
         public final Map<String, Long> deadCells;
+        /**
+         * the newest timestamp in its partition's static row (a live cell, a tombstone, an expired cell, a collection's
+         * deletion): no copy of a static value in a derived row was made from a newer one; Long.MIN_VALUE: none
+         */
+        public final long staticsNewest;
 
         public RowLife(long deletedAt, long expiresAt)
         {
@@ -92,11 +97,17 @@ public interface CqlGateway
 
         public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce, Map<String, Long> deadCells)
         {
+            this(deletedAt, expiresAt, newest, expiredOnce, deadCells, Long.MIN_VALUE);
+        }
+
+        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce, Map<String, Long> deadCells, long staticsNewest)
+        {
             this.deletedAt = deletedAt;
             this.expiresAt = expiresAt;
             this.newest = newest;
             this.expiredOnce = expiredOnce;
             this.deadCells = deadCells;
+            this.staticsNewest = staticsNewest;
         }
 
         /**

@@ -153,12 +153,14 @@ public final class QueryProcessorGateway implements CqlGateway
         long newest = Long.MIN_VALUE;
         boolean expiredOnce = false;
         Map<String, Long> deadCells = new HashMap<>();
+        long staticsNewest = Long.MIN_VALUE;
         // from the memtables and sstables themselves: a read command would drop the tombstones older than
         // gc_grace_seconds, which a derived row's own tombstone (written later) may still hold
         try (ReadExecutionController controller = read.executionController();
              UnfilteredRowIterator rows = read.queryMemtableAndDisk(store, controller))
         {
             deleted = Math.max(deleted, markedAt(rows.partitionLevelDeletion()));
+            staticsNewest = newestOf(rows.staticRow());
             while (rows.hasNext())
             {
                 Unfiltered unfiltered = rows.next();
@@ -179,7 +181,19 @@ public final class QueryProcessorGateway implements CqlGateway
                     deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
             }
         }
-        return new RowLife(deleted, expires, newest, expiredOnce, deadCells);
+        return new RowLife(deleted, expires, newest, expiredOnce, deadCells, staticsNewest);
+    }
+
+    /** The newest timestamp in a row, live or not (cells, tombstones, collections' deletions); MIN_VALUE: none. */
+    private static long newestOf(Row row)
+    {
+        long newest = markedAt(row.deletion().time());
+        for (ColumnData data : row.columnData())
+            if (data instanceof ComplexColumnData)
+                newest = Math.max(newest, markedAt(((ComplexColumnData) data).complexDeletion()));
+        for (Cell<?> cell : row.cells())
+            newest = Math.max(newest, cell.timestamp());
+        return newest;
     }
 
     /** Adds the row's cells that are not live to {@code out} (by column, the newest tombstone's or expired value's timestamp). */

@@ -45,6 +45,7 @@ public final class FlowExecutor
     private final FanoutPages fanout;
     private final Lineage lineage;
     private final SourceReads reads;
+    private final StaticCopies copies;
     private final boolean traced;
     /**
      * the source has clustering columns, so range and partition deletions: a direct task checks its cells against this
@@ -82,6 +83,7 @@ public final class FlowExecutor
         this.clusteringOrder = new ClusteringOrder(spec.source, types);
         this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
         this.reads = new SourceReads(spec, statements, types, nowMillis);
+        this.copies = new StaticCopies(spec, statements, lineage);
         boolean traced = false;
         for (FlowSpec.Target target : spec.targets)
         {
@@ -132,6 +134,13 @@ public final class FlowExecutor
         SourceCells source = SourceCells.of(task, spec.source.primaryKey());
         if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
             source = reads.readLocally(task, source);
+        StaticCopies.Times copyTimes = StaticCopies.Times.NONE;
+        if (fullKey && copies.any())
+        {
+            SourceCells here = task.operation() == Operation.DELETE ? reads.readLocally(task, source) : source;
+            if (task.operation() != Operation.DELETE || here.staticsGone())
+                copyTimes = copies.settle(task, here, () -> reads.isGone(task));
+        }
 
         Map<Integer, Lineage.Written> images = new HashMap<>();
         int first = Math.min(task.resumeTarget(), spec.targets.size());
@@ -148,8 +157,9 @@ public final class FlowExecutor
             else
             {
                 SourceCells cells = source;
+                StaticCopies.Times times = copyTimes;
                 // a target without a fan-out is one row: eachRowOfPage applies it once and returns no next page
-                next = fanout.eachRowOfPage(task, target, source.values, from, rows, row -> applyDirect(task, target, cells, row));
+                next = fanout.eachRowOfPage(task, target, source.values, from, rows, row -> applyDirect(task, target, cells, times, row));
             }
             if (next != null)
                 return ExecutionResult.more(i, next, rows[0]);
@@ -229,8 +239,10 @@ public final class FlowExecutor
      * What the task does to one row of a direct target (docs/design.md, "Write shapes"): the row deletion it carries
      * at its timestamp, then its row marker and cells, each at its own timestamp and TTL: the derived row mirrors the
      * source cell by cell. A range or partition deletion deletes the derived rows of exactly the source rows it named.
+     * The copies of static values go as {@code copyTimes} says ({@link StaticCopies}).
      */
-    private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow)
+    private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, StaticCopies.Times copyTimes,
+                             Map<String, ByteBuffer> fanoutRow)
     {
         boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
         if (!fullKey)
@@ -241,7 +253,7 @@ public final class FlowExecutor
         }
         if (source.hasDeletion())
             delete(task, target, source.values, fanoutRow, source.deletionTimestamp);
-        if (task.operation() == Operation.DELETE)
+        if (task.operation() == Operation.DELETE && !copyTimes.deletes(target))
             return;
         List<ByteBuffer> key = keyOf(target, source.values, fanoutRow);
         if (key == null)
@@ -250,6 +262,12 @@ public final class FlowExecutor
             return;
         }
         DerivedRow row = new DerivedRow(target, key);
+        if (task.operation() == Operation.DELETE)
+        {
+            copyTimes.apply(target, source, row); // the row deleted, the copies newer than its deletion
+            row.write(statements, spec.writeConsistency, nowMillis.getAsLong());
+            return;
+        }
         Set<String> mapped = new java.util.HashSet<>();
         for (Map.Entry<String, Expression> e : target.columns.entrySet())
         {
@@ -264,6 +282,7 @@ public final class FlowExecutor
                     row.cell(e.getKey(), cell);
             }
         }
+        copyTimes.apply(target, source, row);
         if (source.hasLiveness())
             row.marker(source.livenessTimestamp, source.livenessExpiresAt);
         else

@@ -378,7 +378,7 @@ final class Lineage
     }
 
     /** The source row's lineage partition, at the level that meets every lineage write. */
-    private LineagePartition read(ByteBuffer sourceKey)
+    LineagePartition read(ByteBuffer sourceKey)
     {
         return LineagePartition.of(statements.execute(Cql.lineageSelect(), lineageRead, List.of(flowNameBytes, sourceKey)));
     }
@@ -387,7 +387,7 @@ final class Lineage
      * Raises target {@code index}'s floor to {@code at} (Cassandra keeps the newest of its writes): the convergence is
      * about to delete, at {@code at}, rows of one of its images that the source itself never deleted.
      */
-    private void raiseFloor(ByteBuffer sourceKey, int index, long at)
+    void raiseFloor(ByteBuffer sourceKey, int index, long at)
     {
         record(sourceKey, LineagePartition.floorIndex(index), List.of(), at, 0, at);
     }

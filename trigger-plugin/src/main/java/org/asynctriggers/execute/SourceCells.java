@@ -46,6 +46,12 @@ final class SourceCells
      * known ({@link #withDeletions}): the derived rows' copies of it go at that timestamp
      */
     final Map<String, Long> deletions;
+    /**
+     * the row is gone on this replica, and the copies of its partition's static values in its derived rows must go
+     * with it at a timestamp no older than this ({@link #withStaticsGone}); {@link SourceChange#NONE}: the row lives,
+     * or copies no static value
+     */
+    final long staticsGoneAt;
 
     private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
                         long deletionTimestamp)
@@ -56,6 +62,13 @@ final class SourceCells
     private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
                         long deletionTimestamp, Map<String, Long> deletions)
     {
+        this(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, SourceChange.NONE);
+    }
+
+    private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
+                        long deletionTimestamp, Map<String, Long> deletions, long staticsGoneAt)
+    {
+        this.staticsGoneAt = staticsGoneAt;
         this.values = values;
         this.cells = cells;
         this.livenessTimestamp = livenessTimestamp;
@@ -192,6 +205,27 @@ final class SourceCells
             copies.put(e.getKey(), new Cell(cell.value, timestamp, expiresAt));
         }
         return new SourceCells(values, copies, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions);
+    }
+
+    /**
+     * These cells of a row found gone on this replica, whose partition's static row {@code row} describes here and whose
+     * live static cells' newest write time on all replicas is {@code staticsWritetime}: a copy of a static value in its
+     * derived rows was written at most at the newest timestamp of the static row + 1, or at its row's newest deletion
+     * + 2 ({@link #withStaticsOf} raises a copy above a deletion, then by one in a row that may have expired once), so
+     * the copies go at the greatest of these. Unchanged when no static value was ever written.
+     */
+    SourceCells withStaticsGone(CqlGateway.RowLife row, long staticsWritetime)
+    {
+        long statics = Math.max(row.staticsNewest, staticsWritetime);
+        if (statics == Long.MIN_VALUE)
+            return this;
+        long at = Math.max(statics + 1, row.deletedAt == Long.MIN_VALUE || row.deletedAt == Long.MAX_VALUE ? Long.MIN_VALUE : row.deletedAt + 2);
+        return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, at);
+    }
+
+    boolean staticsGone()
+    {
+        return staticsGoneAt != SourceChange.NONE;
     }
 
     boolean hasLiveness()

@@ -79,9 +79,15 @@ final class SourceReads
         List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
         SourceCells cells = source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns,
                                         Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
-        if (rows.isEmpty())
-            return cells; // a row gone here has tombstones for cells: they stay at their own timestamps
         Set<String> statics = new HashSet<>(clustered ? statements.gateway.staticColumns(spec.source.keyspace, spec.source.table) : Set.of());
+        if (rows.isEmpty())
+        {
+            // a row gone here has tombstones for cells: they stay at their own timestamps; its derived rows' copies of
+            // static values go too (StaticCopies)
+            statics.retainAll(readColumns);
+            return statics.isEmpty() ? cells : cells.withStaticsGone(statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()),
+                                                                     staticsWritetime(task, statics));
+        }
         List<String> deleted = traced ? cells.withoutCells(readColumns) : new ArrayList<>();
         deleted.removeAll(statics);
         statics.retainAll(cells.cells.keySet());
@@ -92,6 +98,37 @@ final class SourceReads
         // (SourceCells.withStaticsOf): a static value set before a row was deleted and written again stays the row's
         // value in the source, and a row whose every cell expires is gone, whatever static value its partition keeps
         return (statics.isEmpty() ? cells : cells.withStaticsOf(statics, life)).withDeletions(deleted, life);
+    }
+
+    /**
+     * The newest write time of the partition's live static cells {@code statics} on all its replicas (MIN_VALUE: none
+     * lives), at ALL: this replica may have missed a static write whose copy a task on another replica wrote (a node
+     * down, hints off). Only for a row found gone, in a flow that copies static values ({@link StaticCopies}); a
+     * replica down fails the task, which is retried.
+     */
+    private long staticsWritetime(Task task, Set<String> statics)
+    {
+        List<String> columns = new ArrayList<>(readColumns);
+        columns.retainAll(statics);
+        List<String> partition = spec.source.partitionKey;
+        CqlGateway.Page page = statements.gateway.fetchPage(
+            statements.prepare(Cql.selectCells(spec.source.keyspace, spec.source.table, columns, columns, partition)),
+            org.apache.cassandra.db.ConsistencyLevel.ALL, task.key().subList(0, partition.size()), 1, null);
+        long newest = Long.MIN_VALUE;
+        for (Map<String, ByteBuffer> row : page.rows)
+            for (String column : columns)
+            {
+                ByteBuffer writetime = row.get(Cql.writetimeColumn(column));
+                if (writetime != null && writetime.remaining() == 8)
+                    newest = Math.max(newest, writetime.getLong(writetime.position()));
+            }
+        return newest;
+    }
+
+    /** Whether the row is gone on this node's replica (no live marker or cell). */
+    boolean isGone(Task task)
+    {
+        return statements.executeLocally(sourceCellsCql(), task.key()).isEmpty();
     }
 
     private String sourceCellsCql()

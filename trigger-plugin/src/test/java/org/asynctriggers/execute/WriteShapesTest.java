@@ -345,6 +345,86 @@ class WriteShapesTest
                          "a part with a TTL (or a cell tombstone) left in the row: it may have expired before");
         }
 
+        private Task rowUpdate(long c, long ts, String v)
+        {
+            return change(spec, Operation.UPDATE, List.of(bigint(1), bigint(c)), ts, row("p", 1L, "c", c, "v", v), null);
+        }
+
+        @Test
+        void shouldDeleteTheStaticCopyOfARowMadeByUpdateAloneWhenItsLastCellIsDeleted()
+        {
+            // the differential test's seed 13: UPDATE ... SET v, then DELETE v: the row is gone, its static value stays
+            // in the partition; the derived row must go, static copy and all
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertEquals(List.of("1=shared", "2=shared"), statics());
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            assertEquals(List.of("2=shared"), statics(), "row 1 is gone in the source");
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 25, "older"))));
+            assertEquals(List.of("2=shared"), statics(), "a write older than the deletion leaves the row gone");
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 40, "again"))));
+            assertEquals(List.of("1=shared", "2=shared"), statics(), "the row is back, with its partition's static value");
+            assertEquals("again", string(gateway.rows("app", "events_copy").get(0).get("v")));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 50, null))));
+            assertEquals(List.of("2=shared"), statics(), "gone again");
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 45, "between"))));
+            assertEquals(List.of("2=shared"), statics());
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 60, "last"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(70, "newest"))));
+            assertEquals(List.of("1=newest", "2=newest"), statics(), "back again, and a static change reaches it");
+        }
+
+        @Test
+        void shouldDeleteTheStaticCopyOfAGoneRowOnAReplicaThatMissedTheStaticWrite()
+        {
+            // the differential test's seed 13 with a node down: the task that finds the row gone runs on the replica
+            // that missed the static write, whose copy the other replica's task wrote
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            assertEquals(List.of("1=shared"), statics());
+            gateway.staticsMissedHere = true;
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            assertEquals(List.of(), statics(), "the copy goes above the static value's write time read from every replica");
+            assertEquals(org.apache.cassandra.db.ConsistencyLevel.ALL,
+                         gateway.consistencies.get(gateway.executed.indexOf(gateway.executed.stream().filter(c -> c.contains("WRITETIME(\"s\")") && c.endsWith("\"p\" = ?"))
+                                                                                       .findFirst().orElseThrow())));
+        }
+
+        @Test
+        void shouldKeepTheStaticCopyOfARowWrittenAgainWhileItsGoneTaskRaisesTheFloor()
+        {
+            // the task that finds the row gone raises the floor, then reads the row again before deleting the copies:
+            // here the row is written again, and that write's task runs, just before the floor is raised (it read the
+            // floor as it was); the copies must stay
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            boolean[] once = {false};
+            gateway.beforeEach = cql -> {
+                if (cql.startsWith("INSERT INTO \"async_triggers\".\"lineage\"") && !once[0])
+                {
+                    once[0] = true;
+                    assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 40, "back"))));
+                }
+            };
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            assertTrue(once[0], "the floor was raised");
+            assertEquals(List.of("1=shared"), statics(), "the row is back: its copy stays");
+        }
+
+        @Test
+        void shouldDeleteTheStaticCopyOfARowDeletedAfterANewerStaticWrite()
+        {
+            // the static value is newer than the row's deletion: the row's tombstone alone would leave the copy
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(40, "shared"))));
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
+            assertEquals(List.of("2=shared"), statics());
+            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 35, "again"))));
+            assertEquals(List.of("1=shared", "2=shared"), statics(), "written again after its deletion, before the static value");
+        }
+
         @Test
         void shouldDeleteTheDerivedRowOfARowDeletedAfterTheStaticWrite()
         {

@@ -161,6 +161,8 @@ public final class FakeGateway implements CqlGateway
     public final Map<String, Table> tables = new HashMap<>();
     /** the fake's clock for TTLs, in seconds since the epoch */
     public volatile long nowSeconds = 1_700_000_000L;
+    /** rowLife answers as a replica that missed every static write (a node down, hints off): no static row here */
+    public volatile boolean staticsMissedHere;
     public final List<String> executed = new ArrayList<>();
     public final List<ConsistencyLevel> consistencies = new ArrayList<>();
     public int pagesFetched;
@@ -492,7 +494,34 @@ public final class FakeGateway implements CqlGateway
             }
             out.add(selected);
         }
+        if (out.isEmpty() && where.size() == t.partitionKey.size() && !t.clustering.isEmpty())
+            staticRowAlone(t, columns, values).ifPresent(out::add);
         return out.iterator();
+    }
+
+    /**
+     * What Cassandra returns for a partition without live rows, queried without a clustering restriction: its static
+     * row alone, when a static cell lives (with the WRITETIME of each).
+     */
+    private java.util.Optional<Map<String, ByteBuffer>> staticRowAlone(Table t, List<String> columns, List<ByteBuffer> partition)
+    {
+        Map<String, Cell> statics = t.statics.getOrDefault(id(partition), Map.of());
+        long deleted = t.deletedAt(partition);
+        Map<String, ByteBuffer> selected = new LinkedHashMap<>();
+        boolean live = false;
+        for (String c : columns)
+        {
+            Matcher writetimeOf = WRITETIME_OF.matcher(c);
+            String column = writetimeOf.matches() ? writetimeOf.group(1) : c;
+            Cell cell = statics.get(column);
+            boolean alive = cell != null && cell.value != null && cell.ts > deleted && cell.expiresAt > nowSeconds;
+            live |= alive;
+            if (writetimeOf.matches())
+                selected.put(Cql.writetimeColumn(column), alive ? Fixtures.bigint(cell.ts) : null);
+            else if (!TTL_OF.matcher(c).matches())
+                selected.put(c, alive ? cell.value : null);
+        }
+        return live ? java.util.Optional.of(selected) : java.util.Optional.empty();
     }
 
     /** What TTL() returns: the seconds left of a live expiring cell, else null. */
@@ -541,7 +570,10 @@ public final class FakeGateway implements CqlGateway
                 newest = Math.max(newest, c.getValue().ts);
             }
         }
-        return new RowLife(deleted, expires, newest, expiredOnce, deadCells);
+        long staticsNewest = Long.MIN_VALUE;
+        for (Cell cell : staticsMissedHere ? List.<Cell>of() : t.statics.getOrDefault(id(primaryKey.subList(0, t.partitionKey.size())), Map.of()).values())
+            staticsNewest = Math.max(staticsNewest, cell.ts);
+        return new RowLife(deleted, expires, newest, expiredOnce, deadCells, staticsNewest);
     }
 
     @Override
