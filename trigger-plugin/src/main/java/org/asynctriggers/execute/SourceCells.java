@@ -223,6 +223,25 @@ final class SourceCells
         return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, at);
     }
 
+    /** These cells with those of {@code read} that are newer (or that these lack). */
+    SourceCells withNewer(Map<String, Cell> read)
+    {
+        if (read.isEmpty())
+            return this;
+        Map<String, ByteBuffer> values = new LinkedHashMap<>(this.values);
+        Map<String, Cell> cells = new LinkedHashMap<>(this.cells);
+        for (Map.Entry<String, Cell> e : read.entrySet())
+        {
+            Cell own = cells.get(e.getKey());
+            if (own == null || e.getValue().timestamp > own.timestamp)
+            {
+                cells.put(e.getKey(), e.getValue());
+                values.put(e.getKey(), e.getValue().value);
+            }
+        }
+        return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, staticsGoneAt);
+    }
+
     boolean staticsGone()
     {
         return staticsGoneAt != SourceChange.NONE;

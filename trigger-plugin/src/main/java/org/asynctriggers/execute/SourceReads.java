@@ -3,12 +3,14 @@ package org.asynctriggers.execute;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.HashSet;
+import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.LongSupplier;
 
+import org.apache.cassandra.db.ConsistencyLevel;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.asynctriggers.cql.ColumnTypes;
 import org.asynctriggers.cql.Cql;
@@ -85,11 +87,18 @@ final class SourceReads
             // a row gone here has tombstones for cells: they stay at their own timestamps; its derived rows' copies of
             // static values go too (StaticCopies)
             statics.retainAll(readColumns);
-            return statics.isEmpty() ? cells : cells.withStaticsGone(statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()),
-                                                                     staticsWritetime(task, statics));
+            if (statics.isEmpty())
+                return cells;
+            long newest = Long.MIN_VALUE;
+            for (SourceCells.Cell cell : readStatics(task, statics, ConsistencyLevel.ALL).values())
+                newest = Math.max(newest, cell.timestamp);
+            return cells.withStaticsGone(statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()), newest);
         }
         List<String> deleted = traced ? cells.withoutCells(readColumns) : new ArrayList<>();
         deleted.removeAll(statics);
+        statics.retainAll(readColumns);
+        if (!statics.isEmpty()) // this replica may have missed a static write (a node down, hints off)
+            cells = cells.withNewer(readStatics(task, statics, Lineage.readLevel(spec.readConsistency)));
         statics.retainAll(cells.cells.keySet());
         if (deleted.isEmpty() && statics.isEmpty())
             return cells;
@@ -101,28 +110,35 @@ final class SourceReads
     }
 
     /**
-     * The newest write time of the partition's live static cells {@code statics} on all its replicas (MIN_VALUE: none
-     * lives), at ALL: this replica may have missed a static write whose copy a task on another replica wrote (a node
-     * down, hints off). Only for a row found gone, in a flow that copies static values ({@link StaticCopies}); a
-     * replica down fails the task, which is retried.
+     * The partition's live static cells {@code statics} (those with a write time) read at {@code consistency}, beyond
+     * this replica, which may have missed a static write (a node down, hints off) whose task ran on another replica
+     * before this row existed there: a row's copies come from a quorum of the local data center (or the flow's
+     * stronger level), and the timestamp a gone row's copies are deleted at ({@link StaticCopies}) from every replica
+     * (ALL). A level the cluster cannot meet fails the task, which waits for the cluster without losing an attempt.
      */
-    private long staticsWritetime(Task task, Set<String> statics)
+    private Map<String, SourceCells.Cell> readStatics(Task task, Set<String> statics, ConsistencyLevel consistency)
     {
         List<String> columns = new ArrayList<>(readColumns);
         columns.retainAll(statics);
+        List<String> timed = new ArrayList<>(ttlColumns);
+        timed.retainAll(statics);
         List<String> partition = spec.source.partitionKey;
         CqlGateway.Page page = statements.gateway.fetchPage(
-            statements.prepare(Cql.selectCells(spec.source.keyspace, spec.source.table, columns, columns, partition)),
-            org.apache.cassandra.db.ConsistencyLevel.ALL, task.key().subList(0, partition.size()), 1, null);
-        long newest = Long.MIN_VALUE;
+            statements.prepare(Cql.selectCells(spec.source.keyspace, spec.source.table, columns, timed, partition)),
+            consistency, task.key().subList(0, partition.size()), 1, null);
+        long nowSeconds = Math.floorDiv(nowMillis.getAsLong(), 1000);
+        Map<String, SourceCells.Cell> out = new LinkedHashMap<>();
         for (Map<String, ByteBuffer> row : page.rows)
-            for (String column : columns)
+            for (String column : timed)
             {
                 ByteBuffer writetime = row.get(Cql.writetimeColumn(column));
-                if (writetime != null && writetime.remaining() == 8)
-                    newest = Math.max(newest, writetime.getLong(writetime.position()));
+                if (writetime == null || writetime.remaining() != 8)
+                    continue;
+                ByteBuffer ttl = row.get(Cql.ttlColumn(column));
+                long expiresAt = ttl != null && ttl.remaining() == 4 ? nowSeconds + ttl.getInt(ttl.position()) : 0;
+                out.put(column, new SourceCells.Cell(row.get(column), writetime.getLong(writetime.position()), expiresAt));
             }
-        return newest;
+        return out;
     }
 
     /** Whether the row is gone on this node's replica (no live marker or cell). */

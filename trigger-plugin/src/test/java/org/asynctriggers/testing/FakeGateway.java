@@ -161,7 +161,7 @@ public final class FakeGateway implements CqlGateway
     public final Map<String, Table> tables = new HashMap<>();
     /** the fake's clock for TTLs, in seconds since the epoch */
     public volatile long nowSeconds = 1_700_000_000L;
-    /** rowLife answers as a replica that missed every static write (a node down, hints off): no static row here */
+    /** rowLife and local reads answer as a replica that missed every static write (a node down, hints off) */
     public volatile boolean staticsMissedHere;
     public final List<String> executed = new ArrayList<>();
     public final List<ConsistencyLevel> consistencies = new ArrayList<>();
@@ -586,7 +586,21 @@ public final class FakeGateway implements CqlGateway
     @Override
     public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
     {
-        return execute(statement, ConsistencyLevel.ONE, values);
+        List<Map<String, ByteBuffer>> rows = execute(statement, ConsistencyLevel.ONE, values);
+        if (!staticsMissedHere)
+            return rows;
+        Matcher m = SELECT.matcher(statement.cql);
+        Set<String> statics = m.matches() ? table(m.group(2), m.group(3)).staticColumns : Set.of();
+        List<Map<String, ByteBuffer>> here = new ArrayList<>();
+        for (Map<String, ByteBuffer> row : rows)
+        {
+            Map<String, ByteBuffer> copy = new LinkedHashMap<>(row);
+            for (String column : statics)
+                for (String name : List.of(column, Cql.writetimeColumn(column), Cql.ttlColumn(column)))
+                    copy.computeIfPresent(name, (k, v) -> null);
+            here.add(copy);
+        }
+        return here;
     }
 
     /** The seconds left of a visible cell's TTL, as TTL() reads it; null without one. */
