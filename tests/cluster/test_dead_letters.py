@@ -100,15 +100,20 @@ def test_should_retry_a_letter_on_a_live_node_when_the_node_that_gave_it_up_is_g
     assert retried.returncode == 0, retried.stderr
     assert f"1 of them gave up on {gone}, which is not up: sent to 127.0.0." in retried.stdout, retried.stdout
     # the poison task fails again on the node it was sent to: a new letter, given up by that node. Its worker may
-    # write it before that node's control thread has deleted the old one: wait for both to have happened
+    # write it before that node's control thread has deleted the old one: wait for both to have happened. The node
+    # it was sent to may not be the row's executor, which can find the retried task's backup entry and run it too
+    # (at least once, docs/design.md "Dead letters"): then a second letter of the same task, from that node
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         ids = [d["id"] for d in letters(cluster_settings)]
         if ids and letter["id"] not in ids:
             break
         time.sleep(0.5)
-    [again] = letters(cluster_settings)
-    assert again["id"] != letter["id"] and again["node"].startswith("127.0.0.") and again["node"] != gone, again
+    found = letters(cluster_settings)
+    assert 1 <= len(found) <= 2 and letter["id"] not in [d["id"] for d in found], found
+    for again in found:
+        assert again["node"].startswith("127.0.0.") and again["node"] != gone, again
+        assert (again["source_key"], again["ts"]) == (letter["source_key"], letter["ts"]), (again, letter)
     assert run_ctl(cluster_settings, "trigger", "dlq", "purge", FLOW, "--all", "--yes").returncode == 0
 
 
