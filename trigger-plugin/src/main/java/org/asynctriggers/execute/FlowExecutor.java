@@ -137,9 +137,9 @@ public final class FlowExecutor
         StaticCopies.Times copyTimes = StaticCopies.Times.NONE;
         if (fullKey && copies.any())
         {
-            SourceCells here = task.operation() == Operation.DELETE ? reads.readLocally(task, source) : source;
-            if (task.operation() != Operation.DELETE || here.staticsGone())
-                copyTimes = copies.settle(task, here, () -> reads.isGone(task));
+            SourceCells read = source; // a deletion's row is read here only when a target copies a static value
+            copyTimes = copies.settle(task, () -> task.operation() == Operation.DELETE ? reads.readLocally(task, read) : read,
+                                      () -> reads.isGone(task));
         }
 
         Map<Integer, Lineage.Written> images = new HashMap<>();

@@ -6,7 +6,9 @@ import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.function.BooleanSupplier;
+import java.util.function.Supplier;
 
+import org.asynctriggers.api.Operation;
 import org.asynctriggers.spec.Expression;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
@@ -68,10 +70,11 @@ final class StaticCopies
 
     /**
      * What the task does to the copies of static values in its derived rows: writes them above the floors, or, when
-     * {@code source} (the row as read on this replica) is gone, deletes them above the floors after raising the floors.
-     * {@code goneStill} reads the row again: whether it is still gone.
+     * {@code source} (the row as read on this replica, read only when a target copies a static value) is gone, deletes
+     * them above the floors after raising the floors; a row deletion writes no copy, so it does nothing while its row
+     * lives. {@code goneStill} reads the row again: whether it is still gone.
      */
-    Times settle(Task task, SourceCells source, BooleanSupplier goneStill)
+    Times settle(Task task, Supplier<SourceCells> read, BooleanSupplier goneStill)
     {
         Set<String> statics = statements.gateway.staticColumns(spec.source.keyspace, spec.source.table);
         Map<Integer, Map<String, String>> copies = new LinkedHashMap<>();
@@ -86,6 +89,9 @@ final class StaticCopies
                 copies.put(target.getKey(), columns);
         }
         if (copies.isEmpty())
+            return Times.NONE;
+        SourceCells source = read.get();
+        if (!source.staticsGone() && task.operation() == Operation.DELETE)
             return Times.NONE;
         ByteBuffer key = task.serializedKey();
         LineagePartition recorded = records.read(key);

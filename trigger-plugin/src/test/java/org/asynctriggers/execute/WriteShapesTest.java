@@ -222,6 +222,12 @@ class WriteShapesTest
                                                   SourceChange.NONE, SourceChange.NONE, true), 0);
         }
 
+        /** Applies the write to the source, then runs its task to its end. */
+        private void run(Task task)
+        {
+            assertSuccess(runAll(executor, gateway.applied("app", "events", task)));
+        }
+
         private List<String> statics()
         {
             return gateway.rows("app", "events_copy").stream().map(r -> longOf(r.get("c")) + "=" + string(r.get("s"))).sorted()
@@ -232,9 +238,9 @@ class WriteShapesTest
         void shouldGiveAStaticChangeToTheDerivedRowOfEveryRowOfThePartition()
         {
             for (long c = 1; c <= 3; c++)
-                assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(c)), 10,
-                                                                                        row("p", 1L, "c", c, "v", "v" + c), null))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+                run(change(spec, Operation.INSERT, List.of(bigint(1), bigint(c)), 10,
+                                                                                        row("p", 1L, "c", c, "v", "v" + c), null));
+            run(staticWrite(20, "shared"));
             assertEquals(List.of("1=shared", "2=shared", "3=shared"), statics());
         }
 
@@ -242,9 +248,9 @@ class WriteShapesTest
         void shouldGiveANewRowThePartitionsStaticValue()
         {
             gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(1)), 10, row("p", 1L, "c", 1L, "v", "a"), null));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.INSERT, List.of(bigint(1), bigint(2)), 30,
-                                                                                    row("p", 1L, "c", 2L, "v", "b"), null))));
+            run(staticWrite(20, "shared"));
+            run(change(spec, Operation.INSERT, List.of(bigint(1), bigint(2)), 30,
+                                                                                    row("p", 1L, "c", 2L, "v", "b"), null));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "the new row's task reads the static value back, with its write time");
         }
 
@@ -261,17 +267,17 @@ class WriteShapesTest
         @Test
         void shouldKeepTheStaticValueInARowDeletedAndWrittenAgain()
         {
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", change(spec, Operation.DELETE, List.of(bigint(1)), 31,
-                                                                                    row("p", 1L), new KeyRange(List.of(bigint(2)), true, List.of(bigint(2)), true)))));
+            run(rowWrite(1, 10, "a"));
+            run(rowWrite(2, 10, "b"));
+            run(staticWrite(20, "shared"));
+            run(rowDelete(1, 30));
+            run(change(spec, Operation.DELETE, List.of(bigint(1)), 31,
+                                                                                    row("p", 1L), new KeyRange(List.of(bigint(2)), true, List.of(bigint(2)), true)));
             assertEquals(List.of(), statics(), "the deleted rows are gone, the static value stays in the source's static row");
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 40, "a2"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 41, "b2"))));
+            run(rowWrite(1, 40, "a2"));
+            run(rowWrite(2, 41, "b2"));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "a row written again after its deletion has the partition's static value");
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(50, "newest"))));
+            run(staticWrite(50, "newest"));
             assertEquals(List.of("1=newest", "2=newest"), statics());
         }
 
@@ -325,10 +331,10 @@ class WriteShapesTest
         {
             // the row and its static value written at one timestamp, then the row deleted at exactly that timestamp:
             // the deletion wins the tie in the source, and must in the derived row (the differential test's seed 29)
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 20, "a"))));
+            run(staticWrite(20, "shared"));
+            run(rowWrite(1, 20, "a"));
             assertEquals(List.of("1=shared"), statics());
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 20))));
+            run(rowDelete(1, 20));
             assertEquals(List.of(), statics(), "no derived row is left of the deleted row, nor its static copy");
         }
 
@@ -355,23 +361,23 @@ class WriteShapesTest
         {
             // the differential test's seed 13: UPDATE ... SET v, then DELETE v: the row is gone, its static value stays
             // in the partition; the derived row must go, static copy and all
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            run(rowUpdate(1, 10, "a"));
+            run(rowWrite(2, 10, "b"));
+            run(staticWrite(20, "shared"));
             assertEquals(List.of("1=shared", "2=shared"), statics());
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            run(rowUpdate(1, 30, null));
             assertEquals(List.of("2=shared"), statics(), "row 1 is gone in the source");
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 25, "older"))));
+            run(rowUpdate(1, 25, "older"));
             assertEquals(List.of("2=shared"), statics(), "a write older than the deletion leaves the row gone");
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 40, "again"))));
+            run(rowUpdate(1, 40, "again"));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "the row is back, with its partition's static value");
             assertEquals("again", string(gateway.rows("app", "events_copy").get(0).get("v")));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 50, null))));
+            run(rowUpdate(1, 50, null));
             assertEquals(List.of("2=shared"), statics(), "gone again");
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 45, "between"))));
+            run(rowUpdate(1, 45, "between"));
             assertEquals(List.of("2=shared"), statics());
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 60, "last"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(70, "newest"))));
+            run(rowUpdate(1, 60, "last"));
+            run(staticWrite(70, "newest"));
             assertEquals(List.of("1=newest", "2=newest"), statics(), "back again, and a static change reaches it");
         }
 
@@ -380,11 +386,11 @@ class WriteShapesTest
         {
             // the differential test's seed 13 with a node down: the task that finds the row gone runs on the replica
             // that missed the static write, whose copy the other replica's task wrote
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            run(rowUpdate(1, 10, "a"));
+            run(staticWrite(20, "shared"));
             assertEquals(List.of("1=shared"), statics());
             gateway.staticsMissedHere = true;
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            run(rowUpdate(1, 30, null));
             assertEquals(List.of(), statics(), "the copy goes above the static value's write time read from every replica");
             boolean atAll = false;
             for (int i = 0; i < gateway.executed.size(); i++)
@@ -398,10 +404,10 @@ class WriteShapesTest
         {
             // the differential test's seed 4: the static write reached one replica (a node down, hints off), its task
             // ran there before the row existed; the new row's task runs on the replica that missed it
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            run(rowWrite(1, 10, "a"));
+            run(staticWrite(20, "shared"));
             gateway.staticsMissedHere = true;
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(2, 30, "b"))));
+            run(rowUpdate(2, 30, "b"));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "the static value read at the flow's level");
         }
 
@@ -411,17 +417,17 @@ class WriteShapesTest
             // the task that finds the row gone raises the floor, then reads the row again before deleting the copies:
             // here the row is written again, and that write's task runs, just before the floor is raised (it read the
             // floor as it was); the copies must stay
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
+            run(rowUpdate(1, 10, "a"));
+            run(staticWrite(20, "shared"));
             boolean[] once = {false};
             gateway.beforeEach = cql -> {
                 if (cql.startsWith("INSERT INTO \"async_triggers\".\"lineage\"") && !once[0])
                 {
                     once[0] = true;
-                    assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 40, "back"))));
+                    run(rowUpdate(1, 40, "back"));
                 }
             };
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowUpdate(1, 30, null))));
+            run(rowUpdate(1, 30, null));
             assertTrue(once[0], "the floor was raised");
             assertEquals(List.of("1=shared"), statics(), "the row is back: its copy stays");
         }
@@ -430,22 +436,22 @@ class WriteShapesTest
         void shouldDeleteTheStaticCopyOfARowDeletedAfterANewerStaticWrite()
         {
             // the static value is newer than the row's deletion: the row's tombstone alone would leave the copy
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 10, "b"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(40, "shared"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
+            run(rowWrite(1, 10, "a"));
+            run(rowWrite(2, 10, "b"));
+            run(staticWrite(40, "shared"));
+            run(rowDelete(1, 30));
             assertEquals(List.of("2=shared"), statics());
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 35, "again"))));
+            run(rowWrite(1, 35, "again"));
             assertEquals(List.of("1=shared", "2=shared"), statics(), "written again after its deletion, before the static value");
         }
 
         @Test
         void shouldDeleteTheDerivedRowOfARowDeletedAfterTheStaticWrite()
         {
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(1, 10, "a"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", staticWrite(20, "shared"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowWrite(2, 25, "b"))));
-            assertSuccess(runAll(executor, gateway.applied("app", "events", rowDelete(1, 30))));
+            run(rowWrite(1, 10, "a"));
+            run(staticWrite(20, "shared"));
+            run(rowWrite(2, 25, "b"));
+            run(rowDelete(1, 30));
             assertEquals(List.of("2=shared"), statics());
         }
     }
