@@ -28,11 +28,34 @@ class IntegratedSender:
 
 @dataclasses.dataclass(frozen=True)
 class IntegratedApp:
-    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks).
+    ``jvm``: the load generator sends the same tweets through the Java driver (``spark_jobs/jvm_sender.py``) when
+    the store is Cassandra's; the lag probe still writes through ``store_factory``."""
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     n_users: int
     body_bytes: int = TWEET_BYTES
+    jvm: bool = False
 
     def __call__(self, slot) -> IntegratedSender:
         return IntegratedSender(self.store_factory(slot), TweetSource(self.n_users, slot.seed, slot.task,
                                                                       self.body_bytes))
+
+    def jvm_requests(self):
+        from async_triggers.benchmarks.apps.cassandra import INSERT_TWEET, StoreFactory
+        from async_triggers.spark_jobs.jvm_sender import TWEET, JvmRequests
+        if not self.jvm or not isinstance(self.store_factory, StoreFactory):
+            return None
+        target = self.store_factory.target
+        return JvmRequests(TWEET, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
+                           target.contact_points, target.port, target.retry_s,
+                           tweets=_Tweets(self.n_users, self.body_bytes))
+
+
+@dataclasses.dataclass(frozen=True)
+class _Tweets:
+    """A task's tweets, as its Python sender would draw them."""
+    n_users: int
+    body_bytes: int
+
+    def __call__(self, seed: int, task: int) -> TweetSource:
+        return TweetSource(self.n_users, seed, task, self.body_bytes)

@@ -60,11 +60,16 @@ class TweetSource:
         self.n_users, self.seed, self.task, self.body_bytes = n_users, seed, task, body_bytes
 
     def tweet(self, seq: int, at: float) -> Tweet:
+        author, body, node, clock_seq = self.parts(seq)
+        return Tweet(uuid_from_time(at, node=node, clock_seq=clock_seq), author, body, int(at * 1000))
+
+    def parts(self, seq: int) -> tuple[int, str, int, int]:
+        """What request ``seq``'s tweet is apart from its time: author, body, and its time UUID's node and clock
+        sequence (the JVM sender makes the tweet at its scheduled time from these)."""
         rng = random.Random(f"{self.seed}/{self.task}/{seq}")
         author = rng.randint(1, self.n_users)
         body = tweet_body(rng, self.body_bytes)
-        tweet_id = uuid_from_time(at, node=rng.getrandbits(48), clock_seq=rng.getrandbits(14))
-        return Tweet(tweet_id, author, body, int(at * 1000))
+        return author, body, rng.getrandbits(48), rng.getrandbits(14)
 
 
 class Waitable(Protocol):

@@ -36,7 +36,7 @@ CELEBRITY = 1
 ORDINARY = 2          # an ordinary user: three followers
 WARMUP_AUTHORS = 1_000_000  # first of 1,000 users with no followers who write the warm-up tweets
 FLOW = "twitter_timeline"
-TARGET = 1.2          # the target: ack with the flow and its backups <= 1.2x the same write with no flow
+TARGET = 1.1          # the target: ack with the flow and its backups <= 1.1x the same write with no flow
 
 
 def wait_for_row(session, user: int, tweet, timeout: float = 300) -> float:

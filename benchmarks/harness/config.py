@@ -36,6 +36,9 @@ class BenchConfig:
     spark_master: str | None = None    # e.g. spark://127.0.0.1:7177 (`ctl spark up`); default local[partitions]
     concurrency: int = 16              # sender threads per task (blocking applications: synchronous, external queue)
     in_flight: int = 256               # requests outstanding per task (asynchronous applications: integrated, plain)
+    # the integrated and plain writes, and the capacity through the driver, sent by the JVM sender (the Java driver
+    # the connector ships: spark_jobs/jvm_sender.py); the synchronous and external-queue applications are Python
+    jvm_sender: bool = True
     fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
     queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
     flow_workers: int = 4              # worker threads per node of the integrated flow

@@ -48,9 +48,11 @@ def stop_workers(procs: Iterable[subprocess.Popen]) -> None:
 
 
 def resource_groups(settings, cluster_name: str, workers: Sequence[subprocess.Popen],
-                    broker_pids: Callable[[], dict] | None) -> dict[str, Callable[[], list[int]]]:
+                    broker_pids: Callable[[], dict] | None,
+                    jvm_sends: bool = False) -> dict[str, Callable[[], list[int]]]:
     """The pids of each component, asked anew at every sample: the application (Spark's Python workers of this
-    process and the queue workers), the Cassandra nodes, and the broker when the approach has one."""
+    process, its Spark JVM when the JVM sender sends from it, and the queue workers), the Cassandra nodes, and the
+    broker when the approach has one."""
     from async_triggers import cluster as cluster_mod
     me = os.getpid()
 
@@ -61,7 +63,9 @@ def resource_groups(settings, cluster_name: str, workers: Sequence[subprocess.Po
 
     def app_pids():
         spark = resources.descendants(me, spark_worker)
-        return [*spark, *(w.pid for w in workers if w.poll() is None)]
+        # local Spark's JVM (pyspark starts it through SparkSubmit): the JVM sender's requests go out from it
+        jvm = resources.descendants(me, resources.cmdline_contains("org.apache.spark.deploy.SparkSubmit")) if jvm_sends else []
+        return [*spark, *jvm, *(w.pid for w in workers if w.poll() is None)]
 
     def db_pids():
         return [n.pid for n in cluster_mod.node_status(settings, cluster_name) if n.pid and n.up]

@@ -22,6 +22,7 @@ from async_triggers.benchmarks.harness.lag_probe import LagProbe, NoProbe
 from async_triggers.benchmarks.harness.resources import Sampler
 from async_triggers.benchmarks.harness.testbed import Testbed
 from async_triggers.benchmarks.harness.verification import verify_settled
+from async_triggers.spark_jobs.jvm_sender import jvm_requests
 
 During = Callable[[float], list[dict]]   # called with the launch time; returns the events it caused
 
@@ -39,7 +40,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
     if app == "synchronous":
         factory = SynchronousApp(store, FanOutFactory(target), bed.n_users)
     elif app in ("integrated", PLAIN):
-        factory = IntegratedApp(store, bed.n_users)
+        factory = IntegratedApp(store, bed.n_users, jvm=cfg.jvm_sender)
     else:
         queue_url = bed.ensure_broker().config.url
         purge(queue_url, DEFAULT_QUEUE)
@@ -57,7 +58,8 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
         probe = (NoProbe() if app == PLAIN else
                  LagProbe(target, probe_sender.submit, bed.probe_author, bed.probe_follower, cfg.probe_interval_s))
         broker_pids = bed.broker.pids if workers else None
-        sampler = Sampler(processes.resource_groups(bed.settings, bed.cluster_name, workers, broker_pids),
+        sampler = Sampler(processes.resource_groups(bed.settings, bed.cluster_name, workers, broker_pids,
+                                                    jvm_sends=jvm_requests(factory) is not None),
                           interval_s=1.0)
         bed.progress(f"{experiment} / {app}: " + ", ".join(f"{p.rate:g} msg/s for {p.duration_s:g} s"
                                                           for p in phases) + f" on {bed.nodes} nodes")

@@ -158,7 +158,8 @@ class Testbed:
                 "write_consistency": c.write_consistency, "read_consistency": c.read_consistency,
                 "partitions": c.partitions, "concurrency": c.concurrency, "fanout_concurrency": c.fanout_concurrency,
                 "queue_workers": c.queue_workers, "flow_workers": c.flow_workers, "cluster": self.cluster_name,
-                "in_flight": c.in_flight, "repetition": self.repetition, "repeat": c.repeat}
+                "in_flight": c.in_flight, "jvm_sender": c.jvm_sender, "repetition": self.repetition,
+                "repeat": c.repeat}
 
     def remove_cluster(self) -> None:
         """The last cluster down, unless it was an existing one or it is to be kept."""

@@ -110,7 +110,12 @@ def task_slots(sc, wanted: int, wait_s: float = 60.0) -> int:
 def run(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_factory: SenderFactory,
         concurrency: int = DEFAULT_CONCURRENCY, arrivals: str = "uniform", drop_after_s: float | None = None,
         start_delay_s: float = DEFAULT_START_DELAY_S, in_flight: int = DEFAULT_IN_FLIGHT) -> list[Record]:
-    """Run the load and return every request's record, ordered by scheduled time."""
+    """Run the load and return every request's record, ordered by scheduled time. A sender factory that can be
+    sent from the JVM (``jvm_requests()``, :mod:`jvm_sender`) is: the same schedule through the Java driver."""
+    from .jvm_sender import jvm_requests, run as run_jvm
+    requests = jvm_requests(sender_factory)
+    if requests is not None:
+        return run_jvm(spark, phases, partitions, seed, requests, arrivals, drop_after_s, start_delay_s, in_flight)
     rdd = records_rdd(spark, phases, partitions, seed, sender_factory, concurrency, arrivals, drop_after_s,
                       start_delay_s, in_flight)
     try:

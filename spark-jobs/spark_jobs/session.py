@@ -156,7 +156,8 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     Secret settings (the password, the key stores' passwords) are set on the running session only: PySpark puts
     every launch setting into the JVM's command line.
 
-    ``jars=None`` resolves the connector (see :func:`connector_jars`); ``jars=()`` starts Spark without it,
+    ``jars=None`` resolves the connector (see :func:`connector_jars`) and adds the load generator's JVM sender
+    (:func:`jvm_sender.build_jar`, compiled on first use); ``jars=()`` starts Spark without them,
     for pure transforms. ``conf`` overrides any setting. Only the first session of a process fixes the JVM's
     class path and memory: later calls reuse it.
     """
@@ -169,7 +170,12 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
                                              "port": port})
     connection = connection_mod.with_password(connection)
     public, secret = connection_clients.spark_conf(connection)
-    jar_paths = connector_jars(home) if jars is None else list(jars)
+    if jars is None:
+        from .jvm_sender import build_jar
+        jar_paths = connector_jars(home)
+        jar_paths = [*jar_paths, build_jar(home or default_home(), jar_paths)]   # the load generator's JVM sender
+    else:
+        jar_paths = list(jars)
     # the launcher reads this before any conf: without it Spark warns about the host's loopback name
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     # Python workers must run this interpreter: the jobs' functions are pickled by reference to spark_jobs

@@ -73,7 +73,9 @@ def test_should_run_every_experiment_for_each_application_and_complete_every_pro
 def test_should_measure_the_load_generator_capacity_with_both_senders(smoke):
     out, _ = smoke
     capacity = {r["config"]["sender"]: r for r in _runs(out) if r["experiment"] == "capacity"}
-    assert sorted(capacity) == ["null", "release_version"]
+    # release_version through the JVM sender, release_version_python through the Python driver beside it
+    assert sorted(capacity) == ["null", "release_version", "release_version_python"]
+    assert capacity["release_version"]["config"]["driver"] == "jvm"
     for sender, run in capacity.items():
         steps = run["config"]["steps"]
         assert steps and steps[0]["rate"] == 200.0 and run["app"] == "loadgen", sender
