@@ -23,8 +23,10 @@ SENTINEL_LENGTH = 8     # KeyCodec of the target's index alone: a 4-byte length 
 FLOORS = 2**31 - 1 - 0xFFFF
 
 
-def floor_key(index: int) -> bytes:
-    return (4).to_bytes(4, "big") + (2**31 - 1 - index).to_bytes(4, "big")
+def floor_key(index: int, spared: list[bytes] | tuple = ()) -> bytes:
+    """The floor's ``target_key``; a fan-out's deletion that spared the newest image's rows records it under that
+    image (execute/LineagePartition.floorExcept): a task of that image need not write above it."""
+    return ring.encode_key([(2**31 - 1 - index).to_bytes(4, "big")] + [bytes(c) for c in spared])
 
 
 def stale_entries(lineage_df, flow: str):
@@ -37,13 +39,14 @@ def stale_entries(lineage_df, flow: str):
         "target", F.conv(F.hex(F.substring("target_key", 5, 4)), 16, 10).cast("int")) \
         .where(F.col("target") < FLOORS)
     # the plugin's newest: the highest ts, the first in clustering order among equals (a sentinel sorts first)
-    newest = F.max(F.struct(F.col("ts"), (-F.length("target_key")).alias("neg_len"))) \
+    newest = F.max(F.struct(F.col("ts"), (-F.length("target_key")).alias("neg_len"), F.col("target_key"))) \
         .over(Window.partitionBy("source_key", "target"))
     df = df.withColumn("newest", newest)
     delete_at = F.when(F.col("newest.neg_len") == -SENTINEL_LENGTH, F.col("newest.ts")) \
         .otherwise(F.col("newest.ts") - 1)
     return df.where(F.col("ts") < F.col("newest.ts")).select(
-        "source_key", "target_key", "ts", "target", F.col("newest.ts").alias("newest_ts"), delete_at.alias("delete_at"))
+        "source_key", "target_key", "ts", "target", F.col("newest.ts").alias("newest_ts"), delete_at.alias("delete_at"),
+        F.col("newest.target_key").alias("newest_key"))
 
 
 def _values(spec: Mapping, target: Mapping, source_key: bytes, image: list[bytes]) -> dict:
@@ -76,9 +79,37 @@ def _quorum(cql: str):
     return SimpleStatement(cql, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
 
-def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_key: bytes, delete_at: int) -> int:
-    """Deletes the rows an old image of target ``index`` derived, at ``delete_at``: the full key, or its longest
-    known prefix of a known partition key (as the plugin's delete). Returns the number of DELETEs sent."""
+def sparing(spec: Mapping, index: int) -> bool:
+    """A lineage fan-out whose table no other target of the flow writes (execute/Lineage.sparesNewest): the deletion
+    of its older images' rows spares the newest image's rows, whose cells may keep their own timestamps."""
+    targets = spec["targets"]
+    if not 0 <= index < len(targets) or targets[index].get("mode") != "lineage" or not targets[index].get("fanout"):
+        return False
+    table = (targets[index]["keyspace"], targets[index]["table"])
+    return not any(i != index and (t["keyspace"], t["table"]) == table for i, t in enumerate(targets))
+
+
+def derived_keys(session, spec: Mapping, index: int, source_key: bytes, target_key: bytes) -> set[tuple]:
+    """The primary keys of the rows an image of target ``index`` derives (its fan-out read now)."""
+    image = ring.decode_key(target_key)[1:]
+    target = spec["targets"][index]
+    if not image or len(image) != len(target.get("lineage_columns") or []):
+        return set()
+    values = _values(spec, target, source_key, image)
+    keys = set()
+    for fan_row in _fanout_rows(session, target, values):
+        key = tuple((values if scope == "source" else fan_row).get(ref)
+                    for scope, ref in (derive.parse_ref(target["columns"][c]) for c in derive.primary_key(target)))
+        if None not in key:
+            keys.add(key)
+    return keys
+
+
+def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_key: bytes, delete_at: int,
+                spared: set[tuple] = frozenset()) -> int:
+    """Deletes the rows an old image of target ``index`` derived, at ``delete_at``, but those whose key is in
+    ``spared``: the full key, or its longest known prefix of a known partition key (as the plugin's delete). Returns
+    the number of DELETEs sent."""
     image = ring.decode_key(target_key)[1:]
     targets = spec["targets"]
     if not image or not 0 <= index < len(targets) or targets[index].get("mode") != "lineage" \
@@ -96,7 +127,7 @@ def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_ke
                 break
             columns.append(column)
             bound.append(value)
-        if len(columns) < len(target["partition_key"]):
+        if len(columns) < len(target["partition_key"]) or tuple(bound) in spared:
             continue
         where = " AND ".join(f"{_quoted(c)} = %s" for c in columns)
         session.execute(_quorum(f"DELETE FROM {_quoted(target['keyspace'])}.{_quoted(target['table'])} "
@@ -128,11 +159,23 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
     targets = spec["targets"]
     for entry in stale:
         index, at = entry["target"], entry["delete_at"]
-        if 0 <= index < len(targets) and not targets[index].get("fanout") \
+        source_key, newest_key = bytes(entry["source_key"]), bytes(entry["newest_key"])
+        spared, floor = frozenset(), None
+        if sparing(spec, index) and len(bytes(entry["target_key"])) > SENTINEL_LENGTH:
+            # as the plugin's convergence: the newest image's rows spared (its cells may be older than this
+            # deletion), the floor recorded under that image; a sentinel spares none
+            if len(newest_key) > SENTINEL_LENGTH:
+                spared = derived_keys(session, spec, index, source_key, newest_key)
+                floor = floor_key(index, ring.decode_key(newest_key)[1:])
+            else:
+                floor = floor_key(index)
+        elif 0 <= index < len(targets) and not targets[index].get("fanout") \
                 and len(bytes(entry["target_key"])) > SENTINEL_LENGTH:
+            floor = floor_key(index)
+        if floor is not None:
             # a deletion the source did not make: the floor first, as the plugin's convergence raises it
-            session.execute(write_floor, (spec["name"], bytes(entry["source_key"]), floor_key(index), at, at, at))
-        delete_rows(session, spec, index, bytes(entry["source_key"]), bytes(entry["target_key"]), at)
+            session.execute(write_floor, (spec["name"], source_key, floor, at, at, at))
+        delete_rows(session, spec, index, source_key, bytes(entry["target_key"]), at, spared)
         session.execute(delete_entry, (entry["delete_at"], spec["name"], bytes(entry["source_key"]),
                                        bytes(entry["target_key"])))
     progress(f"{label or 'backfill ' + spec['name']}: lineage converged, {len(stale)} older image(s) and their rows removed")

@@ -8,6 +8,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.function.Consumer;
+import java.util.function.Function;
 
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
@@ -59,9 +60,20 @@ final class FanoutPages
     ByteBuffer eachRowOfPage(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows,
                        Consumer<Map<String, ByteBuffer>> action)
     {
+        return eachRowOfPageChosen(task, target, values, from, rows, whole -> action);
+    }
+
+    /**
+     * As {@link #eachRowOfPage(Task, FlowSpec.Target, Map, ByteBuffer, long[], Consumer)}, the action chosen once the
+     * page is read: {@code actionFor.apply(true)} when the page is the whole fan-out (the first page, and no other
+     * follows), else {@code actionFor.apply(false)}.
+     */
+    ByteBuffer eachRowOfPageChosen(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, ByteBuffer from, long[] rows,
+                                   Function<Boolean, Consumer<Map<String, ByteBuffer>>> actionFor)
+    {
         if (target.fanout == null)
         {
-            action.accept(null);
+            actionFor.apply(from == null).accept(null);
             return null;
         }
         List<ByteBuffer> match = match(task, target, values);
@@ -69,6 +81,7 @@ final class FanoutPages
             return null;
         CqlGateway.Page page = statements.gateway.fetchPage(statements.prepare(query(target.fanout)), spec.readConsistency,
                                                             match, spec.pageSize, from);
+        Consumer<Map<String, ByteBuffer>> action = actionFor.apply(from == null && page.next == null);
         if (rowWriters == null || page.rows.size() < 2)
         {
             for (Map<String, ByteBuffer> row : page.rows)
@@ -95,6 +108,18 @@ final class FanoutPages
         ByteBuffer next = eachRowOfPage(task, target, values, null, rows, action);
         while (next != null)
             next = eachRowOfPage(task, target, values, next, rows, action);
+    }
+
+    /**
+     * The fan-out's first page (all of its rows when no page follows); empty when a match value is unknown.
+     * One read, as the first page of a task's fan-out.
+     */
+    CqlGateway.Page firstPage(FlowSpec.Target target, Map<String, ByteBuffer> values)
+    {
+        List<ByteBuffer> match = match(null, target, values);
+        if (match == null)
+            return new CqlGateway.Page(List.of(), null);
+        return statements.gateway.fetchPage(statements.prepare(query(target.fanout)), spec.readConsistency, match, spec.pageSize, null);
     }
 
     /**

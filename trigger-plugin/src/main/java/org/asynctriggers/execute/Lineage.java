@@ -25,7 +25,7 @@ import static org.asynctriggers.execute.Statements.longOf;
 /**
  * The targets in mode {@code lineage} (docs/design.md, "Lineage"): each task records the image its rows derive from
  * in {@code async_triggers.lineage}, writes those rows, and then deletes the rows of every older image.
- * About 640 lines: the image's record, its rows' writes above the floor and the convergence that deletes older images'
+ * About 790 lines: the image's record, its rows' writes above the floor and the convergence that deletes older images'
  * rows (and raises the floor) are one protocol whose ordering arguments refer to each other; split, each part would
  * need the others to be read. What a read of the partition holds is {@link LineagePartition}.
  */
@@ -48,6 +48,8 @@ final class Lineage
     private final ConsistencyLevel lineageRead;
     /** the indexes of the targets whose cells keep their own timestamps ({@link #keepsOwnTimestamps}) */
     private final Set<Integer> ownTimestamps = new java.util.HashSet<>();
+    /** the indexes of the fan-outs whose older images' deletions spare the newest image's rows ({@link #sparesNewest}) */
+    private final Set<Integer> sparing = new java.util.HashSet<>();
     /**
      * How much longer than its rows the entry of an image with a TTL lives: while it lives, a task of an older image
      * run late (a takeover, a retry) still finds it newer and deletes its own rows; the same window in which a direct
@@ -75,6 +77,8 @@ final class Lineage
         for (FlowSpec.Target target : spec.targets)
             if (keepsOwnTimestamps(spec, target))
                 ownTimestamps.add(target.index);
+            else if (sparesNewest(spec, target))
+                sparing.add(target.index);
     }
 
     /** Prepares the lineage table's statements. */
@@ -116,8 +120,8 @@ final class Lineage
 
     /**
      * What a task wrote to a lineage target: the entry its rows stand for, the floor their cells were written above,
-     * and how to write them again above a higher one (returning the newest timestamp written; null for a fan-out,
-     * whose cells are raised to the image's timestamp).
+     * and how to write them again above a higher one (returning the newest timestamp written; null where the cells
+     * are raised to the image's timestamp: a fan-out of more than one page, or one that does not spare).
      */
     static final class Written
     {
@@ -142,10 +146,16 @@ final class Lineage
      * from before a newer image must not outrank it), then write the rows derived from it. The row marker is at the
      * image's timestamp. Each other cell of a direct target keeps its own timestamp, raised just above the partition's
      * floor where that is newer ({@link LineagePartition}): the rows of an older image were deleted at the floor, and
-     * this image may name those very rows again. A fan-out's cells are at the newer of their own timestamp and the
-     * image's, since two images share rows there (a follower of both the old and the new author of a tweet) and the
-     * deletion of an older image's rows (at this image's timestamp minus one) must never reach this one's. The TTL
-     * of each is its own, the marker's that of the image's shortest-lived cell. A lineage column set to null by this
+     * this image may name those very rows again. Two images of a fan-out share rows (a follower of both the old and
+     * the new author of a tweet), and the deletion of an older image's rows (at this image's timestamp minus one) must
+     * never reach this one's. A fan-out that spares ({@link #sparesNewest}) leaves them out of that deletion instead,
+     * so that its cells keep their own timestamps, raised only above its floor for this image
+     * ({@link LineagePartition#fanoutFloorFor}): a cell raised to the image's timestamp ties with a value of the same
+     * column written at that timestamp after the task read the row (two updates of one row with one timestamp, the
+     * first one's task reading the row before the second lands), and the tie goes to the greater value, where the
+     * source has the second write's. It does so when its fan-out is one page: the convergence runs with the last page,
+     * and knows only the floor that page was written above. Other fan-outs' cells are at the newer of their own
+     * timestamp and the image's. The TTL of each is its own, the marker's that of the image's shortest-lived cell. A lineage column set to null by this
      * write is recorded as the target's sentinel at that cell's timestamp, so that older rows are cleaned up.
      * <p>
      * A source whose image expired before the task ran derives nothing: its sentinel is recorded at the image's
@@ -183,13 +193,14 @@ final class Lineage
             imageExpiresAt = imageExpiresAt == 0 ? task.rowExpiresAt() : Math.min(imageExpiresAt, task.rowExpiresAt());
         long at = imageTs;
         boolean direct = ownTimestamps.contains(target.index);
+        boolean spares = sparing.contains(target.index);
         Expiry expiry = imageExpiresAt == 0 ? Expiry.NONE : Expiry.remaining(imageExpiresAt, nowMillis);
         if (expiry.expired)
         {
             if (from == null)
             {
                 record(task, target, List.of(), at, 0, at);
-                if (direct)
+                if (direct || spares) // a sentinel spares no row
                     raiseFloor(task.serializedKey(), target.index, at);
             }
             return fanout.eachRowOfPage(task, target, values, from, rows,
@@ -197,8 +208,10 @@ final class Lineage
         }
         LineageEntry own = new LineageEntry(lineageKey(target.index, image), target.index, image, at, at, cellsExpire);
         Set<String> statics = spec.source.clustering.isEmpty() ? Set.of() : statements.gateway.staticColumns(spec.source.keyspace, spec.source.table);
-        // rows two images can share: every cell at least at the image's timestamp, as "above" gives for this floor
+        // rows two images can share and no deletion spares: every cell at least at the image's timestamp, as "above"
+        // gives for this floor
         CellTimes times = new CellTimes(at - 1, at, statics);
+        CellTimes spared = null; // a sparing fan-out's on its first page: its own timestamps above its floor
         LineageEntry before = null;
         // on the first page only: a fan-out's later pages go on from a start that recorded the image, and must go on
         // while a replica is down (a lineage read needs a quorum; its rows are written at the flow's level)
@@ -215,23 +228,40 @@ final class Lineage
             before = recorded.entryOf(own);
             if (direct)
                 times = new CellTimes(recorded.floorFor(own, before), at, statics);
+            else if (spares)
+                spared = new CellTimes(recorded.fanoutFloorFor(own, before), at, statics);
         }
         CellTimes cellTimes = times;
         long markerExpiresAt = imageExpiresAt;
+        // the same whichever times a sparing fan-out's page gets: a cell above the floor keeps its timestamp in both,
+        // one under it is at most the image's timestamp in both
         long written = Math.max(at, newestCell(target, source, cellTimes));
+        LineageEntry entry = own.writtenUpTo(written);
         LongUnaryOperator rewrite = !direct ? null : above -> {
             writeRow(task, target, values, source, null, at, markerExpiresAt, nowMillis, cellTimes.above(above));
             return Math.max(at, newestCell(target, source, cellTimes.above(above)));
         };
-        mine.put(target.index, new Written(own.writtenUpTo(written), before, cellTimes.floor, rewrite));
+        mine.put(target.index, new Written(entry, before, cellTimes.floor, rewrite));
         if (from == null) // a resumed fan-out recorded its image with its first page
         {
             record(task, target, image, at, expiry.ttl == 0 ? 0 : expiry.plus(EXPIRED_IMAGE_GRACE_SECONDS), written);
             if (!spec.source.clustering.isEmpty())
                 statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(task.key()), task.serializedKey(), bigint(at));
         }
-        return fanout.eachRowOfPage(task, target, values, from, rows,
-                                    row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellTimes));
+        if (spared == null)
+            return fanout.eachRowOfPage(task, target, values, from, rows,
+                                        row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellTimes));
+        CellTimes ownTimes = spared;
+        LineageEntry before0 = before;
+        return fanout.eachRowOfPageChosen(task, target, values, from, rows, whole -> {
+            if (!whole) // more pages: they run later, and their convergence no longer knows this page's floor
+                return row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, cellTimes);
+            mine.put(target.index, new Written(entry, before0, ownTimes.floor, above -> {
+                fanout.eachRow(task, target, values, row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, ownTimes.above(above)));
+                return Math.max(at, newestCell(target, source, ownTimes.above(above)));
+            }));
+            return row -> writeRow(task, target, values, source, row, at, markerExpiresAt, nowMillis, ownTimes);
+        });
     }
 
     /**
@@ -375,6 +405,23 @@ final class Lineage
                 keyed.add(expr.column);
         }
         return keyed.containsAll(target.lineageColumns); // else two images can name one row
+    }
+
+    /**
+     * Whether the target is a fan-out whose older images' deletions spare the newest image's rows, so that its cells
+     * keep their own timestamps above its floor (as a direct target's, {@link #keepsOwnTimestamps}): a lineage fan-out
+     * whose table no other target of the flow writes. A row of another target there (an author's own timeline row,
+     * also a follower's row of another author) is deleted with that target's images, and this one's cells in it are
+     * raised to their image's timestamp to outlive that.
+     */
+    private static boolean sparesNewest(FlowSpec spec, FlowSpec.Target target)
+    {
+        if (target.mode != FlowSpec.Mode.LINEAGE || target.fanout == null)
+            return false;
+        for (FlowSpec.Target other : spec.targets)
+            if (other != target && other.keyspace.equals(target.keyspace) && other.table.equals(target.table))
+                return false;
+        return true;
     }
 
     /** The source row's lineage partition, at the level that meets every lineage write. */
@@ -537,6 +584,29 @@ final class Lineage
      * it wrote it) deletes its rows the same way. Each of these deletions of a direct target's rows raises that
      * target's floor first.
      * <p>
+     * A fan-out that spares ({@link #sparesNewest}) leaves out of each of these deletions the rows of the newest image
+     * (the keys of its fan-out's first page, read once), and records its floor under that image: a task of the newest
+     * image, which writes its cells at their own timestamps, needs no raise for a deletion that spared its rows. Why
+     * that holds: a task that finds its image the newest, or that converges, has every deletion made so far of one
+     * of three kinds. One by a convergence that saw this image as the newest spared its rows, and its floor is under
+     * this image. One by a convergence whose newest was an older entry E, which had not seen this image (it read the
+     * partition before this image's entry was recorded): the entry E was recorded before that read, so before this
+     * image's, so this image's task finds E when it converges, if not when it wrote; for every such E it writes above
+     * the deletions E's convergence may make ({@link LineagePartition#fanoutFloorFor}), again when converging if E
+     * came after its first read. And one made when this image was an older one (a return to it, or a deletion for a
+     * sentinel), whose floor is under another image or none, above which the task writes. A task of an older image
+     * that writes at all (it read the partition before the newer entry was recorded) puts into the rows the two share
+     * only the source's cells at their own timestamps (raised no higher than its older image's), and its
+     * convergence, reading after its own entry was recorded, deletes its image sparing the newest image's rows, or
+     * is the one the newest image's task finds. A deletion under a newer sentinel spares nothing:
+     * nothing derives from it. A fan-out of more than one page spares its first page only, and its tasks raise every
+     * cell to the image's timestamp as before; its floor is recorded under no image. All of this assumes the fan-out
+     * table does not change (as ctl verify does): a fan added to the newest image after a deletion read its fan-out
+     * gets its row from a later task of the image, written at its own timestamps, under the deletion.
+     * <p>
+     * Each floor row a fan-out's raise leaves of no use ({@link LineagePartition#floorsLeftBehind}) is deleted at its
+     * own timestamp (a raise of that row since is newer, and stays).
+     * <p>
      * A task whose image is the newest and that finds the floor, or an older entry of another image, above the floor
      * it wrote its cells with writes them again above it: that entry's task may have read the partition before this
      * image was recorded, and delete its rows as an older image's.
@@ -567,16 +637,17 @@ final class Lineage
             for (LineageEntry entry : group.getValue())
                 if (newest == null || entry.newerThan(newest))
                     newest = entry;
+            Spared spared = sparing.contains(index) && !newest.image.isEmpty() ? new Spared(key, index, newest) : null;
             for (LineageEntry entry : group.getValue())
             {
                 if (entry == newest)
                     continue;
                 long deleteAt = deletionOf(index, entry, newest);
-                deleteImage(sourceKey, key, index, entry, deleteAt, recorded, floors);
+                deleteImage(sourceKey, key, index, entry, deleteAt, recorded, floors, spared);
                 statements.execute(Cql.lineageDelete(), lineageWrite, bigint(deleteAt), flowNameBytes, sourceKey, entry.targetKey);
             }
             if (deletedAt != Long.MIN_VALUE && !newest.image.isEmpty() && newest.ts > deletedAt)
-                deleteRowsOf(key, index, newest, deletedAt); // as the source's deletion did: no floor
+                deleteRowsOf(key, index, newest, deletedAt, null); // as the source's deletion did: no floor
             Written own = mine.get(index);
             if (own == null)
                 continue;
@@ -584,12 +655,12 @@ final class Lineage
             if (!ownEntry.targetKey.equals(newest.targetKey))
             {
                 if (group.getValue().stream().noneMatch(e -> e.targetKey.equals(ownEntry.targetKey)))
-                    deleteImage(sourceKey, key, index, ownEntry, deletionOf(index, ownEntry, newest), recorded, floors); // deleted before this task wrote it
+                    deleteImage(sourceKey, key, index, ownEntry, deletionOf(index, ownEntry, newest), recorded, floors, spared); // deleted before this task wrote it
             }
             else if (own.rewrite != null)
             {
                 // an older image's task that had not seen this one may delete its rows at up to its own timestamp
-                long above = recorded.floorFor(newest, own.before);
+                long above = sparing.contains(index) ? recorded.fanoutFloorFor(newest, own.before) : recorded.floorFor(newest, own.before);
                 if (above > own.floor)
                 {
                     long written = own.rewrite.applyAsLong(above);
@@ -606,7 +677,7 @@ final class Lineage
      * @param raised the floors this task raised, per target index (added to)
      */
     private void deleteImage(ByteBuffer sourceKey, List<ByteBuffer> key, int index, LineageEntry entry, long deleteAt,
-                             LineagePartition recorded, Map<Integer, Long> raised)
+                             LineagePartition recorded, Map<Integer, Long> raised, Spared spared)
     {
         if (entry.image.isEmpty())
             return; // a sentinel derived nothing
@@ -615,7 +686,76 @@ final class Lineage
             raiseFloor(sourceKey, index, deleteAt);
             raised.put(index, deleteAt);
         }
-        deleteRowsOf(key, index, entry, deleteAt);
+        else if (sparing.contains(index))
+        {
+            List<ByteBuffer> exempt = spared == null ? List.of() : spared.image();
+            if (deleteAt > Math.max(recorded.floorRow(index, exempt), raised.getOrDefault(index, LineagePartition.NO_FLOOR)))
+            {
+                record(sourceKey, LineagePartition.floorIndex(index), exempt, deleteAt, 0, deleteAt);
+                raised.put(index, deleteAt);
+                recorded.floorsLeftBehind(index, exempt, deleteAt).forEach((image, ts) -> statements.execute(
+                    Cql.lineageDelete(), lineageWrite, bigint(ts), flowNameBytes, sourceKey, lineageKey(LineagePartition.floorIndex(index), image)));
+            }
+        }
+        deleteRowsOf(key, index, entry, deleteAt, spared);
+    }
+
+    /**
+     * The rows a sparing fan-out's deletion of older images leaves ({@link #sparesNewest}): those of the newest image,
+     * the keys its fan-out's first page derives (read once, when the convergence first deletes a row; a fan-out of one
+     * page is all of them, and only such a one's task writes its cells at their own timestamps). None for a sentinel,
+     * which derives nothing, or another target.
+     */
+    private final class Spared
+    {
+        private final List<ByteBuffer> key;
+        private final int index;
+        private final LineageEntry newest;
+        private Set<List<ByteBuffer>> rows;
+        private boolean whole;
+
+        Spared(List<ByteBuffer> key, int index, LineageEntry newest)
+        {
+            this.key = key;
+            this.index = index;
+            this.newest = newest;
+        }
+
+        /**
+         * The image whose rows the deletion spares, under which its floor is recorded: when its fan-out is one page;
+         * else empty, a floor that spares none (the later pages' rows are deleted, and their cells were raised to the
+         * image's timestamp).
+         */
+        List<ByteBuffer> image()
+        {
+            rows();
+            return whole ? newest.image : List.of();
+        }
+
+        boolean contains(List<ByteBuffer> row)
+        {
+            return rows().contains(row);
+        }
+
+        private Set<List<ByteBuffer>> rows()
+        {
+            if (rows != null)
+                return rows;
+            rows = new java.util.HashSet<>();
+            if (newest.image.size() != spec.targets.get(index).lineageColumns.size())
+                return rows;
+            FlowSpec.Target target = spec.targets.get(index);
+            Map<String, ByteBuffer> values = imageValues(key, target, newest.image);
+            CqlGateway.Page page = fanout.firstPage(target, values);
+            whole = page.next == null;
+            for (Map<String, ByteBuffer> row : page.rows)
+            {
+                List<ByteBuffer> derived = FlowExecutor.keyOf(target, values, row);
+                if (derived != null)
+                    rows.add(derived);
+            }
+            return rows;
+        }
     }
 
     /** When an old image's rows are deleted, given the newest entry of the target. */
@@ -627,8 +767,8 @@ final class Lineage
         return shared ? at : Math.max(at, old.written);
     }
 
-    /** Deletes the rows an old image of a target derived, at {@code deleteAt}. */
-    private void deleteRowsOf(List<ByteBuffer> key, int index, LineageEntry entry, long deleteAt)
+    /** Deletes the rows an old image of a target derived, at {@code deleteAt}, but those {@code spared} (null: none). */
+    private void deleteRowsOf(List<ByteBuffer> key, int index, LineageEntry entry, long deleteAt, Spared spared)
     {
         if (entry.image.isEmpty())
             return; // a sentinel derived nothing
@@ -645,6 +785,9 @@ final class Lineage
             return;
         }
         Map<String, ByteBuffer> old = imageValues(key, target, entry.image);
-        fanout.eachRow(null, target, old, row -> targetRows.delete(null, target, old, row, deleteAt));
+        fanout.eachRow(null, target, old, row -> {
+            if (spared == null || !spared.contains(FlowExecutor.keyOf(target, old, row)))
+                targetRows.delete(null, target, old, row, deleteAt);
+        });
     }
 }

@@ -29,6 +29,8 @@ final class LineagePartition
     final List<Map<String, ByteBuffer>> unreadable = new ArrayList<>();
     /** per target index, its floor */
     private final Map<Integer, Long> floors = new HashMap<>();
+    /** per target index, its floor rows: each exempt image's (empty: none) newest deletion ({@link #floorExcept}) */
+    private final Map<Integer, Map<List<ByteBuffer>, Long>> floorRows = new HashMap<>();
 
     private LineagePartition(List<Map<String, ByteBuffer>> rows)
     {
@@ -38,7 +40,11 @@ final class LineagePartition
             if (entry == null)
                 unreadable.add(row);
             else if (entry.target >= FLOORS)
+            {
                 floors.merge(Integer.MAX_VALUE - entry.target, entry.ts, Math::max);
+                floorRows.computeIfAbsent(Integer.MAX_VALUE - entry.target, t -> new LinkedHashMap<>())
+                         .merge(entry.image, entry.ts, Math::max);
+            }
             else
                 byTarget.computeIfAbsent(entry.target, t -> new ArrayList<>()).add(entry);
         }
@@ -54,6 +60,48 @@ final class LineagePartition
     long floorOf(int index)
     {
         return floors.getOrDefault(index, NO_FLOOR);
+    }
+
+    /**
+     * Target {@code index}'s floor for the rows of {@code image} (a fan-out's, {@link Lineage}): the newest deletion
+     * of its images' rows that did not spare that image's rows. A fan-out's deletion of an older image's rows spares
+     * the rows of the image that was the newest then, and records its floor under that image; a floor under no image
+     * (a deletion for a sentinel, or by a version before fan-out floors) spares none.
+     */
+    long floorExcept(int index, List<ByteBuffer> image)
+    {
+        long at = NO_FLOOR;
+        for (Map.Entry<List<ByteBuffer>, Long> row : floorRows.getOrDefault(index, Map.of()).entrySet())
+            if (row.getKey().isEmpty() || !row.getKey().equals(image))
+                at = Math.max(at, row.getValue());
+        return at;
+    }
+
+    /** The floor recorded under {@code exempt} (empty: the floor that spares no image); {@link #NO_FLOOR}: none. */
+    long floorRow(int index, List<ByteBuffer> exempt)
+    {
+        return floorRows.getOrDefault(index, Map.of()).getOrDefault(exempt, NO_FLOOR);
+    }
+
+    /**
+     * The floor rows of target {@code index} that {@code more} (a row about to be raised: its exempt image and
+     * timestamp) leaves of no use: {@link #floorExcept} of any image is the same without them, as two rows of
+     * distinct exempt images at least as new stand for them (one of the two is not that image's). Deleting them keeps
+     * a source row's floors to two per target however many images it goes through.
+     */
+    Map<List<ByteBuffer>, Long> floorsLeftBehind(int index, List<ByteBuffer> exempt, long at)
+    {
+        Map<List<ByteBuffer>, Long> rows = new LinkedHashMap<>(floorRows.getOrDefault(index, Map.of()));
+        rows.merge(exempt, at, Math::max);
+        List<Map.Entry<List<ByteBuffer>, Long>> newest = new ArrayList<>(rows.entrySet());
+        newest.sort((x, y) -> Long.compare(y.getValue(), x.getValue()));
+        Map<List<ByteBuffer>, Long> behind = new LinkedHashMap<>();
+        if (newest.size() < 3)
+            return behind;
+        for (Map.Entry<List<ByteBuffer>, Long> row : newest.subList(2, newest.size()))
+            if (!row.getKey().equals(exempt))
+                behind.put(row.getKey(), row.getValue());
+        return behind;
     }
 
     static LineagePartition of(List<Map<String, ByteBuffer>> rows)
@@ -106,6 +154,39 @@ final class LineagePartition
         for (LineageEntry entry : entriesOf(image.target))
             if (!entry.targetKey.equals(image.targetKey) && image.newerThan(entry) && entry.newerThan(before))
                 at = Math.max(at, Math.max(entry.ts, before.written));
+        return at;
+    }
+
+    /**
+     * The timestamp the cells of {@code image}'s rows in a fan-out ({@link Lineage}) must be above: the target's floor
+     * for that image ({@link #floorExcept}); {@code before}'s {@code written} when it has a TTL (as in
+     * {@link #floorFor}); and every deletion an entry of another image older than {@code image} may still make: such
+     * an entry's task may converge without having seen this image (it read the partition before this one was
+     * recorded), take itself for the newest, and delete the rows of each entry older than it (of another image, or
+     * {@code before}) but its own, at the timestamp its convergence would: this image's rows among them where the
+     * images share rows. Whichever of the two tasks reads the partition last sees the other's entry, and this one then
+     * writes its cells again above it ({@link Lineage#converge}). A deletion by a task that sees this image as the
+     * newest spares this image's rows, and needs no term.
+     */
+    long fanoutFloorFor(LineageEntry image, LineageEntry before)
+    {
+        long at = floorExcept(image.target, image.image);
+        List<LineageEntry> entries = new ArrayList<>(entriesOf(image.target));
+        if (before != null)
+        {
+            if (before.ttl > 0)
+                at = Math.max(at, before.written);
+            if (!entries.contains(before)) // replaced by this image's own entry once it is recorded
+                entries.add(before);
+        }
+        for (LineageEntry newer : entries)
+        {
+            if (newer.targetKey.equals(image.targetKey) || !image.newerThan(newer))
+                continue;
+            for (LineageEntry older : entries)
+                if (!older.targetKey.equals(newer.targetKey) && newer.newerThan(older))
+                    at = Math.max(at, newer.image.isEmpty() || older.ts == newer.ts ? newer.ts : newer.ts - 1);
+        }
         return at;
     }
 
