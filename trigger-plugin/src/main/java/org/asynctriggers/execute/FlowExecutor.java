@@ -172,12 +172,32 @@ public final class FlowExecutor
                     lineage.deletePartial(task, clusteringOrder);
                 return ExecutionResult.success(rows[0]);
             }
+            long deletedAt = Math.max(source.hasDeletion() ? source.deletionTimestamp : Long.MIN_VALUE, deletedSince(task, images));
             for (FlowSpec.Target target : spec.targets)
-                if (target.mode == FlowSpec.Mode.LINEAGE && source.hasDeletion())
-                    lineage.recordDelete(task.serializedKey(), target, source.deletionTimestamp);
-            lineage.converge(task, task.key(), images, source.hasDeletion() ? source.deletionTimestamp : Long.MIN_VALUE);
+                if (target.mode == FlowSpec.Mode.LINEAGE && deletedAt != Long.MIN_VALUE)
+                    lineage.recordDelete(task.serializedKey(), target, deletedAt);
+            lineage.converge(task, task.key(), images, deletedAt);
         }
         return ExecutionResult.success(rows[0]);
+    }
+
+    /**
+     * A range or partition deletion of a clustered source that reached this row after the task read it: the deletion's
+     * own task finds the rows to delete in {@code async_triggers.lineage_keys} ({@link Lineage#deletePartial}), and
+     * when it read them before this task recorded the row there, it deleted none of this task's images' rows. Read
+     * again now that the row is recorded (the deletion was applied here before its task ran, and that task runs here
+     * too), the row's deletion, when newer than an image this task wrote, is then this task's to make, as a row
+     * deletion's task would; Long.MIN_VALUE: none (no image, or none older than the row's deletion).
+     */
+    private long deletedSince(Task task, Map<Integer, Lineage.Written> images)
+    {
+        if (!clustered || images.isEmpty())
+            return Long.MIN_VALUE;
+        long deletedAt = statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()).deletedAt;
+        for (Lineage.Written written : images.values())
+            if (!written.entry.image.isEmpty() && written.entry.ts < deletedAt)
+                return deletedAt;
+        return Long.MIN_VALUE;
     }
 
     /**

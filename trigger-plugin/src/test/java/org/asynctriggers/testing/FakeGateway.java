@@ -582,11 +582,24 @@ public final class FakeGateway implements CqlGateway
         return Set.copyOf(table(keyspace, table).staticColumns);
     }
 
+    private Runnable afterNextLocalRead;
+
+    /** Runs {@code what} once, right after the next read of this node's replica: a write that lands while a task runs. */
+    public FakeGateway afterNextLocalRead(Runnable what)
+    {
+        afterNextLocalRead = what;
+        return this;
+    }
+
     /** Reads on "this node's replica": the fake has one copy of everything. */
     @Override
     public List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values)
     {
         List<Map<String, ByteBuffer>> rows = execute(statement, ConsistencyLevel.ONE, values);
+        Runnable hook = afterNextLocalRead;
+        afterNextLocalRead = null;
+        if (hook != null)
+            hook.run();
         if (!staticsMissedHere)
             return rows;
         Matcher m = SELECT.matcher(statement.cql);
