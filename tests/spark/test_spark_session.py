@@ -72,7 +72,9 @@ def test_should_load_the_connector_in_a_session_with_the_resolved_jars(jar_home)
         print("started", round(time.monotonic() - t, 1), flush=True)
         print("loaded", session.connector_loaded(spark), flush=True)
         reader = spark.read.format(session.CASSANDRA_FORMAT).options(keyspace="ks", table="t")
-        print("jars", len(spark.conf.get("spark.jars").split(",")), flush=True)
+        print("jars", spark.conf.get("spark.jars"), flush=True)
+        loader = spark._jvm.java.lang.Thread.currentThread().getContextClassLoader()
+        print("sender", spark._jvm.java.lang.Class.forName("org.asynctriggers.loadgen.JvmLoad", True, loader).getName(), flush=True)
         spark.stop()
     """)
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
@@ -80,5 +82,9 @@ def test_should_load_the_connector_in_a_session_with_the_resolved_jars(jar_home)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)
     assert lines["loaded"] == "True", proc.stdout + proc.stderr[-3000:]
-    assert int(lines["jars"]) == len(session.connector_jars(jar_home))
+    # the connector's jars, and the load generator's JVM sender compiled against them
+    from async_triggers.spark_jobs import jvm_sender
+    assert sorted(lines["jars"].split(",")) == sorted(
+        [str(j) for j in session.connector_jars(jar_home)] + [str(jvm_sender.jar_path(jar_home))])
+    assert lines["sender"] == "org.asynctriggers.loadgen.JvmLoad"
     print(f"session with connector started in {lines['started']} s")
