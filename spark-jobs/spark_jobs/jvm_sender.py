@@ -144,11 +144,9 @@ def run(spark, phases: Sequence[Phase], partitions: int, seed: int, requests: Jv
     if requests.kind not in (TWEET, QUERY) or (requests.kind == TWEET and requests.tweets is None):
         raise LoadGenError(f"a JVM sender sends tweets (kind {TWEET}, with their source) or a query (kind {QUERY}), "
                            f"found kind {requests.kind!r}" + (" without tweets" if requests.kind == TWEET else ""))
-    from .loadgen import task_slots
+    from .loadgen import check_cores
     sc = spark.sparkContext
-    cores = task_slots(sc, partitions)
-    if partitions > cores:
-        raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has ({sc.master})")
+    check_cores(sc, partitions)
     plans = [encode_plan(schedule(phases, partitions, task, seed, arrivals), seed, task, requests)
              for task in range(partitions)]
     settings = {k: v for k, v in spark.sparkContext.getConf().getAll() if k.startswith("spark.cassandra.")}

@@ -66,11 +66,7 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
     if not start_delay_s >= 0:
         raise LoadGenError(f"'start_delay_s' must be positive or zero, found: {start_delay_s}")
     sc = spark.sparkContext
-    cores = task_slots(sc, partitions)
-    if partitions > cores:
-        raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has "
-                           f"({sc.master}): the tasks would not all run at once, and the later ones would send "
-                           "their share late")
+    check_cores(sc, partitions)
     phases = tuple(phases)
 
     def one_task(_rows: Iterable) -> list[Record]:
@@ -87,6 +83,15 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
             close_senders(senders)
 
     return sc.parallelize(range(partitions), partitions).barrier().mapPartitions(one_task)
+
+
+def check_cores(sc, partitions: int) -> None:
+    """Every task of a barrier stage must run at once: refuse more partitions than Spark has cores."""
+    cores = task_slots(sc, partitions)
+    if partitions > cores:
+        raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has "
+                           f"({sc.master}): the tasks would not all run at once, and the later ones would send "
+                           "their share late")
 
 
 def task_slots(sc, wanted: int, wait_s: float = 60.0) -> int:

@@ -210,16 +210,22 @@ final class Dispatcher
      */
     private static boolean transient_(Throwable e)
     {
-        Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+        Throwable cause = unwrapped(e);
         return cause instanceof UnavailableException || cause instanceof WriteTimeoutException
                || cause instanceof WriteFailureException || cause instanceof ReadTimeoutException
                || cause instanceof DriverTimeoutException || cause instanceof AllNodesFailedException
                || cause instanceof ClosedConnectionException || cause instanceof HeartbeatException;
     }
 
+    /** The driver's error itself, not the CompletionException a chained stage wraps it in. */
+    private static Throwable unwrapped(Throwable e)
+    {
+        return e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+    }
+
     static String describe(Throwable e)
     {
-        Throwable cause = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
+        Throwable cause = unwrapped(e);
         String text = (cause.getClass().getSimpleName() + ": " + cause.getMessage()).trim();
         return text.length() <= MAX_ERROR_CHARS ? text : text.substring(0, MAX_ERROR_CHARS - 1) + "…";
     }
