@@ -50,26 +50,30 @@ def resource_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
               "Queue", "Number of Nodes App", "DB", "Queue", "Total"]
     rows, used, projected = [], [], False
     for app in APPS:
-        run = latest(runs, table["experiment"], app, nodes)
-        if run is not None and run.get("resources") is not None:
-            used.append(run["run_id"])
-            projected = projected or bool(run.get("projected"))
-        else:
-            run = None
+        # every measured repetition; a table we cannot measure here (16 nodes) reads its projection
+        reps = [r for r in repetitions(runs, table["experiment"], app, nodes) if r.get("resources") is not None]
+        if not reps:
+            run = latest(runs, table["experiment"], app, nodes)
+            reps = [run] if run is not None and run.get("resources") is not None else []
+        used += [r["run_id"] for r in reps]
+        projected = projected or any(r.get("projected") for r in reps)
         pub = table["rows"][app]
-        figures = {comp: component_figures(run, comp) for comp in COMPONENTS}
+        figures = [{comp: component_figures(r, comp) for comp in COMPONENTS} for r in reps]
 
-        def ours(comp: str, key: str, fmt: Callable[[float], str]) -> str:
-            if run is None:
+        def ours(comp: str, key: str, fmt: Callable[[float | None], str]) -> str:
+            if not reps:
                 return NA
-            return NONE if figures[comp] is None else fmt(figures[comp][key])
+            if figures[0][comp] is None:
+                return NONE
+            return spread([f[comp][key] for f in figures if f[comp] is not None], fmt)
 
         row = [reference.RESOURCE_LABELS[app]]
         for key, pub_key in (("cpu_pct", "cpu_pct"), ("memory_gb", "memory_gb"), ("network_mb_s", "network_mb_s")):
             row += [cell(pub[pub_key][comp], ours(comp, key, fmt_sig)) for comp in COMPONENTS]
-        row += [cell(pub["nodes"][comp], ours(comp, "processes", lambda v: str(int(v)))) for comp in COMPONENTS]
-        total = NA if run is None else str(int(sum(f["processes"] for f in figures.values() if f is not None)))
-        row.append(cell(pub["nodes"]["total"], total))
+        row += [cell(pub["nodes"][comp], ours(comp, "processes", lambda v: NA if v is None else str(int(v))))
+                for comp in COMPONENTS]
+        totals = [sum(c["processes"] for c in f.values() if c is not None) for f in figures]
+        row.append(cell(pub["nodes"]["total"], spread(totals, lambda v: NA if v is None else str(int(v)))))
         rows.append(row)
     lines = _captioned(table, nodes, used, md_table(header, rows))
     lines.insert(4, "Ours: CPU is the average per process (100 % = one core busy), memory the sum of resident "

@@ -24,7 +24,6 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
     every = list(runs)
     invalid = [r["run_id"] for r in runs if r.get("valid") is False]
     runs = with_burst_base([r for r in runs if r.get("valid", True)], "lowest")
-    cost = {app: app_cost_per_message(at("saturating", app)) for app in APPS}
     rows = []
 
     def each_repetition(name, experiment, a, b, value: Callable[[dict], float | None], ok: Callable[[float], bool]):
@@ -62,15 +61,22 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
                                "repetitions measured no throughput)", "not measured"))
         else:
             ratio_row(name, _ratio(min(capacity), highest_offered(runs)) if capacity else None, lambda v: v >= 3)
-    by_sender = {get(r, "config", "sender"): get(r, "throughput_msg_s") for r in runs if r["experiment"] == "capacity"}
-    if by_sender.get("release_version_blocking") and by_sender.get("release_version") is not None:
-        new, old = by_sender["release_version"], by_sender["release_version_blocking"]
-        rows.append(("load generator capacity against the cluster: asynchronous vs the former blocking threads",
-                     f"{new:.0f} vs {old:.0f} requests/s ({new / old:.1f}x)", "counted"))
-    if by_sender.get("release_version_python") and by_sender.get("release_version") is not None:
-        jvm, python = by_sender["release_version"], by_sender["release_version_python"]
-        rows.append(("load generator capacity against the cluster: the JVM sender (Java driver) vs the Python driver",
-                     f"{jvm:.0f} vs {python:.0f} requests/s ({jvm / python:.1f}x)", "counted"))
+    def capacities(sender):
+        return [get(r, "throughput_msg_s") for r in sorted(runs, key=repetition)
+                if r["experiment"] == "capacity" and get(r, "config", "sender") == sender]
+
+    for new_sender, old_sender, name in (
+            ("release_version", "release_version_blocking",
+             "load generator capacity against the cluster: asynchronous vs the former blocking threads"),
+            ("release_version", "release_version_python",
+             "load generator capacity against the cluster: the JVM sender (Java driver) vs the Python driver")):
+        new, old = capacities(new_sender), capacities(old_sender)
+        if new and old and all(v is not None for v in new) and all(old):
+            pairs = list(zip(new, old))
+            shown = ", ".join(f"{n:.0f} vs {o:.0f}" for n, o in pairs)
+            ratios = [n / o for n, o in pairs]
+            spread_x = f"{ratios[0]:.1f}x" if len(ratios) == 1 else f"{min(ratios):.1f}x–{max(ratios):.1f}x"
+            rows.append((name, f"{shown} requests/s ({spread_x})", "counted"))
     rows.append(("runs where the load generator kept its schedule (invalid runs are left out of every table)",
                  f"{len(invalid)} invalid" + (f": {', '.join(invalid)}" if invalid else ""),
                  "met" if not invalid else "MISSED"))
@@ -85,10 +91,10 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
                             response(key), lambda v: v <= 1)
     each_repetition("80 %: synchronous median >= 5x integrated's", "80pct", "synchronous", "integrated",
                     response("median"), lambda v: v >= 5)
-    ratio_row("application CPU per message: integrated <= 0.2x external queue's",
-              _ratio(*(c[0] if c else None for c in (cost["integrated"], cost["external_queue"]))), lambda v: v <= 0.2)
-    ratio_row("application network bytes per message: integrated <= 0.2x external queue's",
-              _ratio(*(c[1] if c else None for c in (cost["integrated"], cost["external_queue"]))), lambda v: v <= 0.2)
+    for i, what in ((0, "CPU"), (1, "network bytes")):
+        each_repetition(f"application {what} per message: integrated <= 0.2x external queue's", "saturating",
+                        "integrated", "external_queue", lambda run, i=i: (app_cost_per_message(run) or (None, None))[i],
+                        lambda v: v <= 0.2)
     # the flow's fan-out with its queues never empty (experiments.bulk_writer.flow_fanout) against the bulk writer,
     # repetition by repetition; without such runs, the saturating run's fan-out against the latest bulk writer
     fanout_name = "fan-out rows/s: integrated >= 0.9x plain bulk writer"

@@ -363,3 +363,29 @@ def test_should_hold_the_fan_out_target_only_in_every_repetition_and_not_divide_
     assert rows["fan-out rows/s: integrated >= 0.9x plain bulk writer"] == ("0.71x–1.39x (3 repetitions)", "MISSED")
     assert rows["load generator capacity >= 3x the highest offered rate, alone (a sender answered at once)"] == (
         "not measured (1 of 2 repetitions measured no throughput)", "not measured")
+
+
+def test_should_give_every_repetition_in_table_3_and_hold_the_cost_targets_in_each(tmp_path):
+    d = tmp_path / "r"
+    # the application's CPU seconds per 100,000 messages in three repetitions: integrated 5, 8, 2; queue 90, 30, 80
+    for i, (ours, theirs) in enumerate(((5, 90), (8, 30), (2, 80)), start=1):
+        for app, cpu, offset in (("integrated", ours, 0), ("external_queue", theirs, 10)):
+            run = make("saturating", app, [1, 2, 3], offset=offset + 100 * i, config={"repetition": i},
+                       throughput_msg_s=1000,
+                       resources={"window_s": 100, "messages": 100_000, "app": comp(1, cpu, 1.0, 20e6),
+                                  "db": comp(2, 130, 7.0, 800e6),
+                                  "queue": comp(1, 20, 0.5, 50e6) if app == "external_queue" else None})
+            results.write_run(d, run)
+    runs = results.load_runs(d)
+    text = report.markdown(runs)
+    table = section(text, "Table 3: Resource Utilization, Saturating Workload, 2 Database Nodes.")
+    integrated = next(line for line in table if line.startswith("| Integrated |"))
+    assert integrated.startswith("| Integrated | 2.30 / 5.00 (2.00–8.00) | 40.9 / 65.0 |"), integrated
+    assert "runs: `" in text and text.count("-saturating-integrated-") >= 3
+    rows = {name: (measured, verdict) for name, measured, verdict in targets.targets(runs)}
+    # 5/90, 8/30 (0.27x: missed), 2/80 (0.025x)
+    assert rows["application CPU per message: integrated <= 0.2x external queue's"] == (
+        "0.02x–0.27x (3 repetitions)", "MISSED")
+    # the same bytes per message in each repetition
+    assert rows["application network bytes per message: integrated <= 0.2x external queue's"] == (
+        "1.00x–1.00x (3 repetitions)", "MISSED")
