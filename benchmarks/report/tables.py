@@ -70,10 +70,9 @@ def resource_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
         row = [reference.RESOURCE_LABELS[app]]
         for key, pub_key in (("cpu_pct", "cpu_pct"), ("memory_gb", "memory_gb"), ("network_mb_s", "network_mb_s")):
             row += [cell(pub[pub_key][comp], ours(comp, key, fmt_sig)) for comp in COMPONENTS]
-        row += [cell(pub["nodes"][comp], ours(comp, "processes", lambda v: NA if v is None else str(int(v))))
-                for comp in COMPONENTS]
+        row += [cell(pub["nodes"][comp], ours(comp, "processes", _fmt_count)) for comp in COMPONENTS]
         totals = [sum(c["processes"] for c in f.values() if c is not None) for f in figures]
-        row.append(cell(pub["nodes"]["total"], spread(totals, lambda v: NA if v is None else str(int(v)))))
+        row.append(cell(pub["nodes"]["total"], spread(totals, _fmt_count)))
         rows.append(row)
     lines = _captioned(table, nodes, used, md_table(header, rows))
     lines.insert(4, "Ours: CPU is the average per process (100 % = one core busy), memory the sum of resident "
@@ -83,6 +82,10 @@ def resource_table(runs: Sequence[dict], table: dict, db_nodes: int | None = Non
                         "not measured." if projected else ""))
     lines.insert(5, "")
     return lines
+
+
+def _fmt_count(value: float | None) -> str:
+    return NA if value is None else str(int(value))
 
 
 def _captioned(table: dict, nodes: int, used: list[str], body: list[str]) -> list[str]:

@@ -50,21 +50,21 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         else:
             rows.append((name, f"{value:.2f}{unit}", "met" if ok(value) else "MISSED"))
 
+    def capacities(sender):
+        """The generator's capacity with this sender in each repetition, in repetition order."""
+        return [get(r, "throughput_msg_s") for r in sorted(runs, key=repetition)
+                if r["experiment"] == "capacity" and get(r, "config", "sender") == sender]
+
     for sender, how in (("null", "alone (a sender answered at once)"),
                         ("release_version", "through the driver, the idle cluster answering")):
         # the lowest of the repetitions: the target holds in every one
-        capacity = [get(r, "throughput_msg_s") for r in runs
-                    if r["experiment"] == "capacity" and get(r, "config", "sender") == sender]
+        capacity = capacities(sender)
         name = f"load generator capacity >= 3x the highest offered rate, {how}"
         if capacity and not all(capacity):   # a repetition measured nothing: say so, not "0.00x"
             rows.append((name, f"not measured ({sum(1 for c in capacity if not c)} of {len(capacity)} "
                                "repetitions measured no throughput)", "not measured"))
         else:
             ratio_row(name, _ratio(min(capacity), highest_offered(runs)) if capacity else None, lambda v: v >= 3)
-    def capacities(sender):
-        return [get(r, "throughput_msg_s") for r in sorted(runs, key=repetition)
-                if r["experiment"] == "capacity" and get(r, "config", "sender") == sender]
-
     for new_sender, old_sender, name in (
             ("release_version", "release_version_blocking",
              "load generator capacity against the cluster: asynchronous vs the former blocking threads"),
