@@ -2,7 +2,8 @@
 ``burst``): 50 %, 200 %, then 50 % of the median of the approach's own saturation searches, with the same
 shedding rule (a request ``drop_after_s`` late is dropped). What it measures: the requests each approach loses
 when pushed to twice what it sustains, and its propagation lag meanwhile. Runs say ``config.base`` "own" and
-``config.base_rate``."""
+``config.base_rate``. The approach whose own rate is the common burst's lowest (or highest) base had that very
+schedule in the repetition's ``burst``: that run stands for this one (``config.same_run_as``), not run twice."""
 from __future__ import annotations
 
 from async_triggers.benchmarks.experiments.burst import burst_phases
@@ -18,5 +19,6 @@ def run(bed: Testbed) -> list[dict]:
     rates = saturating_rates(bed)
     bed.use_cluster(bed.cfg.db_nodes)
     return [run_app(bed, EXPERIMENT, app, burst_phases(bed.cfg.burst_s, rates[app]),
-                    drop_after_s=bed.cfg.drop_after_s, config={"base_rate": rates[app], "base": "own"})[0]
+                    drop_after_s=bed.cfg.drop_after_s, config={"base_rate": rates[app], "base": "own"},
+                    same_schedule=True)[0]
             for app in bed.cfg.apps if app != PLAIN]

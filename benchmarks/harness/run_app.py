@@ -29,10 +29,16 @@ During = Callable[[float], list[dict]]   # called with the launch time; returns 
 
 def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_after_s: float | None = None,
             during: During | None = None, verify: bool = False, config: dict | None = None,
-            write: bool = True) -> tuple[dict, list]:
-    """The run and the load generator's records; with ``write`` both are in the results directory."""
+            write: bool = True, same_schedule: bool = False) -> tuple[dict, list]:
+    """The run and the load generator's records; with ``write`` both are in the results directory. With
+    ``same_schedule``, an earlier run of this repetition with the same application, nodes, phases and shedding
+    stands for this experiment's too (:func:`same_run`: no records, the earlier run's are in its file)."""
     from async_triggers.spark_jobs import loadgen
     cfg = bed.cfg
+    key = (app, bed.nodes, bed.repetition, tuple((p.duration_s, p.rate) for p in phases), drop_after_s)
+    earlier = bed.runs_by_schedule.get(key)
+    if same_schedule and earlier is not None and during is None and not verify:
+        return same_run(bed, earlier, experiment, config, write), []
     spec = bed.prepare(app)
     target = bed.target()
     store = StoreFactory(target)
@@ -124,8 +130,21 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
         in_flight=cfg.in_flight if loadgen.is_async(probe_sender) else cfg.concurrency)
     if write:
         results.write_run(cfg.out, run, records)
+    bed.runs_by_schedule[key] = run
     bed.progress(describe(run))
     return run, records
+
+
+def same_run(bed: Testbed, earlier: dict, experiment: str, config: dict | None, write: bool) -> dict:
+    """``earlier`` as a run of ``experiment`` too: the same measurement under the experiment's name, its
+    ``config.same_run_as`` naming the run it is (the report counts it once among the runs measured)."""
+    run = {**earlier, "experiment": experiment,
+           "run_id": earlier["run_id"].replace(f"-{earlier['experiment']}-", f"-{experiment}-", 1),
+           "config": {**earlier["config"], **(config or {}), "same_run_as": earlier["run_id"]}}
+    if write:
+        results.write_run(bed.cfg.out, run)
+    bed.progress(f"  {run['run_id']}: the same schedule as {earlier['run_id']}, whose run stands for it")
+    return run
 
 
 def describe(run: dict) -> str:

@@ -35,6 +35,8 @@ class Testbed:
         self.saturating_rates: dict[str, list[float]] = {}   # by app: one per repetition of the search
         self.repetition = 1
         self.search_start: dict[tuple[str, int], float] = {}   # (app, nodes): where a repeated search starts
+        # (app, nodes, repetition, phases, drop_after_s): the run of that schedule, for run_app(same_schedule=...)
+        self.runs_by_schedule: dict[tuple, dict] = {}
 
     # -- setup ---------------------------------------------------------------------------------------------------
     def target(self) -> Target:

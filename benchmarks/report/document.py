@@ -9,7 +9,7 @@ from typing import Sequence
 from async_triggers.benchmarks.report import generated_docs, reference
 from async_triggers.benchmarks.report.figures import FIGURE_6C, figures, scalability_series
 from async_triggers.benchmarks.report.format import NA
-from async_triggers.benchmarks.report.runs import (check_commits, default_nodes, latest, repetition,
+from async_triggers.benchmarks.report.runs import (check_commits, default_nodes, latest, repetition, same_schedule,
                                                    with_burst_base)
 from async_triggers.benchmarks.report.tables import (OWN_BURST, OWN_EIGHTY, lost, own_limits_table, resource_table,
                                                      response_table)
@@ -32,6 +32,7 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
              f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
              f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
              f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}"
+             + (f" ({same_schedule(runs)})" if same_schedule(runs) else "")
              + (f", in {len(repeats)} repetitions." if len(repeats) > 1 else ".")
              + ("" if len(commits) == 1 else " Commits were mixed on purpose (--allow-mixed-commits): each run's "
                                               "commit is in its file."), "",

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Sequence
 
 from async_triggers.benchmarks.errors import DocsError
-from async_triggers.benchmarks.report.runs import check_commits, default_nodes, repetition
+from async_triggers.benchmarks.report.runs import check_commits, default_nodes, repetition, same_schedule
 from async_triggers.benchmarks.report.targets import targets_table
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -49,8 +49,10 @@ def which_run(runs: Sequence[dict]) -> str:
     measured = [r for r in runs if not r.get("projected")] or list(runs)
     start = min(r["started_at"] for r in measured)
     end = max(r["started_at"] + (r.get("duration_s") or 0.0) for r in measured)
+    told = [t for t in (f"{projected} of them projections, not measurements" if projected else "",
+                        same_schedule(runs)) if t]
     return (f"Run: {len(runs)} runs"
-            + (f" ({projected} of them projections, not measurements)" if projected else "")
+            + (f" ({'; '.join(told)})" if told else "")
             + f" in {repeats} repetition{'s' if repeats != 1 else ''}, "
             + ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"`{c}`" for c in commits)
             + f", {_span(start, end)} (the first run's start to the last one's end).")

@@ -79,6 +79,13 @@ def repetitions(runs: Sequence[dict], experiment: str, app: str, db_nodes: int |
     return [by_rep[k] for k in sorted(by_rep)]
 
 
+def same_schedule(runs: Sequence[dict]) -> str:
+    """How many runs are another experiment's run of the same schedule (run_app.same_run: one measurement under two
+    names), as the report's run counts say it; "" when none."""
+    n = sum(1 for r in runs if get(r, "config", "same_run_as"))
+    return f"{n} another experiment's run of the same schedule" if n else ""
+
+
 def repetition(run: dict) -> int:
     return int(get(run, "config", "repetition") or 1)
 

@@ -22,7 +22,8 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         return latest(runs, experiment, app, db_nodes)
 
     every = list(runs)
-    invalid = [r["run_id"] for r in runs if r.get("valid") is False]
+    # each measurement once: a run standing for another experiment's too (same schedule) is not named again
+    invalid = [r["run_id"] for r in runs if r.get("valid") is False and not get(r, "config", "same_run_as")]
     runs = with_burst_base([r for r in runs if r.get("valid", True)], "lowest")
     rows = []
 
@@ -113,11 +114,9 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         else:
             lost = [r["requests"]["dropped"] + r["requests"]["error"] for r in reps]
             rows.append((name, ", ".join(str(n) for n in lost) + " lost", "met" if not any(lost) else "MISSED"))
-    sync_burst = latest(runs, "burst", "synchronous")
-    if sync_burst is not None:
-        req = sync_burst["requests"]
-        rows.append(("burst: synchronous losses (counted, no target)",
-                     f"{req['dropped']} dropped, {req['error']} failed of {req['scheduled']}", "counted"))
+    sync = repetitions(runs, "burst", "synchronous")
+    if sync:
+        rows.append(("burst: synchronous losses (counted, no target)", losses(sync), "counted"))
     for app in APPS:
         missing = [m for m in (get(r, "verification", "missing") for r in repetitions(runs, "fault", app))
                    if m is not None]
@@ -215,10 +214,15 @@ def own_limit_targets(valid: Sequence[dict], every: Sequence[dict], db_nodes: in
             lambda v: v == 0, lambda vs: ", ".join(f"{v:.0f}" for v in vs) + " lost"))
     sync = repetitions(valid, "burst_own", "synchronous", db_nodes)
     if sync:
-        rows.append(("burst at 200 % of its own rate: synchronous losses (counted, no target)",
-                     "; ".join(f"{r['requests']['dropped']} dropped, {r['requests']['error']} failed of "
-                               f"{r['requests']['scheduled']}" for r in sync), "counted"))
+        rows.append(("burst at 200 % of its own rate: synchronous losses (counted, no target)", losses(sync),
+                     "counted"))
     return rows
+
+
+def losses(runs: Sequence[dict]) -> str:
+    """The requests each run lost, one repetition after the other."""
+    return "; ".join(f"{r['requests']['dropped']} dropped, {r['requests']['error']} failed of "
+                     f"{r['requests']['scheduled']}" for r in runs)
 
 
 def targets_table(runs: Sequence[dict], db_nodes: int = 2) -> list[str]:

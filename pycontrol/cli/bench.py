@@ -29,7 +29,7 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
             step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None,
-            repeat: int | None = None, master: str | None = None):
+            repeat: int | None = None, master: str | None = None, scale_nodes: str | None = None):
     from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
     changes = {"keep_cluster": keep, "spark_master": master}
@@ -52,7 +52,20 @@ def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: floa
         changes.update(kill_at_s=fault_s / 3, restart_at_s=2 * fault_s / 3)
     if burst:
         changes["burst_s"] = _phases(burst)
+    if scale_nodes:
+        changes["scale_nodes"] = _sizes(scale_nodes)
     return dataclasses.replace(cfg, **changes)
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    """--scale-nodes: comma-separated cluster sizes."""
+    try:
+        sizes = tuple(int(p) for p in text.split(","))
+    except ValueError:
+        sizes = ()
+    if not sizes or min(sizes) < 1:
+        raise ConfigError(f"--scale-nodes must be comma-separated node counts (e.g. 3,4), found: {text!r}")
+    return sizes
 
 
 _OUT = typer.Option(DEFAULT_OUT, "--out", help="Results directory (one JSON + CSV per run, report.md, PNGs).")
@@ -75,6 +88,9 @@ _STEADY = typer.Option(None, "--steady-s", help="Seconds of the 80 % runs, at th
                                                   "rate (default 25; the report: 60).")
 _BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % of the bursts, at the common and at each "
                                             "approach's own rate (default 10,30,10; the report: 60,30,60).")
+_SIZES = typer.Option(None, "--scale-nodes", help="Cluster sizes of the scale experiment beside --db-nodes, "
+                                                   "comma-separated (default 4; 3,4 draws the middle too: about "
+                                                   "30 min more).")
 _FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at a third, restart at two thirds "
                                               "(default 90: 30 and 60; the report: 150, 60 and 90).")
 
@@ -89,12 +105,13 @@ def run(ctx: typer.Context,
         out: Path = _OUT, smoke: bool = _SMOKE, cluster: str = _CLUSTER, keep: bool = _KEEP, scale: float = _SCALE,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
-        allow_mixed_commits: bool = _MIXED, master: str = _MASTER, as_json: bool = _JSON):
+        allow_mixed_commits: bool = _MIXED, master: str = _MASTER, as_json: bool = _JSON,
+        scale_nodes: str = _SIZES):
     """Run the named experiments (in the order given), then rewrite the report."""
     from async_triggers.benchmarks.experiments import prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
-                      master)
+                      master, scale_nodes)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
@@ -106,13 +123,13 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
             replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER,
-            as_json: bool = _JSON):
+            as_json: bool = _JSON, scale_nodes: str = _SIZES):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 % (at a common rate and at each
     approach's own), burst (likewise), fault, scale; then the report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
-                      master)
+                      master, scale_nodes)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
@@ -123,7 +140,7 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
 def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default: all, as `ctl bench all`)."),
              smoke: bool = _SMOKE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
              steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
-             as_json: bool = _JSON):
+             as_json: bool = _JSON, scale_nodes: str = _SIZES):
     """How long the run would take with these options (the model in benchmarks/harness/plan.py)."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS
     from async_triggers.benchmarks.harness import plan
@@ -131,7 +148,8 @@ def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default:
         unknown = [n for n in names or () if n not in EXPERIMENTS]
         if unknown:
             raise ConfigError(f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(EXPERIMENTS)}")
-        cfg = _config(DEFAULT_OUT, smoke, None, False, 1.0, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat)
+        cfg = _config(DEFAULT_OUT, smoke, None, False, 1.0, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
+                      scale_nodes=scale_nodes)
         text = plan.describe(cfg, names or None)
     typer.echo(json.dumps({"experiments": list(names or EXPERIMENTS), "plan": text}) if as_json else text)
 

@@ -180,3 +180,48 @@ def test_should_draw_the_burst_at_each_approach_own_rate_as_figure_6c(tmp_path):
     assert "](figure6c_burst_own.png)" in text
     assert ("What we measured (the latest repetition): Synchronous at 200 % of 480 msg/s: 42 requests lost, "
             "propagation lag p99 1100 ms; Ext. Queue at 200 % of 220 msg/s: 0 requests lost") in text
+
+
+class _Bed:
+    """What run_app.same_run reads of a testbed: where runs go and its progress line."""
+
+    def __init__(self, out):
+        self.cfg = type("Cfg", (), {"out": out})()
+        self.lines = []
+
+    def progress(self, line):
+        self.lines.append(line)
+
+
+def test_should_let_the_common_burst_of_the_same_schedule_stand_for_an_own_burst_counted_once(tmp_path):
+    from async_triggers.benchmarks.harness.run_app import same_run
+    from async_triggers.benchmarks.report import generated_docs
+    common = own("burst", "integrated", 3, base=885.0, offset=5.0)
+    common["config"].update(base="highest")
+    common.update(valid=False, invalid_reason="the generator fell 1.1 % behind")
+    results.write_run(tmp_path, common)
+    bed = _Bed(tmp_path)
+    reused = same_run(bed, common, "burst_own", {"base_rate": 885.0, "base": "own"}, write=True)
+    assert reused["experiment"] == "burst_own" and reused["run_id"] != common["run_id"]
+    assert reused["run_id"] == common["run_id"].replace("-burst-", "-burst_own-")
+    assert reused["config"]["same_run_as"] == common["run_id"] and reused["config"]["base"] == "own"
+    assert reused["requests"] == common["requests"] and reused["valid"] is False
+    assert common["config"]["base"] == "highest" and "same_run_as" not in common["config"]   # the original untouched
+    assert common["run_id"] in bed.lines[0]
+    runs = results.load_runs(tmp_path)
+    assert [r["run_id"] for r in runs if r["experiment"] == "burst_own"] == [reused["run_id"]]
+    # one measurement: named once among the invalid runs, and said to be another experiment's run
+    invalid = next(m for name, m, _ in targets.targets(runs) if name.startswith("runs where the load generator"))
+    assert invalid == f"1 invalid: {common['run_id']}"
+    assert "(1 another experiment's run of the same schedule)" in generated_docs.which_run(runs)
+
+
+def test_should_count_the_synchronous_common_burst_losses_of_every_repetition():
+    runs = [own("burst", "synchronous", rep, base=276.0, lost=(rep * 10, rep - 1), offset=rep) for rep in (1, 2, 3)]
+    for run in runs:
+        run["config"]["base"] = "lowest"
+    highest = own("burst", "synchronous", 3, base=785.0, lost=(9999, 0), offset=50.0)   # Figure 6b's: not counted
+    highest["config"]["base"] = "highest"
+    measured, verdict = verdicts(runs + [highest])["burst: synchronous losses (counted, no target)"]
+    assert verdict == "counted"
+    assert measured == "10 dropped, 0 failed of 14; 20 dropped, 1 failed of 25; 30 dropped, 2 failed of 36"
