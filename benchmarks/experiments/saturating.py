@@ -3,7 +3,7 @@
 Each step offers a constant rate for ``step_s``; it is *bounded* when no request failed or was dropped, every
 propagation completed within ``max(drain_bound_s, step_s/4)`` of the schedule's end (the backlog did not grow) and
 the load generator kept its schedule (the run is ``valid``).
-The search starts at ``start_rate`` (a repetition: just below the previous repetition's best rate, divided by the
+The search starts at ``start_rate`` (the plain write's: ``plain_start_rate``; a repetition: just below the previous repetition's best rate, divided by the
 search's ratio: fewer steps, the same rule) and follows harness/rate_search.py: the rate grows by ``rate_factor``
 while steps are bounded; after the first miss, steps at the geometric middle of the highest bounded and the
 lowest unbounded rate narrow the two to within ``search_ratio`` (the scale experiment: ``scale_search_ratio``); a
@@ -40,7 +40,7 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating",
     for app in cfg.apps + ((PLAIN,) if plain else ()):
         steps, best, step = [], None, None
         # a repetition starts just below the previous repetition's best rate: fewer steps, the same rule
-        start = bed.search_start.get((app, bed.nodes), cfg.start_rate)
+        start = bed.search_start.get((app, bed.nodes), cfg.plain_start_rate if app == PLAIN else cfg.start_rate)
         search = new_search(cfg, start, ratio)
         while (rate := search.next_rate()) is not None:
             repeat = search.next_is_repeat()
@@ -81,7 +81,8 @@ def search_entry(rate: float, step: dict, is_bounded: bool, repeat: bool) -> dic
     trial of a rate whose first was not bounded)."""
     return {"rate": rate, "throughput_msg_s": step["throughput_msg_s"], "drain_s": step["drain_s"],
             "errors": step["requests"]["error"], "dropped": step["requests"]["dropped"], "bounded": is_bounded,
-            "valid": step.get("valid", True), "run_id": step["run_id"], "repeat": repeat}
+            "valid": step.get("valid", True), "invalid_reason": step.get("invalid_reason"), "run_id": step["run_id"],
+            "repeat": repeat}
 
 
 def describe_bounds(search: RateSearch) -> str:

@@ -44,22 +44,22 @@ INTEGRATED_BURST_DRAIN_S = 55.0
 BURST_REPETITION_S = 40.0
 
 
-def search_steps(cfg: BenchConfig, limit: float, ratio: float | None = None) -> float:
+def search_steps(cfg: BenchConfig, limit: float, ratio: float | None = None, start: float | None = None) -> float:
     """The trials of one application's searches over all repetitions at one size, against a system bounded up to
-    ``limit`` x ``start_rate`` (the mean over limits spread across one ``rate_factor``), stopping at ``ratio``
-    (default ``search_ratio``)."""
+    ``limit`` x ``start_rate`` (the mean over limits spread across one ``rate_factor``), the first starting at
+    ``start`` (default ``start_rate``) and stopping at ``ratio`` (default ``search_ratio``)."""
     if cfg.fixed_rate:
         return float(cfg.repeat)
     ratio = ratio or cfg.search_ratio
     counts = []
     for k in range(LIMIT_POINTS):
         at = cfg.start_rate * limit * cfg.rate_factor ** (k / LIMIT_POINTS)
-        start, steps = cfg.start_rate, 0
+        start_k, steps = start or cfg.start_rate, 0
         for _ in range(cfg.repeat):
-            search = simulate(start, at, cfg.rate_factor, ratio, cfg.max_steps)
+            search = simulate(start_k, at, cfg.rate_factor, ratio, cfg.max_steps)
             steps += len(search.trials)
             if search.bounded_rate:          # as experiments.saturating: just below the previous best rate
-                start = search.bounded_rate / ratio
+                start_k = search.bounded_rate / ratio
         counts.append(steps)
     return statistics.fmean(counts)
 
@@ -67,7 +67,7 @@ def search_steps(cfg: BenchConfig, limit: float, ratio: float | None = None) -> 
 def _search_s(cfg: BenchConfig, approaches: int, plain: bool, ratio: float | None = None) -> float:
     """The saturation searches of all repetitions at one size."""
     steps = (approaches * search_steps(cfg, APPROACH_LIMIT, ratio)
-             + (search_steps(cfg, PLAIN_LIMIT, ratio) if plain else 0.0))
+             + (search_steps(cfg, PLAIN_LIMIT, ratio, cfg.plain_start_rate) if plain else 0.0))
     return steps * (cfg.step_s + STEP_OVERHEAD_S)
 
 

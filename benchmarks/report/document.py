@@ -11,6 +11,7 @@ from async_triggers.benchmarks.report.figures import FIGURE_6C, figures, scalabi
 from async_triggers.benchmarks.report.format import NA
 from async_triggers.benchmarks.report.runs import (check_commits, default_nodes, latest, repetition, same_schedule,
                                                    with_burst_base)
+from async_triggers.benchmarks.report.searches import search_lines
 from async_triggers.benchmarks.report.tables import (OWN_BURST, OWN_EIGHTY, lost, own_limits_table, resource_table,
                                                      response_table)
 from async_triggers.benchmarks.report.targets import targets_table
@@ -38,11 +39,13 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
                                               "commit is in its file."), "",
              "## Targets", ""]
     lines += targets_table(runs, db_nodes)
+    every = runs
     runs = [r for r in runs if r.get("valid", True)]   # the invalid ones are named in the targets, used nowhere
     highest_burst = [r for r in runs if r["experiment"] == "burst" and get_base(r) == "highest"]
     runs = with_burst_base(runs, "lowest")
     lines += ["", "## Tables", ""]
     lines += response_table(runs, reference.TABLE_1, db_nodes)
+    lines += search_lines(every, db_nodes or reference.TABLE_1["db_nodes"])
     lines += response_table(runs, reference.TABLE_2, db_nodes)
     lines += resource_table(runs, reference.TABLE_3, db_nodes)
     lines += resource_table(runs, reference.TABLE_4)
