@@ -106,7 +106,7 @@ test-bench-smoke: install broker
 test-membership: install
 	$(PY) -m pytest -q -rs -s -m own_target tests/cluster/test_membership.py $(PYTEST_ARGS)
 
-# The report's experiments, each 3 times, replacing benchmarks/results and its report.md (`ctl bench plan`: ~2.4 h)
+# The report's experiments, each 3 times, replacing benchmarks/results and its report.md (`ctl bench plan`: ~2.3 h)
 bench: install broker
 	$(CTL) bench all --replace
 
