@@ -11,7 +11,7 @@ flow's), then ``--gap`` seconds more, so each meets the same idle cluster after 
 wrote back to back would keep its request threads hot and win for that reason alone); its statement is prepared
 once. The three variants alternate in blocks (A B C A B C) so drift on this shared machine hits all of them.
 
-    python -m async_triggers.benchmarks.experiments.ack_latency [--samples 40] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
+    python -m async_triggers.benchmarks.experiments.ack_latency [--samples 60] [--followers 10000] [--nodes 3] [--warmup 20000] [--gap 1.0]
 """
 from __future__ import annotations
 
@@ -63,7 +63,7 @@ def warm_up(session, count: int) -> None:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--samples", type=int, default=40, help="writes per variant")
+    p.add_argument("--samples", type=int, default=60, help="writes per variant")
     p.add_argument("--followers", type=int, default=10_000)
     p.add_argument("--name", default="bench")
     p.add_argument("--nodes", type=int, default=3)
