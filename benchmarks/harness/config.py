@@ -59,7 +59,7 @@ class BenchConfig:
     max_steps: int = 10
     # the phases are shorter than the report's (20 s steps, 60 s runs, 60/30/60 s burst, 150 s fault) so that a full
     # run with 3 repetitions and 2 sizes, and the runs at each approach's own limits, fits a working session
-    # (`ctl bench plan`: about 2.5 h); the burst's 30 s at 200 % and the node's 30 s down are the report's
+    # (`ctl bench plan`: about 2.3 h); the burst's 30 s at 200 % and the node's 30 s down are the report's
     step_s: float = 10.0
     drain_bound_s: float = 5.0
     steady_s: float = 25.0             # §6.2, and the 80 % run at each approach's own rate
@@ -93,6 +93,10 @@ class BenchConfig:
                              f"({self.restart_at_s}) < fault_s ({self.fault_s})")
         if not self.scale_nodes or any(not isinstance(n, int) or n < 1 for n in self.scale_nodes):
             raise BenchError(f"'scale_nodes' must be cluster sizes (positive whole numbers), found: {self.scale_nodes!r}")
+        if self.db_nodes in self.scale_nodes or len(set(self.scale_nodes)) != len(self.scale_nodes):
+            # the scale experiment's coarser searches at db_nodes would replace Tables 1-2's runs in the report
+            raise BenchError(f"'scale_nodes' are the sizes beside db_nodes ({self.db_nodes}), each once, found: "
+                             f"{self.scale_nodes!r}")
         if self.replication > min(self.db_nodes, self.fault_nodes, *self.scale_nodes):
             raise BenchError(f"replication factor {self.replication} needs at least that many nodes "
                              f"(db_nodes {self.db_nodes}, fault_nodes {self.fault_nodes}, scale_nodes "

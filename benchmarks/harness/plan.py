@@ -85,7 +85,10 @@ def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:
     steady = cfg.steady_s + RUN_OVERHEAD_S
     burst = sum(cfg.burst_s) + RUN_OVERHEAD_S
     integrated_drain = ("integrated" in cfg.apps) * INTEGRATED_BURST_DRAIN_S
-    reused_bursts = min(approaches, 2 if cfg.burst_highest else 1)
+    # the own bursts that are common bursts' runs: only when both run in one process, the common one first
+    order = list(names or ("burst", "burst_own"))
+    reused = "burst" in order and "burst_own" in order and order.index("burst") < order.index("burst_own")
+    reused_bursts = min(approaches, 2 if cfg.burst_highest else 1) if reused else 0
     parts = {
         "capacity": switch + cfg.repeat * (3 if cfg.capacity_blocking else 2) * capacity_steps
                     * (cfg.capacity_step_s + CAPACITY_OVERHEAD_S),
@@ -96,9 +99,10 @@ def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:
         "burst": cfg.repeat * (2 if cfg.burst_highest else 1) * (approaches * burst + integrated_drain)
                  + cfg.repeat * BURST_REPETITION_S,
         # the approaches whose own rate is the common burst's lowest (and highest) base reuse that run: the external
-        # queue and the integrated approach in every committed run (so the integrated drain is not run again)
+        # queue and the integrated approach in every committed run (so neither its drain nor its flow's deploy is
+        # run again)
         "burst_own": cfg.repeat * (max(0, approaches - reused_bursts) * burst
-                                   + (0.0 if cfg.burst_highest else integrated_drain) + BURST_REPETITION_S),
+                                   + (0.0 if reused_bursts >= 2 else integrated_drain + BURST_REPETITION_S)),
         "fault": (0.0 if cfg.fault_nodes == cfg.db_nodes else switch)
                  + cfg.repeat * approaches * (cfg.fault_s + RUN_OVERHEAD_S + VERIFY_S),
         "scale": sum(switch + _search_s(cfg, apps - (PLAIN in cfg.apps),

@@ -35,7 +35,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
     stands for this experiment's too (:func:`same_run`: no records, the earlier run's are in its file)."""
     from async_triggers.spark_jobs import loadgen
     cfg = bed.cfg
-    key = (app, bed.nodes, bed.repetition, tuple((p.duration_s, p.rate) for p in phases), drop_after_s)
+    key = schedule_key(bed, app, phases, drop_after_s)
     earlier = bed.runs_by_schedule.get(key)
     if same_schedule and earlier is not None and during is None and not verify:
         return same_run(bed, earlier, experiment, config, write), []
@@ -130,9 +130,15 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
         in_flight=cfg.in_flight if loadgen.is_async(probe_sender) else cfg.concurrency)
     if write:
         results.write_run(cfg.out, run, records)
-    bed.runs_by_schedule[key] = run
+        if during is None and not verify:   # a run another experiment may stand on: its files exist, nothing injected
+            bed.runs_by_schedule[key] = run
     bed.progress(describe(run))
     return run, records
+
+
+def schedule_key(bed: Testbed, app: str, phases: Sequence, drop_after_s: float | None) -> tuple:
+    """What makes two runs the same measurement: application, nodes, repetition, phases and shedding."""
+    return app, bed.nodes, bed.repetition, tuple((p.duration_s, p.rate) for p in phases), drop_after_s
 
 
 def same_run(bed: Testbed, earlier: dict, experiment: str, config: dict | None, write: bool) -> dict:

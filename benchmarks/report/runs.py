@@ -83,7 +83,10 @@ def same_schedule(runs: Sequence[dict]) -> str:
     """How many runs are another experiment's run of the same schedule (run_app.same_run: one measurement under two
     names), as the report's run counts say it; "" when none."""
     n = sum(1 for r in runs if get(r, "config", "same_run_as"))
-    return f"{n} another experiment's run of the same schedule" if n else ""
+    if not n:
+        return ""
+    return (f"{n} of them {'a run' if n == 1 else 'runs'} of another experiment with the same schedule, "
+            f"measured once")
 
 
 def repetition(run: dict) -> int:

@@ -1,7 +1,8 @@
 """The saturation searches behind Table 1, one row per approach and repetition: how many trials each took (and how
 many were a miss tried again), which were invalid and why (the load generator fell behind: such a trial counts as a
-miss), and where the search ended. A search that never missed found a lower bound, not a limit: it says so, as a
-rate that stands for more than was measured would flatter whichever side of a ratio it is on."""
+miss), and where the search ended. A search with no confirmed miss (no rate unbounded in both its trials) found a
+lower bound, not a limit: it says so, as a rate that stands for more than was measured would flatter whichever side
+of a ratio it is on."""
 from __future__ import annotations
 
 import collections
@@ -30,7 +31,7 @@ def search_lines(runs: Sequence[dict], db_nodes: int) -> list[str]:
             f"Ours: {db_nodes} Cassandra node(s). A trial is bounded when nothing failed or was dropped, its backlog "
             "drained within the step's bound and the load generator kept its schedule; an invalid trial (the "
             "generator fell behind) counts as a miss. A search ends when its bounds are within the search's ratio or "
-            "after its trials; one that never missed gives a lower bound.", "",
+            "after its trials; one with no confirmed miss (a rate unbounded in both its trials) gives a lower bound.", "",
             *md_table(["", "repetition", "trials (repeated)", "invalid trials", "bounded at [msg/s]",
                        "not bounded at [msg/s]", "end"], rows), ""]
 
@@ -46,7 +47,7 @@ def describe(trials: Sequence[dict], bounds: dict | None) -> list[str]:
     if lo is None:
         end = "no trial was bounded"
     elif hi is None:
-        end = f"lower bound: no miss in {len(trials)} trial{'s' if len(trials) != 1 else ''}"
+        end = f"lower bound: no confirmed miss in {len(trials)} trial{'s' if len(trials) != 1 else ''}"
     else:
         end = f"limit within {hi / lo:.2f}x"
     return [f"{len(trials)} ({repeated})", invalid_cell, NA if lo is None else fmt_rate(lo),

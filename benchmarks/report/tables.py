@@ -128,7 +128,9 @@ def own_limits_table(runs: Sequence[dict], table: dict, db_nodes: int) -> list[s
     apps = list(APPS) + ([] if burst else ["plain"])
     for app in apps:
         reps = repetitions(runs, table["experiment"], app, db_nodes)
-        used += [r["run_id"] for r in reps]
+        # a run that is another experiment's (the same schedule) is named by the run measured
+        used += [f"{r['run_id']}` = `{r['config']['same_run_as']}" if get(r, "config", "same_run_as") else r["run_id"]
+                 for r in reps]
 
         def ours(value: Callable[[dict], float | None], fmt: Callable[[float | None], str]) -> str:
             return spread([value(r) for r in reps], fmt)

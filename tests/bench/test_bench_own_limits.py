@@ -213,7 +213,7 @@ def test_should_let_the_common_burst_of_the_same_schedule_stand_for_an_own_burst
     # one measurement: named once among the invalid runs, and said to be another experiment's run
     invalid = next(m for name, m, _ in targets.targets(runs) if name.startswith("runs where the load generator"))
     assert invalid == f"1 invalid: {common['run_id']}"
-    assert "(1 another experiment's run of the same schedule)" in generated_docs.which_run(runs)
+    assert "(1 of them a run of another experiment with the same schedule, measured once)" in generated_docs.which_run(runs)
 
 
 def test_should_count_the_synchronous_common_burst_losses_of_every_repetition():
@@ -225,3 +225,47 @@ def test_should_count_the_synchronous_common_burst_losses_of_every_repetition():
     measured, verdict = verdicts(runs + [highest])["burst: synchronous losses (counted, no target)"]
     assert verdict == "counted"
     assert measured == "10 dropped, 0 failed of 14; 20 dropped, 1 failed of 25; 30 dropped, 2 failed of 36"
+
+
+class _Testbed(_Bed):
+    """A testbed whose cluster is already up (no ccm): what burst and burst_own read before they run anything."""
+
+    def __init__(self, out, rates):
+        super().__init__(out)
+        from async_triggers.benchmarks.harness.config import BenchConfig
+        self.cfg = BenchConfig(out=out)
+        self.saturating_rates = {app: [rate] for app, rate in rates.items()}
+        self.runs_by_schedule, self.nodes, self.repetition = {}, 2, 1
+
+    def use_cluster(self, nodes):
+        assert nodes == self.nodes
+
+
+def test_should_find_the_common_bursts_run_for_the_approaches_whose_own_rate_was_its_base(tmp_path, monkeypatch):
+    from async_triggers.benchmarks.experiments import burst, burst_own
+    from async_triggers.benchmarks.harness import run_app as run_app_module
+    rates = {"synchronous": 610.0, "external_queue": 276.3, "integrated": 884.7}
+    bed = _Testbed(tmp_path, rates)
+    bases = burst.base_rates(rates)
+    for name in burst.BASES:   # as burst.run registers its runs: keyed by what run_app keys them by
+        for app in rates:
+            phases = burst.burst_phases(bed.cfg.burst_s, bases[name])
+            run = own("burst", app, 1, base=bases[name], offset=len(bed.runs_by_schedule))
+            run["config"]["base"] = name
+            bed.runs_by_schedule[run_app_module.schedule_key(bed, app, phases, bed.cfg.drop_after_s)] = run
+    ran = []
+
+    def measured(bed_, experiment, app, phases, **kwargs):   # the real run_app for the reused ones, this for the rest
+        if (earlier := bed_.runs_by_schedule.get(run_app_module.schedule_key(bed_, app, phases,
+                                                                             kwargs["drop_after_s"]))) is None:
+            ran.append(app)
+            return own(experiment, app, 1, base=rates[app]), []
+        return run_app_module.run_app(bed_, experiment, app, phases, **kwargs)
+
+    monkeypatch.setattr(burst_own, "run_app", measured)
+    runs = {r["app"]: r for r in burst_own.run(bed)}
+    assert ran == ["synchronous"]        # its own rate is neither base: measured
+    assert runs["external_queue"]["config"]["same_run_as"].endswith("burst-external_queue-2n")
+    assert runs["integrated"]["config"]["same_run_as"].endswith("burst-integrated-2n")
+    assert {runs[a]["config"]["base"] for a in rates} == {"own"}
+    assert runs["external_queue"]["config"]["base_rate"] == rates["external_queue"]

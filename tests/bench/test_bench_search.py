@@ -211,7 +211,7 @@ def test_should_list_each_search_with_its_invalid_trials_and_say_when_it_found_o
         "5 (2)", "2: the load generator fell 2.0 % behind (x2)", "245", "300", "limit within 1.22x"]
     climbing = [{"rate": 200.0 * 1.5 ** i, "bounded": True, "valid": True, "repeat": False} for i in range(10)]
     assert describe(climbing, {"bounded": climbing[-1]["rate"], "unbounded": None})[-2:] == [
-        "n/a", "lower bound: no miss in 10 trials"]
+        "n/a", "lower bound: no confirmed miss in 10 trials"]
     assert describe(trials[1:3], {"bounded": None, "unbounded": 300.0})[-1] == "no trial was bounded"
     assert describe(trials[1:2], None)[1] == "1: the load generator fell 2.0 % behind"
 
@@ -232,4 +232,23 @@ def test_should_say_in_a_saturating_target_whose_rate_is_only_a_lower_bound():
         runs.append(run)
     rows = {name: (measured, verdict) for name, measured, verdict in targets.targets(runs)}
     assert rows["saturating throughput: integrated >= 0.8x the plain write (tweets only, no flow)"] == (
-        "0.10x; repetition 1: plain's rate is a lower bound (its search never missed)", "MISSED")
+        "0.10x; repetition 1: plain's rate is a lower bound (no confirmed miss in its search)", "MISSED")
+
+
+def test_should_refuse_scale_sizes_that_would_replace_the_tables_runs_or_repeat():
+    for sizes in ((2, 4), (4, 4)):
+        with pytest.raises(BenchError, match=r"'scale_nodes' are the sizes beside db_nodes \(2\), each once"):
+            BenchConfig(scale_nodes=sizes)
+    assert BenchConfig(scale_nodes=(3, 4)).scale_nodes == (3, 4)
+
+
+def test_should_plan_the_own_bursts_as_common_bursts_only_when_the_common_ones_run_first_in_the_process():
+    cfg = BenchConfig()
+    together = dict(plan.estimate(cfg, ["burst", "burst_own"]))["burst_own"]
+    alone = dict(plan.estimate(cfg, ["burst_own"]))["burst_own"]
+    after = dict(plan.estimate(cfg, ["burst_own", "burst"]))["burst_own"]
+    assert together == dict(plan.estimate(cfg))["burst_own"]
+    # alone, all three approaches run their own bursts, the integrated one with its drain and its flow's deploy
+    assert alone == after == pytest.approx(together + cfg.repeat * (2 * (sum(cfg.burst_s) + plan.RUN_OVERHEAD_S)
+                                                                    + plan.INTEGRATED_BURST_DRAIN_S
+                                                                    + plan.BURST_REPETITION_S))
