@@ -33,7 +33,7 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
              f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
              f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
              f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}"
-             + (f" ({same_schedule(runs)})" if same_schedule(runs) else "")
+             + (f" ({reused})" if (reused := same_schedule(runs)) else "")
              + (f", in {len(repeats)} repetitions." if len(repeats) > 1 else ".")
              + ("" if len(commits) == 1 else " Commits were mixed on purpose (--allow-mixed-commits): each run's "
                                               "commit is in its file."), "",
