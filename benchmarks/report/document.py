@@ -34,7 +34,8 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
              f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
              f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}"
              + (f" ({reused})" if (reused := same_schedule(runs)) else "")
-             + (f", in {len(repeats)} repetitions." if len(repeats) > 1 else ".")
+             + (f", in {len(repeats)} repetitions" if len(repeats) > 1 else "")
+             + f"; measured {generated_docs.when_measured(runs)}."
              + ("" if len(commits) == 1 else " Commits were mixed on purpose (--allow-mixed-commits): each run's "
                                               "commit is in its file."), "",
              "## Targets", ""]

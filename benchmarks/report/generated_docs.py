@@ -41,21 +41,45 @@ def _span(start: float, end: float) -> str:
     return f"{_day(a)} {a:%H:%M} – {_day(b)} {b:%H:%M} UTC"
 
 
+SITTING_GAP_S = 20 * 60   # no run for this long: the runs were made by separate commands (a search lasts minutes)
+
+
+def sittings(runs: Sequence[dict]) -> list[tuple[float, float]]:
+    """When the measured runs were made, as (first start, last end) of each sitting: runs made by separate
+    commands (``ctl bench run`` after ``ctl bench all`` stopped) are not one span of hours."""
+    measured = sorted((r for r in runs if not r.get("projected")), key=lambda r: r["started_at"]) or \
+        sorted(runs, key=lambda r: r["started_at"])
+    spans: list[list[float]] = []
+    for r in measured:
+        start, end = r["started_at"], r["started_at"] + (r.get("duration_s") or 0.0)
+        if spans and start - spans[-1][1] <= SITTING_GAP_S:
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            spans.append([start, end])
+    return [(a, b) for a, b in spans]
+
+
+def when_measured(runs: Sequence[dict]) -> str:
+    """``25 Nov 2026, 07:32–09:31 UTC (the first run's start to the last one's end)``, or each sitting's span."""
+    spans = sittings(runs)
+    if len(spans) == 1:
+        return f"{_span(*spans[0])} (the first run's start to the last one's end)"
+    return (f"in {len(spans)} sittings, " + " and ".join(_span(*s) for s in spans)
+            + " (each sitting's first run's start to its last one's end)")
+
+
 def which_run(runs: Sequence[dict]) -> str:
     """One line saying which run the block is: runs, repetitions, commit(s), and when, all read from the runs."""
     commits = check_commits(runs, allow_mixed=True)
     repeats = len({repetition(r) for r in runs})
     projected = sum(1 for r in runs if r.get("projected"))
-    measured = [r for r in runs if not r.get("projected")] or list(runs)
-    start = min(r["started_at"] for r in measured)
-    end = max(r["started_at"] + (r.get("duration_s") or 0.0) for r in measured)
     told = [t for t in (f"{projected} of them projections, not measurements" if projected else "",
                         same_schedule(runs)) if t]
     return (f"Run: {len(runs)} runs"
             + (f" ({'; '.join(told)})" if told else "")
             + f" in {repeats} repetition{'s' if repeats != 1 else ''}, "
             + ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"`{c}`" for c in commits)
-            + f", {_span(start, end)} (the first run's start to the last one's end).")
+            + f", {when_measured(runs)}.")
 
 
 def render(runs: Sequence[dict], db_nodes: int | None = None) -> str:

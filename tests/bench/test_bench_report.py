@@ -201,7 +201,7 @@ def test_should_judge_capacity_plain_write_and_invalid_runs_in_the_targets(resul
 def test_should_name_machine_and_commit_in_the_header_and_quote_the_report(results_dir):
     text = report.markdown(results.load_runs(results_dir))
     assert "ours run on one machine: Test CPU 2.0GHz, 2 cores, 24.0 GB, Linux-6.1." in text
-    assert "Commit(s): `c0ffee`. Runs: 13." in text
+    assert "Commit(s): `c0ffee`. Runs: 13; measured " in text
     assert "> It has to drop requests in case of bursts." in text
     assert "> Throughput stabilizes at around 350 messages per second 20 seconds after the fault." in text
 
@@ -303,7 +303,7 @@ def test_should_give_median_and_range_of_repetitions_and_hold_targets_in_each(tm
     for run in runs:
         results.write_run(d, run)
     text = report.markdown(results.load_runs(d))
-    assert "Runs: 15, in 3 repetitions." in text
+    assert "Runs: 15, in 3 repetitions; measured " in text
     assert section(text, "Table 1: Saturating Workload, 2 Database Nodes.")[4] == (
         "| Integrated | 1289 / 1250 (1200–1300) | 1.26 / 2.00 | 5.17 / 1.00 | 445 / 3.00 |")
     rows = {name: (measured, verdict) for name, measured, verdict in targets.targets(results.load_runs(d))}

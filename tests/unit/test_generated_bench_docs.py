@@ -64,3 +64,25 @@ def test_should_refuse_a_missing_file_naming_it(tmp_path):
 def test_should_rewrite_the_docs_only_for_the_committed_report(tmp_path):
     assert generated_docs.is_committed_report(generated_docs.COMMITTED_RESULTS / "report.md")
     assert not generated_docs.is_committed_report(tmp_path / "report.md")
+
+
+def _run(started_at: float, duration_s: float = 60.0, **extra) -> dict:
+    return {"started_at": started_at, "duration_s": duration_s, **extra}
+
+
+def test_should_give_one_span_for_runs_made_in_one_sitting():
+    start = 1_764_281_760.0   # 27 Nov 2025, 22:16 UTC
+    runs = [_run(start), _run(start + 600), _run(start + 600 + generated_docs.SITTING_GAP_S, 120),
+            _run(start + 9 * 3600, projected=True)]   # a projection was not made then: it is no sitting
+    assert generated_docs.sittings(runs) == [(start, start + 600 + generated_docs.SITTING_GAP_S + 120)]
+    assert generated_docs.when_measured(runs) == ("27 Nov 2025, 22:16–22:48 UTC "
+                                                  "(the first run's start to the last one's end)")
+
+
+def test_should_name_each_sitting_when_the_runs_were_made_by_separate_commands():
+    start = 1_764_281_760.0   # 27 Nov 2025, 22:16 UTC; the second sitting crosses midnight
+    runs = [_run(start + 900), _run(start), _run(start + 25 * 3600), _run(start + 25 * 3600 + 600, 3000)]
+    assert generated_docs.sittings(runs) == [(start, start + 960), (start + 25 * 3600, start + 26 * 3600)]
+    assert generated_docs.when_measured(runs) == (
+        "in 2 sittings, 27 Nov 2025, 22:16–22:32 UTC and 28 Nov 2025 23:16 – 29 Nov 2025 00:16 UTC "
+        "(each sitting's first run's start to its last one's end)")
