@@ -124,10 +124,12 @@ def own_limits_table(runs: Sequence[dict], table: dict, db_nodes: int) -> list[s
     header = ["", "Base rate [msg/s]", "Peak [msg/s]" if burst else "Offered [msg/s]", "Throughput [msg/s]",
               "Response Time [ms] median", "p99", "max", "Propagation Lag [ms] p50", "p99", "max",
               "Lost requests"] + (["Drain [s]"] if burst else [])
-    rows, used = [], []
+    rows, used, probes = [], [], []
     apps = list(APPS) + ([] if burst else ["plain"])
     for app in apps:
         reps = repetitions(runs, table["experiment"], app, db_nodes)
+        if app != "plain":
+            probes += [n for r in reps if (n := get(r, "config", "probes"))]
         # a run that is another experiment's (the same schedule) is named by the run measured
         used += [f"{r['run_id']}` = `{r['config']['same_run_as']}" if get(r, "config", "same_run_as") else r["run_id"]
                  for r in reps]
@@ -150,5 +152,14 @@ def own_limits_table(runs: Sequence[dict], table: dict, db_nodes: int) -> list[s
         rows.append(row)
     listed = ", ".join(f"`{u}`" for u in used) if used else "none"
     return [f"### {table['title']}", "",
-            f"Ours: {db_nodes} Cassandra node(s); {table['what']}. Lost: dropped or failed. With several "
-            f"repetitions, their median (min–max); runs: {listed}.", "", *md_table(header, rows), ""]
+            f"Ours: {db_nodes} Cassandra node(s); {table['what']}. Lost: dropped or failed. {_probes(probes)}With "
+            f"several repetitions, their median (min–max); runs: {listed}.", "", *md_table(header, rows), ""]
+
+
+def _probes(counts: list[int]) -> str:
+    """How many lag probes stand behind the lag columns: p99 is a nearest rank, the largest below 100 probes."""
+    if not counts:
+        return ""
+    few = " (with fewer than 100, p99 is the largest)" if min(counts) < 100 else ""
+    return (f"Propagation lag: probe tweets, one a second, from acknowledgement to readable timeline rows, "
+            f"{min(counts)}–{max(counts)} per run{few}. ")

@@ -99,6 +99,23 @@ def test_should_table_the_burst_at_each_approach_own_rate_with_its_peak_losses_a
     assert "Plain write" not in "\n".join(table)
 
 
+def test_should_say_how_many_lag_probes_stand_behind_the_lag_columns():
+    def with_probes(runs, counts):
+        for run in runs:
+            if run["app"] != "plain":
+                run["config"]["probes"] = counts[run["experiment"]]
+        return report.markdown(runs)
+
+    text = with_probes(own_runs(), {"80pct_own": 29, "burst_own": 150})
+    eighty = "each approach offered 0.8x the median of its own"
+    line = next(t for t in text.splitlines() if t.startswith("Ours:") and eighty in t)
+    assert ("Propagation lag: probe tweets, one a second, from acknowledgement to readable timeline rows, 29–29 per "
+            "run (with fewer than 100, p99 is the largest).") in line
+    burst = next(t for t in text.splitlines() if t.startswith("Ours:") and "50 %, 200 %, then 50 %" in t)
+    assert "150–150 per run. With several" in burst   # p99 below the largest: no caveat
+    assert "Propagation lag: probe" not in report.markdown(own_runs())   # runs that did not count their probes
+
+
 def test_should_meet_the_own_limit_targets_only_when_every_repetition_does():
     rows = verdicts(own_runs())
     assert rows[LAG_TARGET] == ("200, 240, 180 ms", "met")
