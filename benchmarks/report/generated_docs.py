@@ -47,10 +47,9 @@ SITTING_GAP_S = 20 * 60   # no run for this long: the runs were made by separate
 def sittings(runs: Sequence[dict]) -> list[tuple[float, float]]:
     """When the measured runs were made, as (first start, last end) of each sitting: runs made by separate
     commands (``ctl bench run`` after ``ctl bench all`` stopped) are not one span of hours."""
-    measured = sorted((r for r in runs if not r.get("projected")), key=lambda r: r["started_at"]) or \
-        sorted(runs, key=lambda r: r["started_at"])
+    measured = [r for r in runs if not r.get("projected")] or list(runs)
     spans: list[list[float]] = []
-    for r in measured:
+    for r in sorted(measured, key=lambda r: r["started_at"]):
         start, end = r["started_at"], r["started_at"] + (r.get("duration_s") or 0.0)
         if spans and start - spans[-1][1] <= SITTING_GAP_S:
             spans[-1][1] = max(spans[-1][1], end)

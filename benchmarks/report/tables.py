@@ -6,7 +6,7 @@ from typing import Callable, Sequence
 from async_triggers.benchmarks.report import reference
 from async_triggers.benchmarks.report.format import NA, NONE, cell, fmt_ms, fmt_rate, fmt_sig, md_table
 from async_triggers.benchmarks.report.runs import component_figures, get, latest, repetitions, spread
-from async_triggers.benchmarks.results import COMPONENTS
+from async_triggers.benchmarks.results import COMPONENTS, nearest_rank
 
 APPS = reference.APPROACHES
 
@@ -160,6 +160,8 @@ def _probes(counts: list[int]) -> str:
     """How many lag probes stand behind the lag columns: p99 is a nearest rank, the largest below 100 probes."""
     if not counts:
         return ""
-    few = " (with fewer than 100, p99 is the largest)" if min(counts) < 100 else ""
+    # the lag's p99 is results.nearest_rank's: the largest probe when a run had too few to leave one above it
+    few = " (with fewer than 100, p99 is the largest)" if any(nearest_rank(range(n), 99) == n - 1 for n in counts) \
+        else ""
     return (f"Propagation lag: probe tweets, one a second, from acknowledgement to readable timeline rows, "
             f"{min(counts)}–{max(counts)} per run{few}. ")
