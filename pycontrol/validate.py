@@ -310,7 +310,26 @@ def compile_all(flows: Iterable[Flow], schema: Schema, deployed: Mapping[str, Ma
     check_cycles(others + [e for e in map(_edges, flows) if e is not None])   # a cycle first: the plainest reason
     specs = [compile_flow(f, schema) for f in flows]
     check_cycles(others + specs)
+    check_one_flow_per_target(others + specs)
     return specs
+
+
+def check_one_flow_per_target(specs: Iterable[Mapping]) -> None:
+    """Refuse two flows writing one table (docs/design.md, "Write shapes"). A derived row is the image of one source
+    row under one flow's meaning; two flows keep their rows by their own tasks, timestamps and lineage, so a change in
+    one source would delete, at its timestamp, the other flow's equal row, and neither flow's verify could tell the
+    other's rows from strays. Several targets of one flow may share a table: they derive from the same source rows."""
+    writers: dict[str, list[str]] = {}
+    for spec in specs:
+        for table in dict.fromkeys(f"{t['keyspace']}.{t['table']}" for t in spec["targets"]):
+            writers.setdefault(table, []).append(spec["name"])
+    for table, names in sorted(writers.items()):
+        if len(names) > 1:
+            first, *rest = sorted(names)
+            raise ValidationError(first, f"the target table '{table}' is also written by flow(s) "
+                                         f"{', '.join(repr(n) for n in rest)}: a table is derived by one flow, whose "
+                                         "tasks alone decide its rows; give each flow a table of its own, or write "
+                                         "both sources' rows from one source table (a cascade into one flow)")
 
 
 def _edges(flow: Flow) -> dict | None:

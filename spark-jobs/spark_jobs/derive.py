@@ -111,8 +111,9 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
                 carry: Sequence[str] = ()):
     """The rows one target should hold: the source rows (joined with the fan-out table on ``match`` if the
     target has a fan-out) mapped through the target's ``columns``, restricted to rows with a non-null primary
-    key. ``columns`` selects and orders the output columns (default: all mapped columns). ``carry`` names source
-    columns passed through unchanged after them (the backfill's write timestamp and TTL of each source row)."""
+    key and a non-empty partition key (Cassandra refuses an empty one, so such a row derives nothing). ``columns``
+    selects and orders the output columns (default: all mapped columns). ``carry`` names source columns passed
+    through unchanged after them (the backfill's write timestamp and TTL of each source row)."""
     from pyspark.sql import functions as F
 
     fan = target.get("fanout")
@@ -158,6 +159,8 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
     for i, col in enumerate(wanted):
         if col in primary_key(target):
             kept = kept & F.col(f"o{i}").isNotNull()
+        if col in target["partition_key"]:   # Cassandra refuses an empty partition key: such a row derives nothing
+            kept = kept & (F.length(F.col(f"o{i}")) > 0)
     out = joined.select(*projected, F.rand().alias(barrier)).where(kept).drop(barrier)
     return out.toDF(*wanted, *carry)
 

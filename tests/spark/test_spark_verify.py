@@ -189,6 +189,18 @@ def test_should_expect_one_index_row_per_source_row_with_a_key_and_no_row_of_a_f
     assert list(r.unexpected_sample) == [{"name": "ad", "user_id": "u1", "email": "ada@x"}]
 
 
+def test_should_expect_no_row_where_a_partition_key_value_is_empty(spark):
+    # Cassandra refuses an empty partition key: a user named '' has no index row, as one without a name
+    users = spark.createDataFrame([("u1", "ada", "ada@x"), ("u2", "", "b@x")], "user_id string, name string, email string")
+    out = verify.expected_rows(USERS_BY_NAME, users, {})
+    assert_same_rows(out["app.users_by_name"], [("ada", "u1", "ada@x")])
+    # an empty clustering value is a key like any other
+    by_id = copy.deepcopy(USERS_BY_NAME)
+    by_id["targets"][0].update(partition_key=["user_id"], clustering=["name"])
+    assert_same_rows(verify.expected_rows(by_id, users, {})["app.users_by_name"],
+                     [("u1", "ada", "ada@x"), ("u2", "", "b@x")])
+
+
 def test_should_accept_any_of_the_values_several_source_rows_derive_for_one_key(spark):
     # the latest tweet per author: two tweets of author 1 write the same row, whichever was written last stays
     spec = {"name": "latest", "source": TIMELINE["source"], "handler": None, "targets": [

@@ -186,3 +186,21 @@ def test_should_reject_bad_options(changes, message):
 def test_should_compile_a_handler_flow_without_targets():
     spec = validate.compile_flow(timeline_flow(steps=[], handler="com.example.Index"), SCHEMA)
     assert spec["handler"] == "com.example.Index" and spec["targets"] == []
+
+
+def test_should_reject_two_flows_writing_one_table():
+    a = Flow(name="a", source="app.users", steps=[Write("app.users_by_name", name=source.name, user_id=source.user_id)])
+    b = Flow(name="b", source="twitter.tweets", steps=[
+        Write("twitter.timeline", user_id=source.author_id, tweet_id=source.tweet_id)])
+    c = dataclasses.replace(b, name="c")
+    with pytest.raises(ValidationError) as e:
+        validate.compile_all([a, b, c], SCHEMA)
+    assert str(e.value) == ("flow 'b': the target table 'twitter.timeline' is also written by flow(s) 'c': a table "
+                            "is derived by one flow, whose tasks alone decide its rows; give each flow a table of its "
+                            "own, or write both sources' rows from one source table (a cascade into one flow)")
+    deployed = validate.compile_flow(c, SCHEMA)
+    with pytest.raises(ValidationError, match="'twitter.timeline' is also written by flow"):
+        validate.compile_all([b], SCHEMA, deployed={"c": deployed})
+    # a redeploy of the flow that writes it, and two targets of one flow in one table, are fine
+    validate.compile_all([c], SCHEMA, deployed={"c": deployed})
+    validate.compile_all([timeline_flow()], SCHEMA)

@@ -157,7 +157,10 @@ final class FanoutPages
             throw failure;
     }
 
-    /** The fan-out's match values, or null (logged) when one is unknown. */
+    /**
+     * The fan-out's match values, or null when one is unknown (logged), or empty: the match is the fan-out table's
+     * partition key, which is never empty, so an empty value matches no row.
+     */
     private List<ByteBuffer> match(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values)
     {
         List<ByteBuffer> match = new ArrayList<>();
@@ -169,6 +172,8 @@ final class FanoutPages
                 logger.warn("Flow '{}': {} cannot fan out, '{}' is unknown for {}", spec.name, target, e.getValue(), task);
                 return null;
             }
+            if (!value.hasRemaining())
+                return null;
             match.add(value);
         }
         return match;

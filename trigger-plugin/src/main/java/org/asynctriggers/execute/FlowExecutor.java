@@ -337,14 +337,18 @@ public final class FlowExecutor
             row.marker(newest, expiresAt);
     }
 
-    /** The target key's values, in primary key order; null when one is unknown or null. */
+    /**
+     * The target key's values, in primary key order; null when one is unknown or null, or a partition key value is
+     * empty: Cassandra refuses an empty partition key ("Key may not be empty"), so such a source row derives no row
+     * there, as one with a null value does (an empty clustering value is a key like any other).
+     */
     static List<ByteBuffer> keyOf(FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow)
     {
         List<ByteBuffer> key = new ArrayList<>();
         for (String column : target.primaryKey())
         {
             ByteBuffer value = target.columns.get(column).valueIn(values, fanoutRow);
-            if (value == null)
+            if (value == null || (!value.hasRemaining() && key.size() < target.partitionKey.size()))
                 return null;
             key.add(value);
         }
@@ -368,6 +372,9 @@ public final class FlowExecutor
             columns.add(column);
             bound.add(value);
         }
+        if (columns.size() >= target.partitionKey.size()
+            && bound.subList(1, 1 + target.partitionKey.size()).stream().anyMatch(v -> !v.hasRemaining()))
+            return; // an empty partition key value: no row was derived there
         if (columns.size() < target.partitionKey.size())
         {
             logger.warn("Flow '{}': {} key cannot be computed from the deleted source key (it needs a non-key column: "

@@ -171,13 +171,6 @@ final class Lineage
     {
         Map<String, ByteBuffer> values = source.values;
         List<ByteBuffer> image = image(target, values);
-        if (image == null || (target.fanout == null && FlowExecutor.keyOf(target, values, null) == null))
-        {
-            long nulled = nulledAt(target, source);
-            if (nulled != Long.MIN_VALUE && from == null)
-                record(task, target, List.of(), nulled, 0, nulled);
-            return null;
-        }
         long imageTs = Long.MIN_VALUE;
         long imageExpiresAt = 0;
         for (String column : target.lineageColumns)
@@ -187,6 +180,15 @@ final class Lineage
             imageTs = Math.max(imageTs, ts);
             if (cell != null && cell.expiresAt != 0)
                 imageExpiresAt = imageExpiresAt == 0 ? cell.expiresAt : Math.min(imageExpiresAt, cell.expiresAt);
+        }
+        if (image == null || (target.fanout == null && FlowExecutor.keyOf(target, values, null) == null))
+        {
+            // no image (a null lineage column), or one that names no row (an empty partition key value): the
+            // target's sentinel, so that an older image's rows go
+            long nulled = image == null ? nulledAt(target, source) : imageTs;
+            if (nulled != Long.MIN_VALUE && from == null)
+                record(task, target, List.of(), nulled, 0, nulled);
+            return null;
         }
         boolean cellsExpire = imageExpiresAt != 0; // the tie-break of cells: the lineage columns' own TTL, not the row's
         if (task.rowExpiresAt() != 0 && source.livenessTimestamp == imageTs)

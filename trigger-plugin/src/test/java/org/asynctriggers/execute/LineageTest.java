@@ -115,6 +115,16 @@ class LineageTest
         }
 
         @Test
+        void shouldDeriveNoRowForAnEmptyNameAndKeepConverging()
+        {
+            // Cassandra refuses an empty partition key: '' derives no row, as null does, and the name before it goes
+            run(named("ann", 10), named("", 20));
+            assertEquals(List.of(), names());
+            run(named("bob", 30), named("", 20));
+            assertEquals(List.of("bob"), names());
+        }
+
+        @Test
         void shouldConvergeForEveryOrderOfThreeWrites()
         {
             List<Task> tasks = List.of(named("ann", 10), named("bob", 20), named("cy", 30));
