@@ -120,13 +120,14 @@ CHAOS_ARGS ?=
 chaos: install netfilter
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
-# differential fuzzing (pycontrol/fuzz): 30 seeded random histories of every CQL write shape on its own 3-node
+# differential fuzzing (pycontrol/fuzz): 50 seeded random histories of every CQL write shape, over five drawn designs
+# (tables, column types, flows), from concurrent clients with skewed clocks, on its own 3-node
 # cluster (a third with a replica stopped), each drained and checked by the verify job; one line per seed, a failing
 # seed's operations shrunk and its evidence kept, then a summary with the count of every write shape. FUZZ_ARGS adds
 # options (--seed S, --ops N, --replay SEED, --shrink-runs N, --no-faults).
 FUZZ_ARGS ?=
 fuzz: install
-	$(CTL) fuzz run --seeds 30 --out /tmp/async-triggers-fuzz $(FUZZ_ARGS)
+	$(CTL) fuzz run --seeds 50 --seed 0 --out /tmp/async-triggers-fuzz $(FUZZ_ARGS)
 
 bench-ack: install
 	$(PY) -m async_triggers.benchmarks.experiments.ack_latency

@@ -54,7 +54,7 @@ def _table(statement: str, path: Path) -> TableSchema:
         raise ConfigError(f"{path}: cannot parse table definition: {statement[:80]}...")
     ks, name = _unquote(m.group(1)), _unquote(m.group(2))
     body = _balanced(statement, m.end() - 1)
-    columns, pk_parts = {}, None
+    columns, pk_parts, static = {}, None, set()
     for item in _split_top(body):
         pk = re.match(r"PRIMARY\s+KEY\s*\((.*)\)$", item, re.IGNORECASE | re.DOTALL)
         if pk:
@@ -68,13 +68,17 @@ def _table(statement: str, path: Path) -> TableSchema:
         if inline_pk:
             ctype = ctype[:inline_pk.start()]
             pk_parts = [col]
+        is_static = re.search(r"\s+STATIC\s*$", ctype, re.IGNORECASE)
+        if is_static:
+            ctype = ctype[:is_static.start()]
+            static.add(col)
         columns[col] = re.sub(r"\s+", "", ctype.strip().lower())
     if not pk_parts:
         raise ConfigError(f"{path}: table {ks}.{name} has no primary key")
     first = pk_parts[0]
     partition = [_unquote(c.strip()) for c in _split_top(first[1:-1])] if first.startswith("(") else [_unquote(first)]
     clustering = [_unquote(c.strip()) for c in pk_parts[1:]]
-    return TableSchema(ks, name, tuple(partition), tuple(clustering), columns)
+    return TableSchema(ks, name, tuple(partition), tuple(clustering), columns, frozenset(static))
 
 
 def schema_file_of(flow_file: Path) -> Path:

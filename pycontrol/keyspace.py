@@ -46,8 +46,8 @@ FLOW_STATUS = Table("flow_status", (
     ("updated", "timestamp"),
 ), partition_key=("flow",), clustering=("node",))
 
-# The image a lineage target's rows were derived from, per source row (docs/design.md, "Lineage").
-# ``written``: the newest timestamp of the cells written to the image's rows, written at the image's own timestamp.
+# The images a lineage target's rows were derived from, per source row (docs/design.md, "Lineage"), each recorded at
+# the version of the task that recorded it (``ts``; ``written``: the same, kept for the rows of a former plugin).
 LINEAGE = Table("lineage", (("flow", "text"), ("source_key", "blob"), ("target_key", "blob"), ("ts", "bigint"),
                             ("written", "bigint")),
                 partition_key=("flow", "source_key"), clustering=("target_key",))
@@ -56,6 +56,11 @@ LINEAGE = Table("lineage", (("flow", "text"), ("source_key", "blob"), ("target_k
 # clustering columns finds through it the rows whose derived rows it deletes (docs/design.md, "Write shapes").
 LINEAGE_KEYS = Table("lineage_keys", (("flow", "text"), ("source_partition", "blob"), ("source_key", "blob")),
                      partition_key=("flow", "source_partition"), clustering=("source_key",))
+
+# Each source row's lineage version: the timestamp of the rows its lineage targets' last task wrote, taken by a
+# compare-and-set (Paxos) so that the task with the newest version read the row after every other had taken its own.
+LINEAGE_VERSIONS = Table("lineage_versions", (("flow", "text"), ("source_key", "blob"), ("version", "bigint")),
+                         partition_key=("flow", "source_key"))
 
 DEAD_LETTERS = Table("dead_letters", (
     ("flow", "text"), ("id", "timeuuid"), ("node", "text"), ("op", "text"), ("ts", "bigint"), ("source_key", "blob"),
@@ -83,7 +88,7 @@ VERIFY_PROGRESS = Table("verify_progress", (
 ), partition_key=("flow",), clustering=("run", "range_start"),
     options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
 
-TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, LINEAGE_VERSIONS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
 
 
 def missing_columns(table: Table, existing: Collection[str]) -> list[tuple[str, str]]:

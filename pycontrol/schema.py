@@ -12,6 +12,7 @@ class TableSchema:
     partition_key: tuple[str, ...]
     clustering: tuple[str, ...]
     columns: Mapping[str, str]          # column -> CQL type, as the server prints it
+    static: frozenset[str] = frozenset()    # the static columns
 
     @property
     def primary_key(self) -> tuple[str, ...]:
@@ -44,6 +45,7 @@ def from_driver_metadata(metadata) -> Schema:
                 partition_key=tuple(c.name for c in t.partition_key),
                 clustering=tuple(c.name for c in t.clustering_key),
                 columns={c.name: c.cql_type for c in t.columns.values()},
+                static=frozenset(c.name for c in t.columns.values() if c.is_static),
             )
     return Schema(tables=tables, keyspaces=frozenset(metadata.keyspaces))
 

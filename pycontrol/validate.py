@@ -167,24 +167,54 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
     # column changes, and cannot be computed from a delete: the plugin keeps lineage of those columns.
     key_refs = [write.columns[c] for c in target.primary_key] + list(fanout.match.values() if fanout else ())
     moving = sorted({r.column for r in key_refs if r.scope == "source" and r.column not in src.primary_key})
-    _check_derivable(flow, src, target, fanout, write, moving)
+    _check_derivable(flow, src, target, write)
     return {
         "keyspace": ks, "table": name,
         "partition_key": list(target.partition_key), "clustering": list(target.clustering),
         "columns": {c: str(r) for c, r in write.columns.items()},
         "fanout": fanout_spec,
-        "mode": "lineage" if moving else "direct",
+        "mode": "lineage" if moving or _rederived(flow, src, target, fanout, write) else "direct",
         "lineage_columns": moving,
     }
 
 
-def _check_derivable(flow: Flow, src: TableSchema, target: TableSchema, fanout: FanOut | None, write: Write,
-                     moving: list[str]) -> None:
+NATIVE_TYPES = frozenset({"ascii", "bigint", "blob", "boolean", "counter", "date", "decimal", "double", "duration",
+                          "float", "inet", "int", "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid",
+                          "varint"})
+
+
+def multi_cell(cql_type: str) -> bool:
+    """Whether a column of this type holds one cell per element: a non-frozen collection or user-defined type."""
+    t = _norm_type(cql_type)
+    if t.startswith(("set<", "list<", "map<")):
+        return True
+    return "<" not in t and t not in NATIVE_TYPES     # a UDT's name; a frozen one prints as frozen<name>
+
+
+def _rederived(flow: Flow, src: TableSchema, target: TableSchema, fanout: FanOut | None, write: Write) -> bool:
+    """Whether a target whose key does not move is still derived whole by each task, as a lineage target
+    (docs/design.md, "Lineage"), rather than mirroring its write's cells: one that copies a static column (a static
+    value is a cell of every row of its partition, set or deleted apart from the row, and belongs to none) or a
+    non-frozen collection or UDT (elements added, removed and expiring one by one, a list's positions chosen by the
+    coordinator that wrote them); and, where
+    the source has clustering columns and the flow handles deletes, one whose partition key comes from a source
+    clustering column (a range or partition deletion names no value of it: its rows are found through the lineage's
+    list of the source partition's rows)."""
+    if any(r.scope == "source" and (r.column in src.static or multi_cell(src.columns[r.column]))
+           for r in write.columns.values()):
+        return True   # a static value, or a collection (or UDT) whose elements each have a timestamp and TTL
+    if not src.clustering or "delete" not in flow.events:
+        return False
+    partition_sources = [write.columns[c] for c in target.partition_key]
+    if fanout is not None and any(r.scope == "row" for r in partition_sources):
+        partition_sources += list(fanout.match.values())
+    return any(r.scope == "source" and r.column in src.clustering for r in partition_sources)
+
+
+def _check_derivable(flow: Flow, src: TableSchema, target: TableSchema, write: Write) -> None:
     """Refuse the targets whose rows the flow could not keep equal to the source's (docs/design.md, "Write shapes"):
     one whose primary key leaves out a source key column (two source rows would derive one target row, and deleting
-    either would delete it), and, where the source has clustering columns and the flow handles deletes, a directly
-    keyed one whose partition key comes from a source clustering column (a range or partition deletion names no
-    value of it, so its rows could not be found)."""
+    either would delete it)."""
     keyed_by = {write.columns[c].column for c in target.primary_key if write.columns[c].scope == "source"}
     left_out = [c for c in src.primary_key if c not in keyed_by]
     if left_out:
@@ -192,22 +222,16 @@ def _check_derivable(flow: Flow, src: TableSchema, target: TableSchema, fanout: 
                                          f"column(s) {', '.join(left_out)} of '{src.qualified}' in its own primary key: "
                                          "two source rows would derive one target row, and deleting either would "
                                          "delete it; add them to the target's primary key")
-    if moving or not src.clustering or "delete" not in flow.events:
-        return
-    partition_sources = [write.columns[c] for c in target.partition_key]
-    if fanout is not None and any(r.scope == "row" for r in partition_sources):
-        partition_sources += list(fanout.match.values())
-    from_clustering = sorted({r.column for r in partition_sources if r.scope == "source" and r.column in src.clustering})
-    if from_clustering:
-        raise ValidationError(flow.name, f"the partition key of '{target.qualified}' comes from the clustering "
-                                         f"column(s) {', '.join(from_clustering)} of '{src.qualified}': a range or "
-                                         "partition deletion of the source names no value of them, so its derived "
-                                         "rows could not be found; partition the target by the source's partition "
-                                         "key, or drop 'delete' from the flow's events")
 
 
 def _check_same_type(flow: Flow, table: TableSchema, column: str, ref: Ref, ref_type: str) -> None:
     column_type = table.columns[column]
+    element = re.match(r"^(?:frozen<)?(?:set|list)<(.*)>>?$", _norm_type(ref_type))
+    if column in table.primary_key and element and _norm_type(column_type) == element.group(1):
+        raise ValidationError(flow.name, f"column '{column}' of '{table.qualified}' is keyed by the elements of "
+                                         f"'{ref}' ({ref_type}): a flow derives one row per source row, not one per "
+                                         "element; key the target by the whole value (a frozen collection column), or "
+                                         "keep the elements in a table of their own and index that")
     if _norm_type(column_type) != _norm_type(ref_type):
         raise ValidationError(flow.name, f"type mismatch for column '{column}' of '{table.qualified}': it is "
                                          f"{column_type}, but '{ref}' is {ref_type}")
@@ -251,8 +275,20 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
     _check_options(flow)
     ks, name = flow.source_table
     src = _table(flow, schema, ks, name, "source table")
+    counters = sorted(c for c, t in src.columns.items() if _norm_type(t) == "counter")
+    if counters:
+        raise ValidationError(flow.name, f"source table '{src.qualified}' is a counter table (column(s) "
+                                         f"{', '.join(counters)}): a counter's value is the sum of increments held "
+                                         "apart on each replica, and no write carries it; write the events to a table "
+                                         "of their own and derive from that")
     _check_backup_map(flow, schema, src)
     targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in flow.writes()]
+    # the rows of a table that a lineage target writes may be another target's too (an author's own timeline row is a
+    # follower's row of another author): every target of that table is derived whole, under one version
+    lineage_tables = {(t["keyspace"], t["table"]) for t in targets if t["mode"] == "lineage"}
+    for t in targets:
+        if (t["keyspace"], t["table"]) in lineage_tables:
+            t["mode"] = "lineage"
     return {
         "name": flow.name,
         "source": {"keyspace": ks, "table": name, "partition_key": list(src.partition_key),

@@ -28,17 +28,19 @@ def run(ctx: typer.Context,
         cluster: str = typer.Option("fuzz", "--cluster", help="The ccm cluster (created, and removed after, when "
                                                               "missing)."),
         nodes: int = typer.Option(3, "--nodes"),
-        keyspace: str = typer.Option("fuzz", "--keyspace", help="The campaign's keyspace (flows <keyspace>_*)."),
+        keyspace: str = typer.Option("fuzz", "--keyspace", help="The designs' keyspaces are <keyspace>_d<design>."),
+        design_every: int = typer.Option(10, "--design-every", help="Seeds per drawn design (tables, column types, "
+                                                                     "flows): seed S runs on design S // this."),
         master: str = typer.Option("local[2]", "--master", help="Spark master of the checks."),
         as_json: bool = typer.Option(False, "--json", help="The summary as one JSON object (the lines go to "
                                                             "stderr).")):
     """Run a campaign: one line per seed, a failing seed's (shrunk) operations, then a summary with the count of
-    every write shape; exit 1 when a seed failed."""
+    every write shape and the column types and flow shapes drawn; exit 1 when a seed failed."""
     from ..fuzz import campaign
     with errors_to_exit():
         config = campaign.FuzzConfig(out=out, seeds=seeds, seed=seed, replay=replay, ops=ops, faults=faults,
                                      shrink=shrink, shrink_runs=shrink_runs, cluster=cluster, nodes=nodes,
-                                     keyspace=keyspace, master=master)
+                                     keyspace=keyspace, master=master, design_every=design_every)
         summary = campaign.run_campaign(ctx.obj, config, progress=lambda m: typer.echo(m, err=True),
                                         report=(lambda m: typer.echo(m, err=True)) if as_json else typer.echo)
     if as_json:

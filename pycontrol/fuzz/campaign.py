@@ -1,6 +1,10 @@
-"""A fuzz campaign: the cluster (made for it unless one is named that exists), its keyspace and flows deployed once,
-then one run per seed: a seeded history, drained and verified; one line per seed; a failing seed keeps its evidence
-under ``<out>/seed-<seed>/`` and is shrunk; a summary counts the runs, the failures and every write shape used.
+"""A fuzz campaign: the cluster (made for it unless one is named that exists), then one run per seed: a seeded
+history, drained and verified; one line per seed; a failing seed keeps its evidence under ``<out>/seed-<seed>/`` and
+is shrunk; a summary counts the runs, the failures, every write shape and every column type and flow shape used.
+
+Seeds come in groups of ``design_every`` (seed // design_every): each group draws a design of its own (``schema``:
+its tables, column types and flows), created in a keyspace of its own and deployed before the group's first run;
+the flows of the group before are dropped, and its keyspace with them.
 
 The cluster it makes syncs its commit log before acknowledging (``commitlog_sync: batch``), as the chaos campaign's
 does (docs/design.md, "Durability"): a stopped replica must not forget what it acknowledged.
@@ -38,9 +42,10 @@ class FuzzConfig:
     cluster: str = "fuzz"
     nodes: int = 3
     replication_factor: int = 2
-    keyspace: str = schema.KEYSPACE
+    keyspace: str = schema.KEYSPACE   # the designs' keyspaces are <keyspace>_d<design>
     master: str = "local[2]"
     drain_timeout_s: float = 300.0
+    design_every: int = 10          # seeds per design
 
     def __post_init__(self):
         if self.seeds < 1 and self.replay is None:
@@ -51,12 +56,20 @@ class FuzzConfig:
             raise ConfigError(f"--shrink-runs must be zero or more, found: {self.shrink_runs}")
         if not self.keyspace.isidentifier() or self.keyspace.lower() != self.keyspace:
             raise ConfigError(f"--keyspace must be a lower-case CQL identifier, found: {self.keyspace!r}")
+        if self.design_every < 1:
+            raise ConfigError(f"--design-every must be at least 1, found: {self.design_every}")
 
     def seed_list(self) -> list[int]:
         return [self.replay] if self.replay is not None else [self.seed + i for i in range(self.seeds)]
 
+    def design(self, seed: int) -> schema.Design:
+        return schema.draw(seed // self.design_every)
+
+    def design_keyspace(self, design: schema.Design) -> str:
+        return f"{self.keyspace}_d{design.seed}"
+
     def history(self, seed: int) -> generator.History:
-        return generator.generate(seed, self.ops, self.nodes, fault_rate=1 / 3 if self.faults else 0.0)
+        return generator.generate(seed, self.design(seed), self.ops, self.nodes, fault_rate=1 / 3 if self.faults else 0.0)
 
 
 @dataclasses.dataclass
@@ -66,15 +79,26 @@ class Summary:
     shapes: Counter
     ops: int
     refused_ops: int
+    designs: list[str] = dataclasses.field(default_factory=list)
 
     def line(self) -> str:
         failed = ", ".join(map(str, self.failed_seeds)) or "none"
         return (f"summary: {self.runs} seed(s), {len(self.failed_seeds)} failed (seeds: {failed}); "
-                f"{self.ops} ops ({self.refused_ops} refused); shapes: {generator.summary_of(self.shapes)}")
+                f"{self.ops} ops ({self.refused_ops} refused); {len(self.designs)} design(s), each with a flow "
+                f"deployed and backfilled in the middle of its first run; shapes: {generator.summary_of(self.shapes)}; "
+                f"types: {', '.join(sorted(schema.types_of(self.designs_drawn)))}; "
+                f"flows: {', '.join(sorted(schema.flow_shapes_of(self.designs_drawn)))}")
+
+    @property
+    def designs_drawn(self) -> list[schema.Design]:
+        return [schema.draw(int(d)) for d in self.designs]
 
     def as_dict(self) -> dict:
         return {"runs": self.runs, "failed_seeds": self.failed_seeds, "ops": self.ops,
-                "refused_ops": self.refused_ops, "shapes": {s: self.shapes.get(s, 0) for s in generator.SHAPES}}
+                "refused_ops": self.refused_ops, "shapes": {s: self.shapes.get(s, 0) for s in generator.SHAPES},
+                "designs": [d.describe() for d in self.designs_drawn],
+                "types": sorted(schema.types_of(self.designs_drawn)),
+                "flow_shapes": sorted(schema.flow_shapes_of(self.designs_drawn))}
 
 
 class _RunIds:
@@ -99,16 +123,59 @@ def _setup(settings: Settings, config: FuzzConfig, progress: Progress):
                                          reconnection_policy=ConstantReconnectionPolicy(1.0, max_attempts=None))
     session = driver.connect()
     session.default_timeout = 30
-    run_text(session, schema.schema_cql(config.keyspace, config.replication_factor))
-    flow_file = config.out / f"{config.keyspace}_flows.py"
-    flow_file.write_text(schema.flow_file(config.keyspace))
-    progress(f"deploying the flows {', '.join(schema.flow_names(config.keyspace))}")
-    deploy.deploy(session, load_flow_file(flow_file), progress=lambda m: None)
     from async_triggers.spark_jobs.session import build_session
     spark = build_session(master=config.master, connection=conn, app_name="fuzz-check", conf=oracle.session_conf())
     nodes = tuple((n.name, n.address) for n in info.nodes)
     return info, runner.Cluster(settings, config.cluster, session, spark, config.keyspace, nodes,
                                 drain_timeout_s=config.drain_timeout_s)
+
+
+def _use_design(c: runner.Cluster, config: FuzzConfig, design: schema.Design, progress: Progress) -> str:
+    """The design's tables in a keyspace of its own and its flows deployed, the design before it gone; but one flow,
+    deployed and backfilled in the middle of the design's first run (``_late_flow``), whose name it returns."""
+    if c.design is not None:
+        for name in c.design.flow_names(c.keyspace):
+            try:
+                deploy.drop(c.session, name)
+            except Exception as e:  # noqa: BLE001 - a flow never deployed (its design's first run failed early)
+                progress(f"dropping {name}: {e}")
+        c.session.execute(f"DROP KEYSPACE IF EXISTS {c.keyspace}", timeout=120)
+    keyspace = config.design_keyspace(design)
+    run_text(c.session, design.schema_cql(keyspace, config.replication_factor))
+    flow_file = config.out / f"{keyspace}_flows.py"
+    flow_file.write_text(design.flow_file(keyspace))
+    late = f"{keyspace}_s0_both"
+    progress(f"{design.describe()}: deploying the flows {', '.join(design.flow_names(keyspace))} ({late} later)")
+    deploy.deploy(c.session, [f for f in load_flow_file(flow_file) if f.name != late], progress=lambda m: None)
+    c.keyspace, c.design = keyspace, design
+    return late
+
+
+class _LateFlow:
+    """Deploys flow ``name`` of the design's flow file, then backfills it (the rows written before its capture index
+    existed), while the run's clients are between the halves of its history."""
+
+    def __init__(self, c: runner.Cluster, config: FuzzConfig, name: str, progress: Progress):
+        self.c, self.config, self.name, self.progress = c, config, name, progress
+        self.done = False
+
+    def deploy(self) -> None:
+        from async_triggers import plugin
+        deadline = time.monotonic() + 120
+        while plugin.check(self.c.session).problems and time.monotonic() < deadline:
+            time.sleep(2)   # a replica restarted just before answers once its plugin has started
+        flow_file = self.config.out / f"{self.c.keyspace}_flows.py"
+        deploy.deploy(self.c.session, [f for f in load_flow_file(flow_file) if f.name == self.name],
+                      progress=lambda m: None)
+        self.done = True
+
+    def __call__(self) -> None:
+        from async_triggers.spark_jobs import backfill, specs
+        self.progress(f"deploying {self.name} in the middle of the run, then backfilling it")
+        self.deploy()
+        time.sleep(3)   # every node applies the new flow (it polls every 2 s) before the backfill reads the source
+        backfill.backfill_with_session(self.c.spark, self.c.session, specs.load_spec(self.c.spark, self.name),
+                                       ranges=4, progress=lambda m: None)
 
 
 def _keep(folder: Path, name: str, data) -> None:
@@ -139,7 +206,7 @@ def _evidence(c: runner.Cluster, info, folder: Path, history: generator.History,
 
 def _shrink(c: runner.Cluster, config: FuzzConfig, history: generator.History, result: runner.RunResult,
             run_ids: _RunIds, progress: Progress) -> shrinker.Shrunk:
-    flows = result.failed_flows or schema.flow_names(config.keyspace)
+    flows = result.failed_flows or c.design.flow_names(c.keyspace)
 
     def fails(candidate: generator.History) -> bool:
         runner.truncate(c)
@@ -148,7 +215,7 @@ def _shrink(c: runner.Cluster, config: FuzzConfig, history: generator.History, r
                  + (attempt.error or "fails" if not attempt.ok else "passes"))
         return not attempt.ok and attempt.error is None
 
-    return shrinker.shrink(history, fails, result.suspects(), shrinker.Budget(config.shrink_runs))
+    return shrinker.shrink(history, fails, result.suspects(c.design), shrinker.Budget(config.shrink_runs))
 
 
 def run_campaign(settings: Settings, config: FuzzConfig, progress: Progress, report: Progress) -> Summary:
@@ -167,16 +234,27 @@ def run_campaign(settings: Settings, config: FuzzConfig, progress: Progress, rep
         raise
     run_ids = _RunIds()
     shapes: Counter = Counter()
-    failed, ops, refused, runs = [], 0, 0, 0
-    replay_flags = f"--ops {config.ops}" + ("" if config.faults else " --no-faults")
+    failed, ops, refused, runs, designs = [], 0, 0, 0, []
+    replay_flags = f"--ops {config.ops} --design-every {config.design_every}" + ("" if config.faults else " --no-faults")
     try:
-        report(f"fuzz: keyspace {config.keyspace}, flows {', '.join(schema.flow_names(config.keyspace))}; "
-               f"{len(config.seed_list())} seed(s) of {config.ops} ops")
+        report(f"fuzz: {len(config.seed_list())} seed(s) of {config.ops} ops, a design every {config.design_every}")
         for seed in config.seed_list():
+            design = config.design(seed)
+            midway = None
+            if c.design is None or c.design.seed != design.seed:
+                late = _use_design(c, config, design, progress)
+                midway = _LateFlow(c, config, late, progress)
+                designs.append(str(design.seed))
+                report(design.describe())
             history = config.history(seed)
             shapes += history.shapes()
             runner.truncate(c)
-            result = runner.run_history(c, history, run_ids(), schema.flow_names(config.keyspace), progress)
+            try:
+                result = runner.run_history(c, history, run_ids(), design.flow_names(c.keyspace), progress,
+                                            midway=midway)
+            finally:
+                if midway is not None and not midway.done:   # the run failed before: deploy it for the next runs
+                    midway.deploy()
             runs += 1
             ops += result.ops
             refused += result.failed_ops
@@ -205,7 +283,7 @@ def run_campaign(settings: Settings, config: FuzzConfig, progress: Progress, rep
                 report(f"    {line}")
             report(f"  evidence: {folder} (replay: ctl fuzz run --replay {seed} {replay_flags})")
     finally:
-        summary = Summary(runs, failed, shapes, ops, refused)
+        summary = Summary(runs, failed, shapes, ops, refused, designs)
         _keep(config.out, "summary.json", summary.as_dict())
         c.session.cluster.shutdown()
         c.spark.stop()

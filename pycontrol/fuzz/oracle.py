@@ -73,6 +73,37 @@ def check_flows(spark, flows: Iterable[str]) -> list[FlowCheck]:
     return out
 
 
+def check_ttls(session, keyspace: str, design, run: int) -> list[FlowCheck]:
+    """Whether each copied cell has a TTL where its source cell has one (the verify job compares values only): for
+    each source's two copies (the direct one of its one-cell columns, the lineage one of every column), every
+    regular one-cell column of every row both hold, read at ALL with TTL(). A difference is a wrong value of the
+    copy's flow, its sample naming the row and the column."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    def read(table: str, columns: list[str], key: list[str]) -> dict:
+        cql = (f"SELECT {', '.join(key)}{''.join(f', ttl({c})' for c in columns)} FROM {keyspace}.{table} "
+               f"WHERE run = %s ALLOW FILTERING")
+        rows = session.execute(SimpleStatement(cql, consistency_level=ConsistencyLevel.ALL), (run,), timeout=60)
+        return {tuple(r[:len(key)]): tuple(v is not None for v in r[len(key):]) for r in rows}
+
+    out = []
+    for source in design.sources:
+        key = ["k"] + [c for c, _, _ in source.clustering]
+        columns = [c.name for c in source.single_cell]
+        expected = read(source.name, columns, key)
+        for copy in ("plain", "copy"):
+            found = read(f"{source.name}_{copy}", columns, key)
+            wrong = [{"k": k[0], "key": list(k), "column": c, "source_ttl": expected[k][i], "copy_ttl": found[k][i]}
+                     for k in sorted(set(expected) & set(found), key=str) for i, c in enumerate(columns)
+                     if expected[k][i] != found[k][i]]
+            if wrong:
+                out.append(FlowCheck(f"{keyspace}_{source.name}_{copy}", ({
+                    "table": f"{keyspace}.{source.name}_{copy}", "missing": 0, "unexpected": 0,
+                    "wrong_value": len(wrong), "wrong_value_sample": [{"key": w, "what": "ttl"} for w in wrong[:5]]},)))
+    return out
+
+
 def failed(checks: Sequence[FlowCheck]) -> list[str]:
     return [c.flow for c in checks if not c.ok]
 

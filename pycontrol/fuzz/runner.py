@@ -1,7 +1,8 @@
 """One run of a history on a real cluster, then its check.
 
 A run: the fan-out rows of its run id (at ALL); the operations, each sent to its coordinator at its consistency
-level (a failed write is recorded, not retried: the check compares the targets with whatever the source holds);
+level, the clients' at once (each client's in its order; a failed write is recorded, not retried: the check compares
+the targets with whatever the source holds);
 the replica of the history's fault stopped and started where the history says, with hinted handoff disabled on
 every node meanwhile; after a fault, the flows' source partitions read at ALL (blocking read repair brings the
 writes the replica missed, and its capture makes their tasks), twice, with a drain after each (the first repair's
@@ -26,13 +27,15 @@ TTL_MARGIN_S = 1.5               # derived cells expire with their source or up 
 
 @dataclasses.dataclass
 class Cluster:
-    """What runs need of the campaign's cluster: a driver session, a Spark session, the nodes by index."""
+    """What runs need of the campaign's cluster: a driver session, a Spark session, the nodes by index, and the
+    design whose tables and flows the keyspace holds."""
     settings: object
     name: str
     session: object
     spark: object
     keyspace: str
     nodes: tuple[tuple[str, str], ...]    # (name, address), node1 first
+    design: schema.Design | None = None
     drain_timeout_s: float = 300.0
     start_timeout_s: float = 600.0
 
@@ -59,13 +62,13 @@ class RunResult:
     def ok(self) -> bool:
         return self.error is None and not self.failed_flows
 
-    def suspects(self) -> set[tuple[str, int]]:
+    def suspects(self, design: schema.Design) -> set[tuple[str, int]]:
         """The source partitions of the sampled rows that differ (this run's only)."""
         out: set[tuple[str, int]] = set()
         for check in self.checks:
             for sample in check.samples():
                 if sample.get("run") in (None, self.run):
-                    out |= schema.suspects(sample)
+                    out |= design.suspects(sample)
         return out
 
     def line(self) -> str:
@@ -142,7 +145,7 @@ def _execute(c: Cluster, op: Op, run: int, base: int, down: int | None) -> dict:
 def read_sources_at_all(c: Cluster, run: int) -> None:
     """Every partition of the flows' sources at ALL: a blocking read repair of whatever a replica missed."""
     from cassandra.query import SimpleStatement
-    for table, (column, keys) in schema.SOURCES.items():
+    for table, (column, keys) in c.design.source_keys().items():
         statement = SimpleStatement(f"SELECT * FROM {c.keyspace}.{table} WHERE run = %s AND {column} = %s",
                                     consistency_level=_level("ALL"))
         for key in keys:
@@ -162,8 +165,9 @@ def write_fans(c: Cluster, run: int) -> None:
 
 
 def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], progress: Progress = lambda _: None,
-                base: int | None = None) -> RunResult:
-    """Run ``history`` under run id ``run`` and verify ``flows``; a failure of the cluster is the result's error."""
+                base: int | None = None, midway: Callable[[], None] | None = None) -> RunResult:
+    """Run ``history`` under run id ``run`` and verify ``flows``; a failure of the cluster is the result's error.
+    ``midway`` runs between the history's first half and its second (a flow deployed and backfilled there)."""
     started = time.monotonic()
     base = int(time.time() * 1_000_000) - BASE_BEFORE_US if base is None else base
     fault = history.fault
@@ -177,24 +181,32 @@ def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], pr
         if ran_down:
             _nodetool_everywhere(c, "disablehandoff")
         try:
-            for op in history.ops:
-                if ran_down and down is None and fault.stop_before <= op.index < fault.start_before:
-                    progress(f"stopping {c.nodes[fault.node][0]} before op {op.index}")
+            for phase in _phases(history, midway is not None):
+                stopped = ran_down and fault.stop_before <= phase[0].index < fault.start_before
+                if stopped and down is None:
+                    progress(f"stopping {c.nodes[fault.node][0]} before op {phase[0].index}")
                     cluster_mod.stop_node(c.settings, c.nodes[fault.node][0], name=c.name)
                     down = fault.node
                     _wait_driver(c, down, up=False)
-                elif down is not None and op.index >= fault.start_before:
+                elif not stopped and down is not None:
                     _start(c, down, progress)
                     down = None
-                outcome = _execute(c, op, run, base, down)
-                result.outcomes.append(outcome)
-                if outcome["ok"] and op.short_ttl:
-                    expires = max(expires, time.monotonic() + op.short_ttl)
+                if midway is not None and down is None and phase[0].index >= len(history.ops) // 2:
+                    midway()   # a deploy needs every node up: after the stopped replica is back, if it falls there
+                    midway = None
+                for op, outcome in _run_clients(c, phase, run, base, down):
+                    result.outcomes.append(outcome)
+                    if outcome["ok"] and op.short_ttl:
+                        expires = max(expires, outcome["at"] + op.short_ttl)
+            result.outcomes.sort(key=lambda o: o["index"])
         finally:
             if down is not None:
                 _start(c, down, progress)
             if ran_down:
                 _nodetool_everywhere(c, "enablehandoff")
+        if midway is not None:
+            midway()   # the history's second half ran with a replica down
+            midway = None
         result.failed_ops = sum(1 for o in result.outcomes if not o["ok"])
         drain_started = time.monotonic()
         if ran_down:
@@ -206,12 +218,49 @@ def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], pr
         _drain(c, flows)
         result.drained_s = time.monotonic() - drain_started
         result.checks = oracle.check_flows(c.spark, flows)
+        if c.design is not None:
+            result.checks += oracle.check_ttls(c.session, c.keyspace, c.design, run)
     except AsyncTriggersError as e:
         result.error = str(e).splitlines()[0]
     except Exception as e:  # noqa: BLE001 - the driver's errors (NoHostAvailable...) end this run, not the campaign
         result.error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
     result.seconds = time.monotonic() - started
     return result
+
+
+def _phases(history: History, halves: bool = False) -> list[list[Op]]:
+    """The history cut where its fault stops and starts the replica (and in its middle when ``halves``): within a
+    phase the clients run at once."""
+    fault = history.fault
+    half = len(history.ops) // 2
+    part = lambda op: (fault is not None and fault.stop_before <= op.index < fault.start_before,
+                       halves and op.index >= half)
+    phases: list[list[Op]] = []
+    for op in history.ops:
+        if not phases or part(op) != part(phases[-1][-1]):
+            phases.append([])
+        phases[-1].append(op)
+    return phases
+
+
+def _run_clients(c: Cluster, ops: list[Op], run: int, base: int, down: int | None) -> list[tuple[Op, dict]]:
+    """The operations, each client's in order on a thread of its own, the clients at once; each outcome says when
+    its write was answered (``at``, the monotonic clock)."""
+    from concurrent.futures import ThreadPoolExecutor
+    by_client: dict[int, list[Op]] = {}
+    for op in ops:
+        by_client.setdefault(op.client, []).append(op)
+
+    def client(mine: list[Op]) -> list[tuple[Op, dict]]:
+        out = []
+        for op in mine:
+            outcome = _execute(c, op, run, base, down)
+            outcome["at"] = time.monotonic()
+            out.append((op, outcome))
+        return out
+
+    with ThreadPoolExecutor(max(1, len(by_client))) as pool:
+        return [pair for done in pool.map(client, by_client.values()) for pair in done]
 
 
 def _start(c: Cluster, index: int, progress: Progress) -> None:
@@ -222,7 +271,7 @@ def _start(c: Cluster, index: int, progress: Progress) -> None:
 
 def truncate(c: Cluster) -> None:
     """Empty every table of the keyspace (before a run: it is verified on tables holding its own rows only)."""
-    for table in schema.TABLES:
+    for table in c.design.tables():
         try:
             c.session.execute(f"TRUNCATE {c.keyspace}.{table}", timeout=120)
         except Exception as e:  # noqa: BLE001 - the driver's errors: the campaign cannot go on without clean tables
@@ -233,7 +282,7 @@ def run_rows(c: Cluster, run: int) -> dict[str, list[dict]]:
     """Every row of the run in every table, read at ALL (a failing run's evidence)."""
     from cassandra.query import SimpleStatement
     out = {}
-    for table in schema.TABLES:
+    for table in c.design.tables():
         statement = SimpleStatement(f"SELECT * FROM {c.keyspace}.{table} WHERE run = %s ALLOW FILTERING",
                                     consistency_level=_level("ALL"))
         out[table] = [dict(r._asdict()) for r in c.session.execute(statement, (run,), timeout=60)]

@@ -1,102 +1,290 @@
-"""The fuzzer's tables and flows, created once per campaign in its keyspace.
+"""The fuzzer's tables and flows, drawn from a seed: a *design* (the same seed, the same design).
 
-Two source tables: ``kv`` (no clustering column) and ``cl`` (a clustering column and a static column). Every
-partition key starts with ``run``: each run (a seed, or one attempt of a shrink) writes keys of its own, so its
-tasks, lineage entries and derived rows never meet another run's; the campaign truncates the tables before each run,
-so that it is verified on tables that hold its rows alone (a row of an earlier run expiring during a check would
-show as a difference).
+A design has two source tables: ``s0`` without clustering columns and ``s1`` with one or two (each ASC or DESC, int
+or text, and maybe a static column); each has an int column ``n`` (a fan-out's match) and two to four more columns
+drawn from native types (an empty string and an empty blob among their values), non-frozen sets, lists, maps and a
+UDT, and a frozen set. Every partition key starts with ``run``: each run (a seed, or one attempt of a shrink) writes
+keys of its own, so its tasks, lineage and derived rows never meet another run's; the campaign truncates the tables
+before each run, so that it is verified on tables that hold its rows alone.
 
-Flows (every kind the plugin has): on ``kv`` a direct copy, a lineage index on ``a``, a fan-out through ``fans``
-matched on ``n`` (lineage: ``n`` changes); on the copy, a cascade (a lineage index on ``b`` of ``kv_copy``); on
-``cl`` a direct copy that carries the static column into every row, and a lineage index on ``w``. The values come
-from small domains so that operations collide.
+Flows, on each source: a copy of every column (a lineage target when it copies a static column, a collection or a
+UDT) and a copy of the columns of one cell (a direct target),
+an index keyed by a native column, a fan-out through ``fans`` matched on ``n`` with several pages, a direct write and
+an index into one table (the Twitter flow's shape), a cascade (an index of the copy) and, on the clustered source, a
+target partitioned by its first clustering column. Values come from small domains so that operations collide.
 """
 from __future__ import annotations
 
+import dataclasses
+import random
+import uuid
+
 KEYSPACE = "fuzz"
+KEYS = tuple(range(5))              # the partitions k of each source (after run)
+CLUSTERING_VALUES = {"int": (0, 1, 2, 3, 4), "text": ("a", "b", "c", "d")}
+FANS = {0: (100, 101, 102, 103, 104), 1: (101, 105), 2: ()}   # n -> the rows of fans (n = 2 fans out to nobody)
+PAGE_SIZE = 2                       # a fan-out of five rows is three pages
+UUIDS = tuple(uuid.UUID(int=i * 0x1111) for i in (1, 2, 3))
 
-KV_KEYS = tuple(range(6))          # kv: partitions k
-CL_PARTITIONS = tuple(range(3))    # cl: partitions p ...
-CL_ROWS = tuple(range(5))          # ... of rows c
-DOMAINS = {
-    "a": ("a0", "a1", "a2", "a3"),
-    "b": ("b0", "b1", "b2"),
-    "n": (0, 1, 2),
-    "s": ("s0", "s1", "s2"),
-    "v": ("v0", "v1", "v2", "v3"),
-    "w": (0, 1, 2, 3),
+
+@dataclasses.dataclass(frozen=True)
+class Kind:
+    """A column type the fuzzer draws: its CQL type and the values its writes use (Python values, rendered by
+    ``literal``; a collection's values are its elements)."""
+    name: str
+    cql: str
+    values: tuple
+    key: bool = False          # can key an index (a native type)
+    collection: str = ""       # set | list | map | udt | frozen
+
+
+KINDS = {
+    "int": Kind("int", "int", (0, 1, 2, 3), key=True),
+    "bigint": Kind("bigint", "bigint", (0, 1_000_000_000_000, -5), key=True),
+    "text": Kind("text", "text", ("", "a", "b", "c"), key=True),
+    "uuid": Kind("uuid", "uuid", UUIDS, key=True),
+    "blob": Kind("blob", "blob", (b"", b"\x01", b"\x02\x03")),
+    "set": Kind("set", "set<text>", ("x", "y", "z"), collection="set"),
+    "list": Kind("list", "list<int>", (1, 2, 3), collection="list"),
+    "map": Kind("map", "map<text, int>", (("x", 1), ("y", 2), ("x", 3)), collection="map"),
+    "udt": Kind("udt", "pair", ((0, "p"), (1, "q"), (1, None)), collection="udt"),
+    "frozen": Kind("frozen", "frozen<set<int>>", (frozenset({1}), frozenset({1, 2}), frozenset({3})), collection="frozen"),
 }
-KV_COLUMNS = ("a", "b", "n")
-CL_COLUMNS = ("v", "w")            # regular columns of cl (s is static)
-FANS = {0: (100, 101), 1: (101, 102, 103)}   # n -> the rows of fans (n = 2 fans out to nobody)
-
-# every table the fuzzer writes or its flows derive, with its partition key (after run)
-TABLES = {
-    "kv": ("k",), "cl": ("p",), "fans": ("n",),
-    "kv_copy": ("k",), "kv_by_a": ("a",), "kv_feed": ("f",), "copy_by_b": ("b",),
-    "cl_copy": ("p",), "cl_by_w": ("w",),
-}
-# the flows' source tables (read at ALL after a replica was down) and the column naming their partitions
-SOURCES = {"kv": ("k", KV_KEYS), "cl": ("p", CL_PARTITIONS), "kv_copy": ("k", KV_KEYS)}
+UDT_CQL = "CREATE TYPE IF NOT EXISTS {ks}.pair (a int, b text)"
 
 
-def schema_cql(keyspace: str = KEYSPACE, replication_factor: int = 2) -> str:
-    ks = keyspace
-    return f"""
-CREATE KEYSPACE IF NOT EXISTS {ks}
-  WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}};
-CREATE TABLE IF NOT EXISTS {ks}.kv (run bigint, k int, a text, b text, n int, PRIMARY KEY ((run, k)));
-CREATE TABLE IF NOT EXISTS {ks}.fans (run bigint, n int, f int, PRIMARY KEY ((run, n), f));
-CREATE TABLE IF NOT EXISTS {ks}.kv_copy (run bigint, k int, a text, b text, n int, PRIMARY KEY ((run, k)));
-CREATE TABLE IF NOT EXISTS {ks}.kv_by_a (run bigint, a text, k int, b text, PRIMARY KEY ((run, a), k));
-CREATE TABLE IF NOT EXISTS {ks}.kv_feed (run bigint, f int, k int, a text, PRIMARY KEY ((run, f), k));
-CREATE TABLE IF NOT EXISTS {ks}.copy_by_b (run bigint, b text, k int, a text, PRIMARY KEY ((run, b), k));
-CREATE TABLE IF NOT EXISTS {ks}.cl (run bigint, p int, c int, s text static, v text, w int,
-  PRIMARY KEY ((run, p), c));
-CREATE TABLE IF NOT EXISTS {ks}.cl_copy (run bigint, p int, c int, s text, v text, w int, PRIMARY KEY ((run, p), c));
-CREATE TABLE IF NOT EXISTS {ks}.cl_by_w (run bigint, w int, p int, c int, v text, PRIMARY KEY ((run, w), p, c));
-"""
+@dataclasses.dataclass(frozen=True)
+class Column:
+    name: str
+    kind: Kind
 
 
-def flow_names(keyspace: str = KEYSPACE) -> list[str]:
-    return [f"{keyspace}_{name}" for name in ("copy", "by_a", "feed", "copy_by_b", "cl_copy", "cl_by_w")]
+@dataclasses.dataclass(frozen=True)
+class Source:
+    name: str
+    clustering: tuple[tuple[str, str, str], ...]     # (column, int | text, ASC | DESC)
+    columns: tuple[Column, ...]                      # regular columns, n first
+    static: Column | None = None
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return ("k",) + tuple(c for c, _, _ in self.clustering)
+
+    def column(self, name: str) -> Column:
+        return next(c for c in self.all_columns if c.name == name)
+
+    @property
+    def all_columns(self) -> tuple[Column, ...]:
+        return self.columns + ((self.static,) if self.static else ())
+
+    @property
+    def single_cell(self) -> tuple[Column, ...]:
+        """The regular columns of one cell each (native types and frozen collections): a copy of them is direct."""
+        return tuple(c for c in self.columns if c.kind.collection in ("", "frozen"))
+
+    @property
+    def indexable(self) -> tuple[Column, ...]:
+        return tuple(c for c in self.columns if c.kind.key and c.name != "n")
 
 
-def flow_file(keyspace: str = KEYSPACE) -> str:
-    ks = keyspace
-    copy, by_a, feed, copy_by_b, cl_copy, cl_by_w = flow_names(ks)
-    return f'''"""The fuzzer's flows on keyspace {ks} (async_triggers.fuzz.schema)."""
-from async_triggers.flows import FanOut, Flow, Write, row, source
+@dataclasses.dataclass(frozen=True)
+class Design:
+    seed: int
+    sources: tuple[Source, ...]
 
-FLOWS = [
-    Flow(name="{copy}", source="{ks}.kv", steps=[Write("{ks}.kv_copy", run=source.run, k=source.k,
-                                                        a=source.a, b=source.b, n=source.n)]),
-    Flow(name="{by_a}", source="{ks}.kv", steps=[Write("{ks}.kv_by_a", run=source.run, a=source.a, k=source.k,
-                                                        b=source.b)]),
-    Flow(name="{feed}", source="{ks}.kv",
-         steps=[FanOut("{ks}.fans", match={{"run": source.run, "n": source.n}})
-                .write("{ks}.kv_feed", run=source.run, f=row.f, k=source.k, a=source.a)]),
-    Flow(name="{copy_by_b}", source="{ks}.kv_copy",
-         steps=[Write("{ks}.copy_by_b", run=source.run, b=source.b, k=source.k, a=source.a)]),
-    Flow(name="{cl_copy}", source="{ks}.cl",
-         steps=[Write("{ks}.cl_copy", run=source.run, p=source.p, c=source.c, s=source.s, v=source.v,
-                      w=source.w)]),
-    Flow(name="{cl_by_w}", source="{ks}.cl",
-         steps=[Write("{ks}.cl_by_w", run=source.run, w=source.w, p=source.p, c=source.c, v=source.v)]),
-]
-'''
+    # --- tables ------------------------------------------------------------------------------------------------
+    def tables(self) -> dict[str, tuple[str, ...]]:
+        """Every table the fuzzer writes or its flows derive, with its partition key after ``run``."""
+        out = {"fans": ("n",)}
+        for s in self.sources:
+            out[s.name] = ("k",)
+            out[f"{s.name}_copy"] = ("k",)
+            out[f"{s.name}_plain"] = ("k",)
+            out[f"{s.name}_feed"] = ("f",)
+            out[f"{s.name}_both"] = ("u",)
+            if s.indexable:
+                x = self.index_column(s)
+                out[f"{s.name}_by_x"] = (x.name,)
+                out[f"{s.name}_copy_by_x"] = (x.name,)
+            if s.clustering:
+                out[f"{s.name}_by_c"] = (s.clustering[0][0],)
+        return out
+
+    def index_column(self, source: Source) -> Column:
+        return source.indexable[0]
+
+    def source_keys(self) -> dict[str, tuple[str, tuple]]:
+        """The flows' source tables (read at ALL after a replica was down) and their partitions' key values."""
+        out = {s.name: ("k", KEYS) for s in self.sources}
+        out.update({f"{s.name}_copy": ("k", KEYS) for s in self.sources if s.indexable})
+        return out
+
+    def schema_cql(self, keyspace: str = KEYSPACE, replication_factor: int = 2) -> str:
+        ks = keyspace
+        lines = [f"CREATE KEYSPACE IF NOT EXISTS {ks} WITH replication = "
+                 f"{{'class': 'SimpleStrategy', 'replication_factor': {replication_factor}}};",
+                 UDT_CQL.format(ks=ks) + ";",
+                 f"CREATE TABLE IF NOT EXISTS {ks}.fans (run bigint, n int, f int, PRIMARY KEY ((run, n), f));"]
+        for s in self.sources:
+            lines += self._source_tables(ks, s)
+        return "\n".join(lines) + "\n"
+
+    def _source_tables(self, ks: str, s: Source) -> list[str]:
+        defs = ["run bigint", "k int"] + [f"{c} {t}" for c, t, _ in s.clustering]
+        defs += [f"{c.name} {c.kind.cql}" for c in s.columns]
+        if s.static:
+            defs.append(f"{s.static.name} {s.static.kind.cql} static")
+        clustering = ", ".join(c for c, _, _ in s.clustering)
+        pk = f"PRIMARY KEY ((run, k){', ' + clustering if clustering else ''})"
+        order = ", ".join(f"{c} {o}" for c, _, o in s.clustering)
+        with_order = f" WITH CLUSTERING ORDER BY ({order})" if order else ""
+        out = [f"CREATE TABLE IF NOT EXISTS {ks}.{s.name} ({', '.join(defs + [pk])}){with_order};"]
+        copy_defs = ["run bigint", "k int"] + [f"{c} {t}" for c, t, _ in s.clustering]
+        copy_defs += [f"{c.name} {c.kind.cql}" for c in s.all_columns]
+        out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_copy ({', '.join(copy_defs + [pk])});")
+        plain_defs = ["run bigint", "k int"] + [f"{c} {t}" for c, t, _ in s.clustering]
+        plain_defs += [f"{c.name} {c.kind.cql}" for c in s.single_cell]
+        out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_plain ({', '.join(plain_defs + [pk])});")
+        key_cols = ", ".join(["k"] + [c for c, _, _ in s.clustering])
+        key_defs = [f"{c} {t}" for c, t, _ in s.clustering]
+        value = next((c for c in s.columns if c.name != "n"), s.columns[0])
+        out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_feed (run bigint, f int, k int, "
+                   f"{''.join(d + ', ' for d in key_defs)}{value.name} {value.kind.cql}, "
+                   f"PRIMARY KEY ((run, f), {key_cols}));")
+        out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_both (run bigint, u int, k int, "
+                   f"{''.join(d + ', ' for d in key_defs)}{value.name} {value.kind.cql}, "
+                   f"PRIMARY KEY ((run, u), {key_cols}));")
+        if s.indexable:
+            x = self.index_column(s)
+            for table in (f"{s.name}_by_x", f"{s.name}_copy_by_x"):
+                out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{table} (run bigint, {x.name} {x.kind.cql}, k int, "
+                           f"{''.join(d + ', ' for d in key_defs)}n int, PRIMARY KEY ((run, {x.name}), {key_cols}));")
+        if s.clustering:
+            first, first_type, _ = s.clustering[0]
+            rest = [f"{c} {t}" for c, t, _ in s.clustering[1:]]
+            rest_cols = "".join(", " + c for c, _, _ in s.clustering[1:])
+            out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_by_c (run bigint, {first} {first_type}, k int, "
+                       f"{''.join(d + ', ' for d in rest)}n int, PRIMARY KEY ((run, {first}), k{rest_cols}));")
+        return out
+
+    # --- flows -------------------------------------------------------------------------------------------------
+    def flow_names(self, keyspace: str = KEYSPACE) -> list[str]:
+        return [name for name, _ in self._flows(keyspace)]
+
+    def _flows(self, ks: str) -> list[tuple[str, str]]:
+        out = []
+        for s in self.sources:
+            keys = "run=s.run, k=s.k" + "".join(f", {c}=s.{c}" for c, _, _ in s.clustering)
+            every = "".join(f", {c.name}=s.{c.name}" for c in s.all_columns)
+            value = next((c for c in s.columns if c.name != "n"), s.columns[0])
+            out.append((f"{ks}_{s.name}_copy",
+                        f'Flow(name="{ks}_{s.name}_copy", source="{ks}.{s.name}", '
+                        f'steps=[Write("{ks}.{s.name}_copy", {keys}{every})])'))
+            plain = "".join(f", {c.name}=s.{c.name}" for c in s.single_cell)
+            out.append((f"{ks}_{s.name}_plain",
+                        f'Flow(name="{ks}_{s.name}_plain", source="{ks}.{s.name}", '
+                        f'steps=[Write("{ks}.{s.name}_plain", {keys}{plain})])'))
+            out.append((f"{ks}_{s.name}_feed",
+                        f'Flow(name="{ks}_{s.name}_feed", source="{ks}.{s.name}", page_size={PAGE_SIZE}, '
+                        f'steps=[FanOut("{ks}.fans", match={{"run": s.run, "n": s.n}}).write("{ks}.{s.name}_feed", '
+                        f'{keys}, f=row.f, {value.name}=s.{value.name})])'))
+            out.append((f"{ks}_{s.name}_both",
+                        f'Flow(name="{ks}_{s.name}_both", source="{ks}.{s.name}", steps=['
+                        f'Write("{ks}.{s.name}_both", {keys}, u=s.k, {value.name}=s.{value.name}), '
+                        f'Write("{ks}.{s.name}_both", {keys}, u=s.n, {value.name}=s.{value.name})])'))
+            if s.indexable:
+                x = self.index_column(s)
+                out.append((f"{ks}_{s.name}_by_x",
+                            f'Flow(name="{ks}_{s.name}_by_x", source="{ks}.{s.name}", '
+                            f'steps=[Write("{ks}.{s.name}_by_x", {keys}, {x.name}=s.{x.name}, n=s.n)])'))
+                out.append((f"{ks}_{s.name}_copy_by_x",
+                            f'Flow(name="{ks}_{s.name}_copy_by_x", source="{ks}.{s.name}_copy", '
+                            f'steps=[Write("{ks}.{s.name}_copy_by_x", {keys}, {x.name}=s.{x.name}, n=s.n)])'))
+            if s.clustering:
+                out.append((f"{ks}_{s.name}_by_c",
+                            f'Flow(name="{ks}_{s.name}_by_c", source="{ks}.{s.name}", '
+                            f'steps=[Write("{ks}.{s.name}_by_c", {keys}, n=s.n)])'))
+        return out
+
+    def flow_file(self, keyspace: str = KEYSPACE) -> str:
+        flows = ",\n    ".join(text for _, text in self._flows(keyspace))
+        return (f'"""The fuzzer\'s flows on keyspace {keyspace}, design {self.seed} (async_triggers.fuzz.schema)."""\n'
+                "from async_triggers.flows import FanOut, Flow, Write, row, source as s\n\n"
+                f"FLOWS = [\n    {flows},\n]\n")
+
+    def describe(self) -> str:
+        parts = []
+        for s in self.sources:
+            cols = ", ".join(f"{c.name} {c.kind.cql}" for c in s.columns)
+            clustering = ", ".join(f"{c} {t} {o}" for c, t, o in s.clustering) or "no clustering"
+            static = f", static {s.static.name} {s.static.kind.cql}" if s.static else ""
+            parts.append(f"{s.name} ({clustering}; {cols}{static})")
+        return f"design {self.seed}: " + "; ".join(parts)
+
+    def suspects(self, sample: dict) -> set[tuple[str, int]]:
+        """The source partitions a differing derived row comes from: every derived table keeps ``k``; which source it
+        belongs to is not known from the row alone, so both."""
+        if sample.get("k") is None:
+            return set()
+        return {(s.name, int(sample["k"])) for s in self.sources}
 
 
 def fan_rows(run: int) -> list[tuple[int, int, int]]:
     return [(run, n, f) for n, fs in sorted(FANS.items()) for f in fs]
 
 
-def suspects(sample: dict) -> set[tuple[str, int]]:
-    """The source partitions a differing derived row comes from: every derived table keeps ``k`` (from kv) or
-    ``p`` (from cl)."""
+def draw(seed: int) -> Design:
+    """The design of ``seed``. Consecutive designs rotate through the collection kinds, the clustering column's type
+    and order and the static column's kind, so that a few designs cover them all; the rest is drawn."""
+    rng = random.Random(f"design-{seed}")
+    collections = ("set", "list", "map", "udt")
+    others = ("int", "bigint", "text", "uuid", "blob", "frozen", "set", "list", "map", "udt")
+
+    def columns(first: str, count: int, taken: set[str]) -> tuple[Column, ...]:
+        kinds = [first] + rng.sample([k for k in others if k != first], count - 1)
+        if not any(KINDS[k].key for k in kinds):
+            kinds[-1] = ("int", "text", "uuid")[seed % 3]
+        out = []
+        for i, k in enumerate(kinds):
+            name = f"c{k[:1]}{i}"
+            taken.add(name)
+            out.append(Column(name, KINDS[k]))
+        return tuple(out)
+
+    s0 = Source("s0", (), (Column("n", KINDS["int"]),) + columns(collections[seed % 4], rng.randint(2, 4), {"n"}))
+    clustering = ((f"r0", ("int", "text")[seed % 2], ("ASC", "DESC")[seed // 2 % 2]),)
+    if rng.random() < 0.5:
+        clustering += (("r1", rng.choice(("int", "text")), rng.choice(("ASC", "DESC"))),)
+    taken = {"n"} | {c for c, _, _ in clustering}
+    cols = (Column("n", KINDS["int"]),) + columns(collections[(seed + 2) % 4], rng.randint(2, 3), taken)
+    static = Column("st", KINDS[("text", "int", "set")[seed % 3]]) if seed % 4 != 3 else None
+    s1 = Source("s1", clustering, cols, static)
+    return Design(seed, (s0, s1))
+
+
+def types_of(designs) -> set[str]:
+    """The column types the designs drew, with their clustering orders and static columns."""
     out = set()
-    if sample.get("k") is not None:
-        out.add(("kv", int(sample["k"])))
-    if sample.get("p") is not None:
-        out.add(("cl", int(sample["p"])))
+    for design in designs:
+        for s in design.sources:
+            out |= {c.kind.cql for c in s.columns}
+            out |= {f"clustering {t} {o}" for _, t, o in s.clustering}
+            if s.static:
+                out.add(f"static {s.static.kind.cql}")
     return out
+
+
+def flow_shapes_of(designs) -> set[str]:
+    """The flow shapes the designs drew."""
+    out = set()
+    for design in designs:
+        for s in design.sources:
+            multi = any(c.kind.collection in ("set", "list", "map", "udt") for c in s.all_columns)
+            out |= {"copy (direct)", "copy (lineage)" if s.static or multi else "copy (direct)"}
+            out |= {"fan-out of several pages", "a direct write and an index into one table"}
+            if s.indexable:
+                out |= {"index", "cascade"}
+            if s.clustering:
+                out.add("target partitioned by a clustering column")
+    return out
+

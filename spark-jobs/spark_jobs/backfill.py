@@ -13,10 +13,11 @@ How it converges with the live propagation that runs meanwhile (docs/design.md, 
   whichever of the two lands first; a backfill write never overwrites newer data. A row with none of those cells set
   (key columns only) has no readable timestamp: it is written at the run's start time.
 - Lineage targets: like the plugin's task, the backfill first records each row's image in
-  ``async_triggers.lineage`` at that timestamp, then writes the rows; after the last range it converges
-  (``backfill_lineage``): every image older than its source row's newest has its rows and entry deleted. So a live
-  update of an old row removes the backfilled row of its former value, and an image the backfill read before a
-  live update propagated does not survive it.
+  ``async_triggers.lineage`` at that timestamp (and, on a clustered source, its key in ``lineage_keys``), then
+  writes the rows; a live task of the row has a newer version and deletes the images it does not have. After the
+  last range the backfill reads the entries, then the source again, and deletes the images the rows no longer have
+  with their rows, at the entries' own timestamps (``backfill_lineage``): an image the backfill read before a live
+  update does not survive it.
 - The ring is split into ``--ranges`` token ranges; each is recorded in ``async_triggers.backfill_progress`` once
   written, and a rerun skips them (``checkpoints``); ``--restart`` starts over.
 
@@ -153,28 +154,43 @@ def in_range(df, token_range: Sequence[int]):
 
 
 LINEAGE_WRITE_CONSISTENCY = "EACH_QUORUM"   # the plugin's Lineage.writeLevel for flows below ALL
-LINEAGE_TTL_GRACE_SECONDS = 10 * 24 * 3600  # the plugin's Lineage.EXPIRED_IMAGE_GRACE_SECONDS
+LINEAGE_TTL_GRACE_SECONDS = 10 * 24 * 3600  # the plugin's Lineage.EXPIRED_ROW_GRACE_SECONDS
 
 
 def lineage_rows(spec: Mapping, index: int, part):
     """The lineage entries the plugin records for target ``index`` of each source row of ``part``: its image at the
-    row's timestamp. A row without an image (a null lineage column, or a direct target's key unknown) derives
-    nothing, and has nothing older to clean up: no entry."""
+    row's timestamp. A row without an image (a null lineage column, or a target without a fan-out whose key is null or
+    has an empty partition key value) derives nothing: no entry."""
     from pyspark.sql import functions as F
 
     target, types = spec["targets"][index], spec["source"]["columns"]
     cols = list(target.get("lineage_columns") or [])
-    needed = list(cols)
-    if not target.get("fanout"):
-        needed += [derive.parse_ref(target["columns"][k])[1] for k in derive.primary_key(target)]
     known = F.lit(True)
-    for c in dict.fromkeys(needed):
+    for c in cols:
         known = known & F.col(c).isNotNull()
+    if not target.get("fanout"):
+        for k in derive.primary_key(target):
+            c = derive.parse_ref(target["columns"][k])[1]
+            known = known & F.col(c).isNotNull()
+            if k in target["partition_key"]:
+                known = known & (F.length(F.col(c)) > 0)
     key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
     # a TTL'd row's entry lives its rows' TTL plus the grace the plugin gives it (a late older image stays away)
     entry_ttl = F.when(F.col(TTL) > 0, F.col(TTL) + LINEAGE_TTL_GRACE_SECONDS).otherwise(F.lit(0)).alias(TTL)
     return part.where(known).select(F.lit(spec["name"]).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
                                     key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME), entry_ttl)
+
+
+def lineage_key_rows(spec: Mapping, part):
+    """The rows of ``async_triggers.lineage_keys`` the plugin records for each source row of ``part`` (a clustered
+    source with lineage targets): its key under its partition, at the row's timestamp."""
+    from pyspark.sql import functions as F
+
+    types = spec["source"]["columns"]
+    pk = list(spec["source"]["partition_key"])
+    partition = F.udf(lambda *values: ring.source_key(values, [types[c] for c in pk]), "binary")
+    return part.select(F.lit(spec["name"]).alias("flow"), partition(*[F.col(c) for c in pk]).alias("source_partition"),
+                       F.col(SOURCE_KEY).alias("source_key"), F.col(WRITETIME))
 
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
@@ -231,6 +247,10 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object]) -> int:
             # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
             write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
                        consistency=LINEAGE_WRITE_CONSISTENCY)
+    if spec["source"].get("clustering") and any(t.get("mode") == "lineage" for t in spec["targets"]):
+        # the rows a range or partition deletion of the source covers are found in lineage_keys
+        write_rows(lineage_key_rows(spec, part), keyspace.KEYSPACE, keyspace.LINEAGE_KEYS.name, ttl=False,
+                   consistency=LINEAGE_WRITE_CONSISTENCY)
     written = 0
     for target in spec["targets"]:
         clash = {WRITETIME, TTL} & set(target["columns"])

@@ -24,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Sequence
 
-from .derive import renamed
+from .derive import comparable, renamed
 from .errors import VerifyError
 
 SAMPLE_SIZE = 10
@@ -96,6 +96,7 @@ def classify(expected_df, actual_df, key_columns: Sequence[str], carry: Sequence
     value names the best candidate of a key. ``join``: ``full_outer`` (every key), ``left_outer`` (the expected keys
     only: no unexpected row) or ``right_outer`` (the table's keys only: no missing row)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import MapType
 
     carry, found = tuple(carry), tuple(found)
     n = len(expected_df.columns) - len(carry)
@@ -130,8 +131,11 @@ def classify(expected_df, actual_df, key_columns: Sequence[str], carry: Sequence
         *[F.col(f"_{act_pos[c]}").alias(f"y{i}") for i, c in enumerate(found)],
         F.lit(True).alias("in_actual"))     # a table's keys are unique: no distinct (a shuffle) needed
 
+    maps = {j for j, v in enumerate(values) if isinstance(types[exp_pos[v]].dataType, MapType)}
+
     def values_of(prefix: str):   # a leading constant: a table without value columns still compares structs
-        return F.struct(F.lit(0).alias("_"), *[F.col(f"{prefix}{j}").alias(f"v{j}") for j in range(len(values))])
+        return F.struct(F.lit(0).alias("_"), *[(comparable(F.col(f"{prefix}{j}")) if j in maps else F.col(f"{prefix}{j}"))
+                                               .alias(f"v{j}") for j in range(len(values))])
 
     best = F.struct(*[F.col(f"e{j}") for j in range(len(values))], *[F.col(f"x{i}") for i in range(len(carry))])
     if newest is not None:

@@ -180,8 +180,34 @@ def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
         for t in group:
             part = target_rows(t, source_df, fanout_dfs, cols, carry)
             df = part if df is None else df.union(part)     # by position: the parts have the same columns
-        out[name] = df.distinct()
+        out[name] = distinct(df)
     return out
+
+
+def map_columns(df) -> list[int]:
+    """The positions of ``df``'s map columns (a CQL map, a non-frozen one included): Spark cannot compare them."""
+    from pyspark.sql.types import MapType
+    return [i for i, f in enumerate(df.schema.fields) if isinstance(f.dataType, MapType)]
+
+
+def comparable(column):
+    """A map column as a value Spark can compare (``=``, ``DISTINCT``, ``GROUP BY``): its entries, sorted by key."""
+    from pyspark.sql import functions as F
+    return F.sort_array(F.map_entries(column))
+
+
+def distinct(df):
+    """``df.distinct()``, also with map columns (compared as their sorted entries)."""
+    maps = map_columns(df)
+    if not maps:
+        return df.distinct()
+    from pyspark.sql import functions as F
+    names = list(df.columns)
+    positional = renamed(df, "m")
+    flat = positional.select(*[comparable(F.col(f"m{i}")).alias(f"m{i}") if i in maps else F.col(f"m{i}")
+                               for i in range(len(names))]).distinct()
+    return flat.select(*[F.map_from_entries(F.col(f"m{i}")).alias(f"m{i}") if i in maps else F.col(f"m{i}")
+                         for i in range(len(names))]).toDF(*names)
 
 
 def trace_columns(spec: Mapping, targets: Sequence[Mapping]) -> list[str] | None:

@@ -38,18 +38,20 @@ def test_should_record_the_image_of_each_row_that_has_one(spark):
          b"\x00\x00\x00\x04\x00\x00\x00\x00" + b"\x00\x00\x00\x02cy", 30, 30, 100 + 10 * 86400)]
 
 
-def test_should_find_every_image_older_than_its_source_rows_newest_entry(spark):
-    key1, key2 = ring.source_key([1], ["int"]), ring.source_key([2], ["int"])
+def test_should_find_every_recorded_image_the_source_rows_no_longer_have(spark):
+    key1, key2, key3 = (ring.source_key([i], ["int"]) for i in (1, 2, 3))
     old, new = ring.lineage_key(0, ["ann"], ["text"]), ring.lineage_key(0, ["bea"], ["text"])
-    sentinel = ring.lineage_key(0, [], [])
-    floor = backfill_lineage.floor_key(0)
-    assert floor == ring.lineage_key(2**31 - 1, [], [])
+    sentinel = ring.lineage_key(0, [], [])                       # a former plugin's deletion record
+    floor = ring.lineage_key(2**31 - 1, [], [])                  # a former plugin's floor: no entry of a target
     lineage = spark.createDataFrame([
-        ("users_by_name", key1, old, 10), ("users_by_name", key1, new, 20),        # renamed: old image is stale
-        ("users_by_name", key1, floor, 25),                                        # the floor: no entry of a target
-        ("users_by_name", key2, old, 10), ("users_by_name", key2, sentinel, 30),   # deleted: at the delete's ts
-        ("users_by_name", ring.source_key([3], ["int"]), old, 5),                  # alone: nothing stale
-        ("other_flow", key1, old, 1)], "flow string, source_key binary, target_key binary, ts long")
-    stale = backfill_lineage.stale_entries(lineage, "users_by_name")
-    assert sorted((bytes(r["source_key"]), bytes(r["target_key"]), r["ts"], r["target"], r["delete_at"])
-                  for r in stale.collect()) == [(key1, old, 10, 0, 19), (key2, old, 10, 0, 30)]
+        ("users_by_name", key1, old, 10, None), ("users_by_name", key1, new, 20, 20),   # renamed: ann is stale
+        ("users_by_name", key1, floor, 25, 25),
+        ("users_by_name", key2, old, 10, 40), ("users_by_name", key2, sentinel, 30, 30),  # deleted since
+        ("users_by_name", key3, old, 5, 5),                                              # still ann
+        ("other_flow", key1, old, 1, 1)], "flow string, source_key binary, target_key binary, ts long, written long")
+    # what the source rows' images give now: key1 is bea, key3 still ann, key2 is gone
+    fresh = spark.createDataFrame([(key1, new), (key3, old)], "source_key binary, target_key binary")
+    stale = backfill_lineage.stale_entries(lineage, fresh, "users_by_name")
+    # each at its own timestamp (a former plugin's newest cell written to its rows where that is newer)
+    assert sorted((bytes(r["source_key"]), bytes(r["target_key"]), r["at"]) for r in stale.collect()) == sorted([
+        (key1, old, 10), (key1, floor, 25), (key2, old, 40), (key2, sentinel, 30)])

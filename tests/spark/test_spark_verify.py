@@ -382,3 +382,17 @@ def test_should_handle_quoted_names_with_dots_spaces_and_differing_only_in_case(
     assert counts(r) == (2, 1, 0, 0, 1)
     assert r.wrong_value_sample == ({"key": {"status": "PAID", "Order Id": 2}, "expected": {"Status": "low", "a.b": 6},
                                      "found": {"Status": "LOW", "a.b": 6}, "columns": ["Status"]},)
+
+
+def test_should_compare_map_columns_whatever_the_order_of_their_entries(spark):
+    spec = copy.deepcopy(USERS_BY_NAME)
+    spec["source"]["columns"]["attrs"] = "map<text, int>"
+    spec["targets"][0]["columns"]["attrs"] = "source.attrs"
+    users = spark.createDataFrame([("u1", "ada", "a@x", {"x": 1, "y": 2}), ("u1", "ada", "a@x", {"y": 2, "x": 1}),
+                                   ("u2", "bob", "b@x", None)],
+                                  "user_id string, name string, email string, attrs map<string, int>")
+    actual = spark.createDataFrame([("ada", "u1", "a@x", {"y": 2, "x": 1}), ("bob", "u2", "b@x", {"z": 3})],
+                                   "name string, user_id string, email string, attrs map<string, int>")
+    [r] = verify.verify_frames(spec, users, {}, {"app.users_by_name": actual})
+    assert (r.table, *counts(r)) == ("app.users_by_name", 2, 1, 0, 0, 1)
+    assert r.wrong_value_sample[0]["columns"] == ["attrs"]

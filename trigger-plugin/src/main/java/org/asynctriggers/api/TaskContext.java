@@ -17,8 +17,22 @@ public interface TaskContext
     /** The known primary key columns of the source row, by name, serialized. */
     Map<String, ByteBuffer> key();
 
-    /** The source columns present in the update (or read back), by name, serialized; a null value is a null cell. */
+    /**
+     * The source row's columns, by name, serialized; a null value is a null cell. For an insert or an update, the row as
+     * the executing replica holds it when the task runs (it holds the task's own write): the write's cells, or newer
+     * ones; for a delete, what the deletion names.
+     */
     Map<String, ByteBuffer> values();
+
+    /**
+     * The write time (microseconds) of the source cell a column's value came from: write each derived value
+     * {@code USING TIMESTAMP} its own write time, so that re-execution, late tasks and out-of-order timestamps converge
+     * under last-write-wins. {@link #timestamp()} for a column without one (a key column, a collection, a null).
+     */
+    default long writetime(String column)
+    {
+        return timestamp();
+    }
 
     /** A source column as a Java object, composed with the column's CQL type; null when absent or null. */
     Object get(String column);

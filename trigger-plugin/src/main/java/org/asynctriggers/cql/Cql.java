@@ -68,6 +68,23 @@ public final class Cql
                + columns.stream().map(c -> quote(c) + " = ?").collect(Collectors.joining(", ")) + " WHERE " + where(keyColumns);
     }
 
+    /**
+     * {@code UPDATE "ks"."t" USING [TTL ? AND] TIMESTAMP ? SET "c" = "c" + ? WHERE "k" = ?}: elements added to a
+     * collection (a list's after its others)
+     */
+    public static String updateAdding(String keyspace, String table, String column, List<String> keyColumns, boolean ttl)
+    {
+        return "UPDATE " + table(keyspace, table) + (ttl ? " USING TTL ? AND TIMESTAMP ?" : " USING TIMESTAMP ?") + " SET "
+               + quote(column) + " = " + quote(column) + " + ? WHERE " + where(keyColumns);
+    }
+
+    /** {@code UPDATE "ks"."t" USING [TTL ? AND] TIMESTAMP ? SET "u"."f" = ? WHERE "k" = ?}: one field of a non-frozen UDT */
+    public static String updateField(String keyspace, String table, String column, String field, List<String> keyColumns, boolean ttl)
+    {
+        return "UPDATE " + table(keyspace, table) + (ttl ? " USING TTL ? AND TIMESTAMP ?" : " USING TIMESTAMP ?") + " SET "
+               + quote(column) + "." + quote(field) + " = ? WHERE " + where(keyColumns);
+    }
+
     /** {@code WRITETIME("x")}: its column in a result is named {@code writetime(x)}. */
     public static String writetimeOf(String column)
     {
@@ -157,6 +174,19 @@ public final class Cql
     public static String lineageDelete()
     {
         return delete(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key"));
+    }
+
+    /** A source row's lineage version (docs/design.md, "Lineage"). */
+    public static String lineageVersionSelect()
+    {
+        return select(KEYSPACE, "lineage_versions", List.of("version"), List.of("flow", "source_key"));
+    }
+
+    /** Takes a source row's next lineage version: a compare-and-set from the version known (null: none). */
+    public static String lineageVersionTake()
+    {
+        return "UPDATE " + table(KEYSPACE, "lineage_versions") + " SET " + quote("version") + " = ? WHERE "
+               + where(List.of("flow", "source_key")) + " IF " + quote("version") + " = ?";
     }
 
     /** @param paused with the {@code paused} column (a flows table made by an older deploy has none) */

@@ -57,72 +57,12 @@ public interface CqlGateway
     List<Map<String, ByteBuffer>> executeLocally(Prepared statement, List<ByteBuffer> values);
 
     /**
-     * A row as this node's own replica holds it, for the copies of its partition's static cells in its derived rows: in
-     * the source a static cell belongs to the partition, so it neither dies with the row nor keeps it alive.
+     * A source row with every live cell, its write time and TTL, and when the row stops living, read at
+     * {@code consistency} through the coordinator path (the replicas' answers reconciled, read repair included), or on
+     * this node's own replica only when {@code consistency} is null; null when the row has no live marker or regular
+     * cell (deleted, expired, never written). What a lineage target's task derives its rows from.
      */
-    final class RowLife
-    {
-        public static final RowLife NONE = new RowLife(Long.MIN_VALUE, Long.MAX_VALUE);
-
-        /** the newest deletion covering the row (its partition's, a range's or its own); Long.MIN_VALUE: none */
-        public final long deletedAt;
-        /**
-         * when its last live marker or cell expires (local expiration time, s); Long.MAX_VALUE: one never does;
-         * Long.MIN_VALUE: none lives (the row was deleted, or expired, since it was read)
-         */
-        public final long expiresAt;
-        /** the timestamp of its newest live marker or cell; Long.MIN_VALUE: none lives (or not known) */
-        public final long newest;
-        /**
-         * a part of it expires or expired (a marker or cell with a TTL, or a cell tombstone, which is what compaction
-         * makes of an expired cell): the row may have been one that expires, once (true when not known)
-         */
-        public final boolean expiredOnce;
-        /**
-         * per regular column whose cell is not live here, the timestamp of that cell's newest tombstone, or of its
-         * expired value (an expired cell is a tombstone at its own timestamp); with {@link #deletedAt}, when the
-         * source deleted the column ({@link #columnDeletedAt})
-         */
-        public final Map<String, Long> deadCells;
-        /**
-         * the newest timestamp in its partition's static row (a live cell, a tombstone, an expired cell, a collection's
-         * deletion): no copy of a static value in a derived row was made from a newer one; Long.MIN_VALUE: none
-         */
-        public final long staticsNewest;
-
-        public RowLife(long deletedAt, long expiresAt)
-        {
-            this(deletedAt, expiresAt, Long.MIN_VALUE, true, Map.of());
-        }
-
-        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce, Map<String, Long> deadCells)
-        {
-            this(deletedAt, expiresAt, newest, expiredOnce, deadCells, Long.MIN_VALUE);
-        }
-
-        public RowLife(long deletedAt, long expiresAt, long newest, boolean expiredOnce, Map<String, Long> deadCells, long staticsNewest)
-        {
-            this.deletedAt = deletedAt;
-            this.expiresAt = expiresAt;
-            this.newest = newest;
-            this.expiredOnce = expiredOnce;
-            this.deadCells = deadCells;
-            this.staticsNewest = staticsNewest;
-        }
-
-        /**
-         * When regular column {@code column} of the row was last deleted here (its own tombstone, its expiry, or a
-         * deletion of its row, of a range holding it, of its partition); Long.MIN_VALUE: never, or no longer known
-         * (compaction purged the tombstones). Meaningful for a column with no live cell.
-         */
-        public long columnDeletedAt(String column)
-        {
-            return Math.max(deletedAt, deadCells.getOrDefault(column, Long.MIN_VALUE));
-        }
-    }
-
-    /** {@code primaryKey}: every key component, partition key first. */
-    RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey);
+    SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency);
 
     /** The table's static columns (none when it has no clustering columns, or is gone). */
     Set<String> staticColumns(String keyspace, String table);

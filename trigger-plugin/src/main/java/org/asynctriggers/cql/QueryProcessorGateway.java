@@ -18,30 +18,32 @@ import org.apache.cassandra.cql3.UntypedResultSet;
 import org.apache.cassandra.cql3.statements.ModificationStatement;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.Clustering;
-import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.ConsistencyLevel;
-import org.apache.cassandra.db.DeletionTime;
 import org.apache.cassandra.db.LivenessInfo;
 import org.apache.cassandra.db.ReadExecutionController;
 import org.apache.cassandra.db.SinglePartitionReadCommand;
-import org.apache.cassandra.db.Slice;
+import org.apache.cassandra.db.partitions.PartitionIterator;
+import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
+import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.marshal.ByteBufferAccessor;
+import org.apache.cassandra.db.marshal.CollectionType;
+import org.apache.cassandra.db.marshal.UserType;
 import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.ColumnData;
 import org.apache.cassandra.db.rows.ComplexColumnData;
-import org.apache.cassandra.db.rows.RangeTombstoneMarker;
 import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.Unfiltered;
-import org.apache.cassandra.db.rows.UnfilteredRowIterator;
+import org.apache.cassandra.db.rows.RowIterator;
 import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.ClientState;
 import org.apache.cassandra.service.QueryState;
+import org.apache.cassandra.service.StorageProxy;
 import org.apache.cassandra.service.pager.PagingState;
 import org.apache.cassandra.transport.Dispatcher;
 import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
+import org.apache.cassandra.utils.ByteBufferUtil;
 import org.apache.cassandra.utils.FBUtilities;
 
 /**
@@ -131,11 +133,11 @@ public final class QueryProcessorGateway implements CqlGateway
     }
 
     @Override
-    public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+    public SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
         TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
         if (metadata == null)
-            return RowLife.NONE;
+            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
         List<ByteBuffer> parts = writable(primaryKey);
         int partitionColumns = metadata.partitionKeyColumns().size();
         ByteBuffer partitionKey = partitionColumns == 1
@@ -143,117 +145,130 @@ public final class QueryProcessorGateway implements CqlGateway
                                   : CompositeType.build(ByteBufferAccessor.instance, parts.subList(0, partitionColumns).toArray(new ByteBuffer[0]));
         Clustering<ByteBuffer> clustering = Clustering.make(parts.subList(partitionColumns, parts.size()).toArray(new ByteBuffer[0]));
         long now = FBUtilities.nowInSeconds();
-        SinglePartitionReadCommand read = SinglePartitionReadCommand.create(metadata, now, metadata.partitioner.decorateKey(partitionKey),
-                                                                            Slice.make(clustering));
-        ColumnFamilyStore store = ColumnFamilyStore.getIfExists(metadata.id);
-        if (store == null)
-            return RowLife.NONE;
-        long deleted = Long.MIN_VALUE;
-        long expires = Long.MIN_VALUE;
-        long newest = Long.MIN_VALUE;
-        boolean expiredOnce = false;
-        Map<String, Long> deadCells = new HashMap<>();
-        long staticsNewest = Long.MIN_VALUE;
-        // from the memtables and sstables themselves: a read command would drop the tombstones older than
-        // gc_grace_seconds, which a derived row's own tombstone (written later) may still hold
-        try (ReadExecutionController controller = read.executionController();
-             UnfilteredRowIterator rows = read.queryMemtableAndDisk(store, controller))
+        SinglePartitionReadCommand read = SinglePartitionReadCommand.create(metadata, now, metadata.partitioner.decorateKey(partitionKey), clustering);
+        if (consistency == null)
         {
-            deleted = Math.max(deleted, markedAt(rows.partitionLevelDeletion()));
-            staticsNewest = newestOf(rows.staticRow());
-            while (rows.hasNext())
+            try (ReadExecutionController controller = read.executionController();
+                 PartitionIterator partitions = UnfilteredPartitionIterators.filter(read.executeLocally(controller), now))
             {
-                Unfiltered unfiltered = rows.next();
-                if (unfiltered.isRow())
-                {
-                    Row row = (Row) unfiltered;
-                    deleted = Math.max(deleted, markedAt(row.deletion().time()));
-                    expires = Math.max(expires, expiresAt(row, now));
-                    newest = Math.max(newest, newestLive(row, now));
-                    expiredOnce |= expiresOrExpired(row);
-                    deadCells(row, now, deadCells);
-                    continue;
-                }
-                RangeTombstoneMarker marker = (RangeTombstoneMarker) unfiltered;
-                if (marker.isOpen(false))
-                    deleted = Math.max(deleted, markedAt(marker.openDeletionTime(false)));
-                if (marker.isClose(false))
-                    deleted = Math.max(deleted, markedAt(marker.closeDeletionTime(false)));
+                return sourceRow(partitions, now);
             }
         }
-        return new RowLife(deleted, expires, newest, expiredOnce, deadCells, staticsNewest);
+        try (PartitionIterator partitions = StorageProxy.read(SinglePartitionReadCommand.Group.one(read), consistency,
+                                                              Dispatcher.RequestTime.forImmediateExecution()))
+        {
+            return sourceRow(partitions, now);
+        }
     }
 
-    /** The newest timestamp in a row, live or not (cells, tombstones, collections' deletions); MIN_VALUE: none. */
-    private static long newestOf(Row row)
+    /** The one row of a single-row read, its partition's static cells beside its own; null when it has none. */
+    private static SourceRow sourceRow(PartitionIterator partitions, long now)
     {
-        long newest = markedAt(row.deletion().time());
-        for (ColumnData data : row.columnData())
-            if (data instanceof ComplexColumnData)
-                newest = Math.max(newest, markedAt(((ComplexColumnData) data).complexDeletion()));
-        for (Cell<?> cell : row.cells())
-            newest = Math.max(newest, cell.timestamp());
-        return newest;
+        if (!partitions.hasNext())
+            return null;
+        try (RowIterator partition = partitions.next())
+        {
+            if (!partition.hasNext())
+                return null;
+            Row row = partition.next();
+            Map<String, SourceRow.Cell> cells = new HashMap<>();
+            addCells(partition.staticRow(), now, cells);
+            long expires = addCells(row, now, cells);
+            LivenessInfo marker = row.primaryKeyLivenessInfo();
+            if (!marker.isEmpty() && marker.isLive(now))
+                expires = Math.max(expires, marker.isExpiring() ? marker.localExpirationTime() : Long.MAX_VALUE);
+            if (expires == Long.MIN_VALUE)
+                return null;
+            return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
+        }
     }
 
-    /** Adds the row's cells that are not live to {@code out} (by column, the newest tombstone's or expired value's timestamp). */
-    private static void deadCells(Row row, long now, Map<String, Long> out)
+    /**
+     * Adds the row's live cells to {@code out}; a collection (or non-frozen UDT) as one value, its live elements
+     * serialized as a CQL read returns them. Returns when its last live cell expires: Long.MAX_VALUE if one never does,
+     * Long.MIN_VALUE if none lives.
+     */
+    private static long addCells(Row row, long now, Map<String, SourceRow.Cell> out)
     {
+        long expires = Long.MIN_VALUE;
         for (ColumnData data : row.columnData())
         {
             String column = data.column().name.toString();
-            if (data instanceof ComplexColumnData) // a collection: its own deletion (set whole, or deleted), then its elements
+            if (data instanceof ComplexColumnData)
             {
-                DeletionTime whole = ((ComplexColumnData) data).complexDeletion();
-                if (!whole.isLive())
-                    out.merge(column, whole.markedForDeleteAt(), Math::max);
+                long newest = Long.MIN_VALUE, first = Long.MAX_VALUE, last = Long.MIN_VALUE;
+                List<Cell<?>> live = new ArrayList<>();
+                for (Cell<?> cell : (ComplexColumnData) data)
+                {
+                    if (!cell.isLive(now))
+                        continue;
+                    live.add(cell);
+                    newest = Math.max(newest, cell.timestamp());
+                    long at = expiry(cell);
+                    first = Math.min(first, at);
+                    last = Math.max(last, at);
+                }
+                if (live.isEmpty())
+                    continue;
+                AbstractType<?> type = data.column().type;
+                List<SourceRow.Run> runs = first == last ? null : runs(type, live);
+                out.put(column, new SourceRow.Cell(serialized(type, live), newest, first == Long.MAX_VALUE ? 0 : first, runs));
+                expires = Math.max(expires, last);
                 continue;
             }
             Cell<?> cell = (Cell<?>) data;
             if (!cell.isLive(now))
-                out.merge(column, cell.timestamp(), Math::max);
+                continue;
+            out.put(column, new SourceRow.Cell(cell.buffer(), cell.timestamp(), cell.isExpiring() ? cell.localDeletionTime() : 0));
+            expires = Math.max(expires, cell.isExpiring() ? cell.localDeletionTime() : Long.MAX_VALUE);
         }
-    }
-
-    /** The timestamp of the row's newest live marker or cell; Long.MIN_VALUE when none lives. */
-    private static long newestLive(Row row, long now)
-    {
-        LivenessInfo marker = row.primaryKeyLivenessInfo();
-        long newest = !marker.isEmpty() && marker.isLive(now) ? marker.timestamp() : Long.MIN_VALUE;
-        for (Cell<?> cell : row.cells())
-            if (cell.isLive(now))
-                newest = Math.max(newest, cell.timestamp());
-        return newest;
-    }
-
-    /** Whether a part of the row has a TTL, live or not, or is a cell tombstone (an expired cell, once compacted). */
-    private static boolean expiresOrExpired(Row row)
-    {
-        LivenessInfo marker = row.primaryKeyLivenessInfo();
-        if (!marker.isEmpty() && marker.isExpiring())
-            return true;
-        for (Cell<?> cell : row.cells())
-            if (cell.isExpiring() || cell.isTombstone())
-                return true;
-        return false;
-    }
-
-    private static long markedAt(DeletionTime deletion)
-    {
-        return deletion.isLive() ? Long.MIN_VALUE : deletion.markedForDeleteAt();
-    }
-
-    /** When the row's last live marker or cell expires; Long.MAX_VALUE when one never does, MIN_VALUE when none lives. */
-    private static long expiresAt(Row row, long now)
-    {
-        LivenessInfo marker = row.primaryKeyLivenessInfo();
-        long expires = Long.MIN_VALUE;
-        if (!marker.isEmpty() && marker.isLive(now))
-            expires = marker.isExpiring() ? marker.localExpirationTime() : Long.MAX_VALUE;
-        for (Cell<?> cell : row.cells())
-            if (cell.isLive(now))
-                expires = Math.max(expires, cell.isExpiring() ? cell.localDeletionTime() : Long.MAX_VALUE);
         return expires;
+    }
+
+    /** A cell's local expiration time (s); Long.MAX_VALUE when it does not expire. */
+    private static long expiry(Cell<?> cell)
+    {
+        return cell.isExpiring() ? cell.localDeletionTime() : Long.MAX_VALUE;
+    }
+
+    /** Live elements of a collection or non-frozen UDT as a CQL read returns their value. */
+    private static ByteBuffer serialized(AbstractType<?> type, List<Cell<?>> cells)
+    {
+        return type.isUDT() ? ((UserType) type).serializeForNativeProtocol(cells.iterator(), ProtocolVersion.CURRENT)
+                            : ((CollectionType<?>) type).serializeForNativeProtocol(cells.iterator());
+    }
+
+    /**
+     * The elements of a collection whose elements expire at different times, in order, consecutive ones that expire
+     * together as one run (so a list written run after run keeps its order); a UDT's first run as a value, its other
+     * fields one run each.
+     */
+    private static List<SourceRow.Run> runs(AbstractType<?> type, List<Cell<?>> live)
+    {
+        List<SourceRow.Run> runs = new ArrayList<>();
+        int start = 0;
+        for (int i = 1; i <= live.size(); i++)
+        {
+            if (i < live.size() && expiry(live.get(i)) == expiry(live.get(start)))
+                continue;
+            if (type.isUDT() && start > 0)
+            {
+                UserType udt = (UserType) type;
+                for (Cell<?> cell : live.subList(start, i))
+                    runs.add(new SourceRow.Run(cell.buffer(), expiresAt(cell), udt.fieldNameAsString(ByteBufferUtil.toShort(cell.path().get(0)))));
+            }
+            else
+            {
+                runs.add(new SourceRow.Run(serialized(type, live.subList(start, i)), expiresAt(live.get(start)), null));
+            }
+            start = i;
+        }
+        return runs;
+    }
+
+    private static long expiresAt(Cell<?> cell)
+    {
+        return cell.isExpiring() ? cell.localDeletionTime() : 0;
     }
 
     @Override

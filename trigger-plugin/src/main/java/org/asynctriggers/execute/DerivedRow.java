@@ -8,6 +8,7 @@ import java.util.Map;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.SourceRow;
 import org.asynctriggers.spec.FlowSpec;
 
 import static org.asynctriggers.execute.Statements.bigint;
@@ -29,6 +30,9 @@ final class DerivedRow
     private long markerTimestamp = NONE;
     private long markerExpiresAt;
     private final Map<String, SourceCells.Cell> cells = new LinkedHashMap<>();
+    private final Map<String, List<SourceRow.Run>> runs = new LinkedHashMap<>();
+    private final Map<String, Long> runTimestamps = new LinkedHashMap<>();
+    private final Map<String, Long> runCaps = new LinkedHashMap<>();
 
     DerivedRow(FlowSpec.Target target, List<ByteBuffer> key)
     {
@@ -51,13 +55,65 @@ final class DerivedRow
         return this;
     }
 
+    /**
+     * A collection (or non-frozen UDT) whose elements expire at different times, at {@code timestamp}: its runs in
+     * order ({@link SourceRow.Run}), none living past {@code capExpiresAt} (0: no cap). The first live run overwrites
+     * the column (an older version's elements go), the others are added to it, each with its own TTL.
+     */
+    DerivedRow runs(String column, List<SourceRow.Run> runs, long timestamp, long capExpiresAt)
+    {
+        this.runs.put(column, runs);
+        runTimestamps.put(column, timestamp);
+        runCaps.put(column, capExpiresAt);
+        return this;
+    }
+
     boolean isEmpty()
     {
-        return markerTimestamp == NONE && cells.isEmpty();
+        return markerTimestamp == NONE && cells.isEmpty() && runs.isEmpty();
     }
 
     /** Writes the row; {@code nowMillis} counts the TTLs left. */
     void write(Statements statements, ConsistencyLevel consistency, long nowMillis)
+    {
+        // per column written in runs, the live runs after the first (which is written as the column's value)
+        Map<String, List<SourceRow.Run>> added = new LinkedHashMap<>();
+        for (Map.Entry<String, List<SourceRow.Run>> e : runs.entrySet())
+        {
+            long cap = runCaps.get(e.getKey());
+            List<SourceRow.Run> live = new ArrayList<>();
+            for (SourceRow.Run run : e.getValue())
+            {
+                long expiresAt = cap == 0 ? run.expiresAt : run.expiresAt == 0 ? cap : Math.min(cap, run.expiresAt);
+                if (expiresAt == 0 || !Expiry.remaining(expiresAt, nowMillis).expired)
+                    live.add(new SourceRow.Run(run.value, expiresAt, run.field));
+            }
+            long ts = runTimestamps.get(e.getKey());
+            cells.put(e.getKey(), new SourceCells.Cell(live.isEmpty() ? null : live.get(0).value, ts, live.isEmpty() ? 0 : live.get(0).expiresAt));
+            if (live.size() > 1)
+                added.put(e.getKey(), live.subList(1, live.size()));
+        }
+        writeCells(statements, consistency, nowMillis);
+        for (Map.Entry<String, List<SourceRow.Run>> e : added.entrySet())
+        {
+            long ts = runTimestamps.get(e.getKey());
+            for (SourceRow.Run run : e.getValue())
+            {
+                int ttl = run.expiresAt == 0 ? 0 : Expiry.remaining(run.expiresAt, nowMillis).ttl;
+                List<ByteBuffer> bound = new ArrayList<>();
+                if (ttl > 0)
+                    bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
+                bound.add(bigint(ts));
+                bound.add(run.value);
+                bound.addAll(key);
+                String cql = run.field == null ? Cql.updateAdding(target.keyspace, target.table, e.getKey(), keyColumns, ttl > 0)
+                                               : Cql.updateField(target.keyspace, target.table, e.getKey(), run.field, keyColumns, ttl > 0);
+                statements.execute(cql, consistency, bound);
+            }
+        }
+    }
+
+    private void writeCells(Statements statements, ConsistencyLevel consistency, long nowMillis)
     {
         // (timestamp, ttl) -> columns; ttl -1: expired marker
         Map<List<Long>, List<String>> groups = new LinkedHashMap<>();

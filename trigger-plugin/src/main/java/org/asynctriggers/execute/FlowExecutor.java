@@ -2,7 +2,6 @@ package org.asynctriggers.execute;
 
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -45,8 +44,8 @@ public final class FlowExecutor
     private final FanoutPages fanout;
     private final Lineage lineage;
     private final SourceReads reads;
-    private final StaticCopies copies;
-    private final boolean traced;
+    /** a target is not in mode lineage: its rows mirror each task's cells */
+    private final boolean direct;
     /**
      * the source has clustering columns, so range and partition deletions: a direct task checks its cells against this
      * replica, where a deletion newer than the write may have removed them ({@link SourceCells#with})
@@ -67,7 +66,7 @@ public final class FlowExecutor
         this(spec, gateway, handler, types, rowWriters, System::currentTimeMillis);
     }
 
-    /** @param nowMillis the clock that remaining TTLs are counted on */
+    /** @param nowMillis the clock that remaining TTLs are counted on, and lineage versions taken from */
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters,
                         LongSupplier nowMillis)
     {
@@ -78,13 +77,12 @@ public final class FlowExecutor
         this.statements = new Statements(gateway);
         this.fanout = new FanoutPages(spec, statements, rowWriters);
         this.lineage = new Lineage(spec, statements, fanout, (task, target, values, fanoutRow, timestamp) ->
-            FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp));
+            FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp), nowMillis);
         this.clustered = !spec.source.clustering.isEmpty();
         this.clusteringOrder = new ClusteringOrder(spec.source, types);
         this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
         this.reads = new SourceReads(spec, statements, types, nowMillis);
-        this.copies = new StaticCopies(spec, statements, lineage);
-        boolean traced = false;
+        boolean direct = false;
         for (FlowSpec.Target target : spec.targets)
         {
             statements.prepare(Cql.insert(target.keyspace, target.table, new ArrayList<>(target.columns.keySet())));
@@ -92,11 +90,11 @@ public final class FlowExecutor
             statements.prepare(Cql.delete(target.keyspace, target.table, target.primaryKey()));
             if (target.fanout != null)
                 fanout.prepare(target.fanout);
-            traced |= target.mode == FlowSpec.Mode.LINEAGE;
+            direct |= target.mode != FlowSpec.Mode.LINEAGE;
         }
-        if (traced)
+        if (lineage.any())
             lineage.prepare();
-        this.traced = traced;
+        this.direct = direct;
     }
 
     /**
@@ -122,125 +120,85 @@ public final class FlowExecutor
         boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
         if (handler != null)
         {
-            Map<String, ByteBuffer> values = new LinkedHashMap<>(task.values());
+            // the row as the executor's replica holds it (it holds the task's write): each value with its write time
+            SourceCells cells = SourceCells.of(task, spec.source.primaryKey());
             if (task.operation() != Operation.DELETE && fullKey)
-                reads.fillMissing(task, values, new HashMap<>(task.expirations()));
-            handler.execute(new HandlerContext(spec, statements, types, task, values));
+                cells = reads.readLocally(task, cells);
+            handler.execute(new HandlerContext(spec, statements, types, task, cells));
             return ExecutionResult.success();
         }
 
         if (task.isStatic())
             return runStatic(task);
+        if (!fullKey && lineage.any() && task.operation() == Operation.DELETE && task.resumeTarget() == 0 && task.resumePaging() == null)
+            lineage.deletePartial(task, clusteringOrder);
         SourceCells source = SourceCells.of(task, spec.source.primaryKey());
-        if (task.operation() != Operation.DELETE && fullKey && (traced || clustered || lacksKeyColumn(source.values)))
+        if (task.operation() != Operation.DELETE && fullKey && direct && (clustered || lacksKeyColumn(source.values)))
             source = reads.readLocally(task, source);
-        StaticCopies.Times copyTimes = StaticCopies.Times.NONE;
-        if (fullKey && copies.any())
-        {
-            SourceCells read = source; // a deletion's row is read here only when a target copies a static value
-            copyTimes = copies.settle(task, () -> task.operation() == Operation.DELETE ? reads.readLocally(task, read) : read,
-                                      () -> reads.isGone(task));
-        }
 
-        Map<Integer, Lineage.Written> images = new HashMap<>();
+        Lineage.Sync sync = null; // the lineage targets' derivation, once this run reaches the first of them
         int first = Math.min(task.resumeTarget(), spec.targets.size());
         for (int i = first; i < spec.targets.size(); i++)
         {
             FlowSpec.Target target = spec.targets.get(i);
             ByteBuffer from = i == first ? task.resumePaging() : null;
-            ByteBuffer next = null;
+            ByteBuffer next;
             if (target.mode == FlowSpec.Mode.LINEAGE)
             {
-                if (task.operation() != Operation.DELETE && fullKey)
-                    next = lineage.write(task, target, source, from, rows, nowMillis.getAsLong(), images);
+                if (!fullKey)
+                    continue; // a range or partition deletion: deletePartial derived the rows it covers again
+                Lineage.Resume resume = Lineage.decode(from);
+                if (sync == null)
+                    sync = resume != null ? lineage.resume(task.key(), resume) : lineage.begin(task.key());
+                next = lineage.writePage(task, sync, target, resume != null ? resume.paging : null, rows);
+                if (next != null)
+                    return ExecutionResult.more(i, Lineage.encode(sync, next), rows[0]);
             }
             else
             {
                 SourceCells cells = source;
-                StaticCopies.Times times = copyTimes;
                 // a target without a fan-out is one row: eachRowOfPage applies it once and returns no next page
-                next = fanout.eachRowOfPage(task, target, source.values, from, rows, row -> applyDirect(task, target, cells, times, row));
+                next = fanout.eachRowOfPage(task, target, source.values, from, rows, row -> applyDirect(task, target, cells, row));
+                if (next != null)
+                    return ExecutionResult.more(i, next, rows[0]);
             }
-            if (next != null)
-                return ExecutionResult.more(i, next, rows[0]);
-        }
-        if (traced)
-        {
-            if (!fullKey)
-            {
-                if (task.operation() == Operation.DELETE && !task.isStatic())
-                    lineage.deletePartial(task, clusteringOrder);
-                return ExecutionResult.success(rows[0]);
-            }
-            long deletedAt = Math.max(source.hasDeletion() ? source.deletionTimestamp : Long.MIN_VALUE, deletedSince(task, images));
-            for (FlowSpec.Target target : spec.targets)
-                if (target.mode == FlowSpec.Mode.LINEAGE && deletedAt != Long.MIN_VALUE)
-                    lineage.recordDelete(task.serializedKey(), target, deletedAt);
-            lineage.converge(task, task.key(), images, deletedAt);
         }
         return ExecutionResult.success(rows[0]);
     }
 
     /**
-     * A range or partition deletion of a clustered source that reached this row after the task read it: the deletion's
-     * own task finds the rows to delete in {@code async_triggers.lineage_keys} ({@link Lineage#deletePartial}), and
-     * when it read them before this task recorded the row there, it deleted none of this task's images' rows. Read
-     * again now that the row is recorded (the deletion was applied here before its task ran, and that task runs here
-     * too), the row's deletion, when newer than an image this task wrote, is then this task's to make, as a row
-     * deletion's task would; Long.MIN_VALUE: none (no image, or none older than the row's deletion).
-     */
-    private long deletedSince(Task task, Map<Integer, Lineage.Written> images)
-    {
-        if (!clustered || images.isEmpty())
-            return Long.MIN_VALUE;
-        long deletedAt = statements.gateway.rowLife(spec.source.keyspace, spec.source.table, task.key()).deletedAt;
-        for (Lineage.Written written : images.values())
-            if (!written.entry.image.isEmpty() && written.entry.ts < deletedAt)
-                return deletedAt;
-        return Long.MIN_VALUE;
-    }
-
-    /**
      * A change of the partition's static row (docs/design.md, "Write shapes"): a static column is a column of every row
-     * of its partition, so the change is applied to the derived rows of each row the partition holds on this replica,
-     * as an update of that row with the static cells at their own timestamps. Each row runs to its end here (a
+     * of its partition, so the rows of each row the partition holds on this replica are derived again. Only lineage
+     * targets copy static values (a target that maps a static column is one); each row runs to its end here (a
      * partition's rows, not a fan-out's).
      */
     private ExecutionResult runStatic(Task task) throws Exception
     {
+        if (!lineage.any())
+            return ExecutionResult.success();
         List<String> clustering = spec.source.clustering;
         List<String> partition = spec.source.partitionKey;
         List<Map<String, ByteBuffer>> rows = statements.executeLocally(
             Cql.select(spec.source.keyspace, spec.source.table, clustering, partition), task.key());
-        long written = 0;
+        long[] written = new long[1];
         for (Map<String, ByteBuffer> row : rows)
         {
             List<ByteBuffer> key = new ArrayList<>(task.key());
-            Map<String, ByteBuffer> clusteringValues = new LinkedHashMap<>();
             for (String column : clustering)
-            {
                 key.add(row.get(column));
-                clusteringValues.put(column, row.get(column));
-            }
-            if (key.contains(null))
-                continue; // the partition's static row alone: no row derives from it
-            Task rowTask = task.forRowOfPartition(key, clusteringValues);
-            long[] count = new long[1];
-            ExecutionResult result = run(rowTask, count);
-            while (result.isSuccess() && result.hasMore())
-                result = run(rowTask.resumeAt(result.resumeTarget(), result.resumePaging()), count);
-            if (!result.isSuccess())
-                return result;
-            written += count[0];
+            if (!key.contains(null)) // else the partition's static row alone: no row derives from it
+                lineage.deriveWhole(task, key, written);
         }
-        return ExecutionResult.success(written);
+        return ExecutionResult.success(written[0]);
     }
 
-    /** Whether a target's key or fan-out match needs a source column the task does not carry. */
+    /** Whether a direct target's key or fan-out match needs a source column the task does not carry. */
     private boolean lacksKeyColumn(Map<String, ByteBuffer> values)
     {
         for (FlowSpec.Target target : spec.targets)
         {
+            if (target.mode == FlowSpec.Mode.LINEAGE)
+                continue;
             for (String column : target.primaryKey())
             {
                 Expression e = target.columns.get(column);
@@ -259,10 +217,8 @@ public final class FlowExecutor
      * What the task does to one row of a direct target (docs/design.md, "Write shapes"): the row deletion it carries
      * at its timestamp, then its row marker and cells, each at its own timestamp and TTL: the derived row mirrors the
      * source cell by cell. A range or partition deletion deletes the derived rows of exactly the source rows it named.
-     * The copies of static values go as {@code copyTimes} says ({@link StaticCopies}).
      */
-    private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, StaticCopies.Times copyTimes,
-                             Map<String, ByteBuffer> fanoutRow)
+    private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow)
     {
         boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
         if (!fullKey)
@@ -273,7 +229,7 @@ public final class FlowExecutor
         }
         if (source.hasDeletion())
             delete(task, target, source.values, fanoutRow, source.deletionTimestamp);
-        if (task.operation() == Operation.DELETE && !copyTimes.deletes(target))
+        if (task.operation() == Operation.DELETE)
             return;
         List<ByteBuffer> key = keyOf(target, source.values, fanoutRow);
         if (key == null)
@@ -282,12 +238,6 @@ public final class FlowExecutor
             return;
         }
         DerivedRow row = new DerivedRow(target, key);
-        if (task.operation() == Operation.DELETE)
-        {
-            copyTimes.apply(target, source, row); // the row deleted, the copies newer than its deletion
-            row.write(statements, spec.writeConsistency, nowMillis.getAsLong());
-            return;
-        }
         Set<String> mapped = new java.util.HashSet<>();
         for (Map.Entry<String, Expression> e : target.columns.entrySet())
         {
@@ -302,7 +252,6 @@ public final class FlowExecutor
                     row.cell(e.getKey(), cell);
             }
         }
-        copyTimes.apply(target, source, row);
         if (source.hasLiveness())
             row.marker(source.livenessTimestamp, source.livenessExpiresAt);
         else

@@ -23,14 +23,23 @@ final class HandlerContext implements TaskContext
     private final ColumnTypes types;
     private final Task task;
     private final Map<String, ByteBuffer> values;
+    private final SourceCells cells;
 
-    HandlerContext(FlowSpec spec, Statements statements, ColumnTypes types, Task task, Map<String, ByteBuffer> values)
+    HandlerContext(FlowSpec spec, Statements statements, ColumnTypes types, Task task, SourceCells cells)
     {
         this.spec = spec;
         this.statements = statements;
         this.types = types;
         this.task = task;
-        this.values = Collections.unmodifiableMap(values);
+        this.cells = cells;
+        this.values = Collections.unmodifiableMap(new LinkedHashMap<>(cells.values));
+    }
+
+    @Override
+    public long writetime(String column)
+    {
+        SourceCells.Cell cell = cells.cells.get(column);
+        return cell == null ? task.timestamp() : cell.timestamp;
     }
 
     @Override

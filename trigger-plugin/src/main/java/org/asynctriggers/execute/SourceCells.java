@@ -4,10 +4,8 @@ import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 
 import org.asynctriggers.cql.Cql;
-import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 
@@ -41,69 +39,14 @@ final class SourceCells
     final long livenessTimestamp;
     final long livenessExpiresAt;
     final long deletionTimestamp;
-    /**
-     * per non-key column without a cell here (null, no write time), when this replica deleted it, where that is
-     * known ({@link #withDeletions}): the derived rows' copies of it go at that timestamp
-     */
-    final Map<String, Long> deletions;
-    /**
-     * the row is gone on this replica, and the copies of its partition's static values in its derived rows must go
-     * with it at a timestamp no older than this ({@link #withStaticsGone}); {@link SourceChange#NONE}: the row lives,
-     * or copies no static value
-     */
-    final long staticsGoneAt;
-
     private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
                         long deletionTimestamp)
     {
-        this(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, Map.of());
-    }
-
-    private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
-                        long deletionTimestamp, Map<String, Long> deletions)
-    {
-        this(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, SourceChange.NONE);
-    }
-
-    private SourceCells(Map<String, ByteBuffer> values, Map<String, Cell> cells, long livenessTimestamp, long livenessExpiresAt,
-                        long deletionTimestamp, Map<String, Long> deletions, long staticsGoneAt)
-    {
-        this.staticsGoneAt = staticsGoneAt;
         this.values = values;
         this.cells = cells;
         this.livenessTimestamp = livenessTimestamp;
         this.livenessExpiresAt = livenessExpiresAt;
         this.deletionTimestamp = deletionTimestamp;
-        this.deletions = deletions;
-    }
-
-    /** The columns of {@code columns} that have no cell (null here, with no write time), in a list of its own. */
-    List<String> withoutCells(List<String> columns)
-    {
-        List<String> out = new java.util.ArrayList<>();
-        for (String column : columns)
-            if (!cells.containsKey(column))
-                out.add(column);
-        return out;
-    }
-
-    /**
-     * These cells with, for each of {@code columns} (columns without a cell), when {@code row} says this replica
-     * deleted it. A task that reads such a column back has no cell to write for it, yet the derived row it writes
-     * may hold a copy of an older value: the row of an image that the source row had before, then lost (another
-     * image, or none, in between: the column's deletion reached that one's rows), then had again, and whose rows the
-     * task that would have deleted them as an older image's never did (it ran after this image was recorded again).
-     */
-    SourceCells withDeletions(List<String> columns, CqlGateway.RowLife row)
-    {
-        Map<String, Long> deleted = new LinkedHashMap<>();
-        for (String column : columns)
-        {
-            long at = row.columnDeletedAt(column);
-            if (at != Long.MIN_VALUE && at != Long.MAX_VALUE)
-                deleted.put(column, at);
-        }
-        return deleted.isEmpty() ? this : new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deleted);
     }
 
     static SourceCells of(Task task, List<String> keyColumns)
@@ -172,79 +115,6 @@ final class SourceCells
             cells.put(column, new Cell(value, ts, expiresAt));
         }
         return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
-    }
-
-    /**
-     * These cells with the copies of the static columns {@code statics} made to live as the row does: in the source a
-     * static cell belongs to the partition, so a row or range deletion newer than it leaves it in place for the rows
-     * written since, and it keeps no row alive; in a derived row its copy is a cell of the row. So a copy is no older
-     * than the row's newest deletion + 1, and expires no later than the row when every live part of the row expires.
-     * A copy in a row that never expires is one microsecond newer again when the row may have expired once (a TTL'd
-     * row made permanent by a later write, newer than the copy or leaving a part with a TTL behind): its capped copy
-     * at the same timestamp would win the tie (Cassandra keeps the expiring cell of two with one timestamp) and take
-     * the value away when the old TTL ends. Not otherwise: a deletion at exactly the timestamp of the row's newest
-     * write must shadow the copy, as it shadows the row.
-     */
-    SourceCells withStaticsOf(Set<String> statics, CqlGateway.RowLife row)
-    {
-        if (row.expiresAt == Long.MIN_VALUE)
-            return this; // deleted since this row was read: its deletion shadows the copies as they are
-        boolean deleted = row.deletedAt != Long.MIN_VALUE && row.deletedAt != Long.MAX_VALUE;
-        boolean expiring = row.expiresAt != Long.MAX_VALUE;
-        Map<String, Cell> copies = new LinkedHashMap<>(cells);
-        for (Map.Entry<String, Cell> e : cells.entrySet())
-        {
-            Cell cell = e.getValue();
-            if (!statics.contains(e.getKey()))
-                continue;
-            long timestamp = deleted && cell.timestamp <= row.deletedAt ? row.deletedAt + 1 : cell.timestamp;
-            if (cell.value != null && !expiring && (row.expiredOnce || timestamp < row.newest))
-                timestamp++;
-            long expiresAt = cell.value != null && expiring ? (cell.expiresAt == 0 ? row.expiresAt : Math.min(cell.expiresAt, row.expiresAt))
-                                                            : cell.expiresAt;
-            copies.put(e.getKey(), new Cell(cell.value, timestamp, expiresAt));
-        }
-        return new SourceCells(values, copies, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions);
-    }
-
-    /**
-     * These cells of a row found gone on this replica, whose partition's static row {@code row} describes here and whose
-     * live static cells' newest write time on all replicas is {@code staticsWritetime}: a copy of a static value in its
-     * derived rows was written at most at the newest timestamp of the static row + 1, or at its row's newest deletion
-     * + 2 ({@link #withStaticsOf} raises a copy above a deletion, then by one in a row that may have expired once), so
-     * the copies go at the greatest of these. Unchanged when no static value was ever written.
-     */
-    SourceCells withStaticsGone(CqlGateway.RowLife row, long staticsWritetime)
-    {
-        long statics = Math.max(row.staticsNewest, staticsWritetime);
-        if (statics == Long.MIN_VALUE)
-            return this;
-        long at = Math.max(statics + 1, row.deletedAt == Long.MIN_VALUE || row.deletedAt == Long.MAX_VALUE ? Long.MIN_VALUE : row.deletedAt + 2);
-        return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, at);
-    }
-
-    /** These cells with those of {@code read} that are newer (or that these lack). */
-    SourceCells withNewer(Map<String, Cell> read)
-    {
-        if (read.isEmpty())
-            return this;
-        Map<String, ByteBuffer> values = new LinkedHashMap<>(this.values);
-        Map<String, Cell> cells = new LinkedHashMap<>(this.cells);
-        for (Map.Entry<String, Cell> e : read.entrySet())
-        {
-            Cell own = cells.get(e.getKey());
-            if (own == null || e.getValue().timestamp > own.timestamp)
-            {
-                cells.put(e.getKey(), e.getValue());
-                values.put(e.getKey(), e.getValue().value);
-            }
-        }
-        return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp, deletions, staticsGoneAt);
-    }
-
-    boolean staticsGone()
-    {
-        return staticsGoneAt != SourceChange.NONE;
     }
 
     boolean hasLiveness()

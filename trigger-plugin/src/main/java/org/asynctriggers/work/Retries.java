@@ -6,6 +6,7 @@ import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 
+import org.apache.cassandra.exceptions.CasWriteUnknownResultException;
 import org.apache.cassandra.exceptions.OverloadedException;
 import org.apache.cassandra.exceptions.RequestTimeoutException;
 import org.apache.cassandra.exceptions.UnavailableException;
@@ -215,7 +216,8 @@ public final class Retries
     static boolean isClusterFailure(Throwable cause)
     {
         for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause())
-            if (t instanceof UnavailableException || t instanceof RequestTimeoutException || t instanceof OverloadedException)
+            if (t instanceof UnavailableException || t instanceof RequestTimeoutException || t instanceof OverloadedException
+                || t instanceof CasWriteUnknownResultException) // a lineage version's Paxos round cut short by a node down
                 return true;
         return false;
     }

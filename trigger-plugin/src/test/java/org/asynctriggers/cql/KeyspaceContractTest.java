@@ -61,9 +61,9 @@ class KeyspaceContractTest
         }
 
         @Override
-        public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+        public SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
         {
-            return RowLife.NONE;
+            return null;
         }
 
         @Override

@@ -60,6 +60,8 @@ class HandlerContextTest
         assertEquals(1L, ctx.get("id"));
         assertEquals("ann", ctx.get("name"), "read back from the source row");
         assertEquals("new@x", ctx.get("email"));
+        assertEquals(5, ctx.writetime("name"), "the write time of the cell read back, on the executor's replica");
+        assertEquals(10, ctx.writetime("email"), "the update's own cell");
         List<Map<String, ByteBuffer>> audit = gateway.rows("app", "audit");
         assertEquals("ann", string(audit.get(0).get("name")));
         assertEquals(10, gateway.table("app", "audit").cells.values().iterator().next().get("name").ts);

@@ -131,16 +131,4 @@ class LineageFanoutTieTest
         assertEquals(expected(), feed());
     }
 
-    @Test
-    void shouldKeepTwoFloorsPerTargetHoweverManyImagesTheRowGoesThrough()
-    {
-        applyAndRun(write(Operation.INSERT, 1000, "n", 0L, "a", "a3"));
-        long ts = 2000;
-        for (long n : new long[] { 1, 2, 0, 1, 2, 0, 1 })
-            applyAndRun(write(Operation.UPDATE, ts += 1000, "n", n));
-        assertEquals(expected(), feed());
-        long floors = gateway.rows(org.asynctriggers.cql.Cql.KEYSPACE, "lineage").stream()
-                             .map(LineageEntry::of).filter(e -> e != null && e.target >= LineagePartition.FLOORS).count();
-        assertEquals(2, floors, "the newest floor, and the newest of another spared image");
-    }
 }

@@ -19,6 +19,7 @@ import java.util.stream.Collectors;
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.SourceRow;
 import org.asynctriggers.task.Task;
 
 /**
@@ -37,6 +38,7 @@ public final class FakeGateway implements CqlGateway
     private static final Pattern TTL_OF = Pattern.compile("TTL\\((\\w+)\\)");
     private static final Pattern WRITETIME_OF = Pattern.compile("WRITETIME\\((\\w+)\\)");
     private static final Pattern DELETE = Pattern.compile("DELETE FROM \"(\\w+)\"\\.\"(\\w+)\" USING TIMESTAMP \\? WHERE (.*)");
+    private static final Pattern CAS = Pattern.compile("UPDATE \"(\\w+)\"\\.\"(\\w+)\" SET \"(\\w+)\" = \\? WHERE (.*) IF \"(\\w+)\" = \\?");
     private static final Pattern SELECT = Pattern.compile("SELECT (.*) FROM \"(\\w+)\"\\.\"(\\w+)\"(?: WHERE (.*))?");
 
     public static final class Cell
@@ -161,7 +163,7 @@ public final class FakeGateway implements CqlGateway
     public final Map<String, Table> tables = new HashMap<>();
     /** the fake's clock for TTLs, in seconds since the epoch */
     public volatile long nowSeconds = 1_700_000_000L;
-    /** rowLife and local reads answer as a replica that missed every static write (a node down, hints off) */
+    /** local reads answer as a replica that missed every static write (a node down, hints off) */
     public volatile boolean staticsMissedHere;
     public final List<String> executed = new ArrayList<>();
     public final List<ConsistencyLevel> consistencies = new ArrayList<>();
@@ -184,6 +186,7 @@ public final class FakeGateway implements CqlGateway
     {
         table(Cql.KEYSPACE, "lineage", List.of("flow", "source_key"), List.of("target_key"));
         table(Cql.KEYSPACE, "lineage_keys", List.of("flow", "source_partition"), List.of("source_key"));
+        table(Cql.KEYSPACE, "lineage_versions", List.of("flow", "source_key"), List.of());
         table(Cql.KEYSPACE, "flows", List.of("name"), List.of());
         table(Cql.KEYSPACE, "flow_status", List.of("flow"), List.of("node"));
         table(Cql.KEYSPACE, "dead_letters", List.of("flow"), List.of("id"));
@@ -227,7 +230,8 @@ public final class FakeGateway implements CqlGateway
     public Prepared prepare(String cql)
     {
         Matcher m;
-        if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches() || (m = UPDATE.matcher(cql)).matches())
+        if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches() || (m = UPDATE.matcher(cql)).matches()
+            || (m = CAS.matcher(cql)).matches())
             table(m.group(1), m.group(2));
         else if ((m = SELECT.matcher(cql)).matches())
             table(m.group(2), m.group(3));
@@ -331,6 +335,8 @@ public final class FakeGateway implements CqlGateway
         refuseUnreachable(consistency);
         String cql = statement.cql;
         Matcher m;
+        if ((m = CAS.matcher(cql)).matches())
+            return compareAndSet(m, values);
         if ((m = INSERT.matcher(cql)).matches())
         {
             Table t = table(m.group(1), m.group(2));
@@ -543,37 +549,79 @@ public final class FakeGateway implements CqlGateway
     }
 
     @Override
-    public synchronized RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+    public SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
+        beforeEach.accept("READ ROW " + keyspace + '.' + table);
+        SourceRow row = readRowNow(keyspace, table, primaryKey, consistency);
+        Runnable hook = afterNextLocalRead;
+        afterNextLocalRead = null;
+        if (hook != null)
+            hook.run();
+        return row;
+    }
+
+    private synchronized SourceRow readRowNow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
+    {
+        executed.add("READ ROW " + keyspace + '.' + table);
+        consistencies.add(consistency);
+        if (consistency != null)
+            refuseUnreachable(consistency);
         Table t = table(keyspace, table);
         String id = id(primaryKey);
+        if (!t.keys.containsKey(id) || t.visible(id) == null)
+            return null;
         long deleted = t.deletedAt(primaryKey);
         long expires = Long.MIN_VALUE;
-        long newest = Long.MIN_VALUE;
-        boolean expiredOnce = t.markerExpiresAt.containsKey(id);
         if (t.markers.getOrDefault(id, Long.MIN_VALUE) > deleted && t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE) > nowSeconds)
-        {
             expires = t.markerExpiresAt.getOrDefault(id, Long.MAX_VALUE);
-            newest = t.markers.get(id);
-        }
-        Map<String, Long> deadCells = new HashMap<>();
+        Map<String, SourceRow.Cell> cells = new HashMap<>();
         for (Map.Entry<String, Cell> c : t.cells.getOrDefault(id, Map.of()).entrySet())
         {
-            if (t.staticColumns.contains(c.getKey()))
+            Cell cell = c.getValue();
+            if (t.staticColumns.contains(c.getKey()) || cell.value == null || cell.ts <= deleted || cell.expiresAt <= nowSeconds)
                 continue;
-            if (c.getValue().ts > deleted && (c.getValue().value == null || c.getValue().expiresAt <= nowSeconds))
-                deadCells.put(c.getKey(), c.getValue().ts);
-            expiredOnce |= c.getValue().value == null || c.getValue().expiresAt != Long.MAX_VALUE;
-            if (c.getValue().ts > deleted && c.getValue().value != null && c.getValue().expiresAt > nowSeconds)
-            {
-                expires = Math.max(expires, c.getValue().expiresAt);
-                newest = Math.max(newest, c.getValue().ts);
-            }
+            cells.put(c.getKey(), new SourceRow.Cell(cell.value, cell.ts, cell.expiresAt == Long.MAX_VALUE ? 0 : cell.expiresAt));
+            expires = Math.max(expires, cell.expiresAt);
         }
-        long staticsNewest = Long.MIN_VALUE;
-        for (Cell cell : staticsMissedHere ? List.<Cell>of() : t.statics.getOrDefault(id(primaryKey.subList(0, t.partitionKey.size())), Map.of()).values())
-            staticsNewest = Math.max(staticsNewest, cell.ts);
-        return new RowLife(deleted, expires, newest, expiredOnce, deadCells, staticsNewest);
+        List<ByteBuffer> partition = primaryKey.subList(0, t.partitionKey.size());
+        long partitionDeleted = t.deletedAt(partition);
+        if (!(staticsMissedHere && consistency == null))
+            for (Map.Entry<String, Cell> c : t.statics.getOrDefault(id(partition), Map.of()).entrySet())
+            {
+                Cell cell = c.getValue();
+                if (cell.value != null && cell.ts > partitionDeleted && cell.expiresAt > nowSeconds)
+                    cells.put(c.getKey(), new SourceRow.Cell(cell.value, cell.ts, cell.expiresAt == Long.MAX_VALUE ? 0 : cell.expiresAt));
+            }
+        return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
+    }
+
+    /** the timestamps of compare-and-set writes (a Paxos ballot's, later than everything before) */
+    private long casTimestamp = Long.MAX_VALUE / 4;
+
+    /** {@code UPDATE ... SET "c" = ? WHERE ... IF "c" = ?}: sets the column when it holds the value expected (null: none) */
+    private List<Map<String, ByteBuffer>> compareAndSet(Matcher m, List<ByteBuffer> values)
+    {
+        Table t = table(m.group(1), m.group(2));
+        String column = m.group(3);
+        List<String> where = whereColumns(m.group(4));
+        if (!where.equals(t.primaryKey()) || !column.equals(m.group(5)))
+            throw new IllegalArgumentException("fake: a compare-and-set names the whole key and sets the column it tests");
+        List<ByteBuffer> key = new ArrayList<>(values.subList(1, 1 + where.size()));
+        ByteBuffer expected = values.get(1 + where.size());
+        String id = id(key);
+        Map<String, ByteBuffer> row = t.keys.containsKey(id) ? t.visible(id) : null;
+        ByteBuffer current = row == null ? null : row.get(column);
+        Map<String, ByteBuffer> result = new LinkedHashMap<>();
+        if (current == null ? expected != null : !current.equals(expected))
+        {
+            result.put("[applied]", ByteBuffer.wrap(new byte[]{ 0 }));
+            result.put(column, current);
+            return List.of(result);
+        }
+        t.keys.put(id, key);
+        writeCell(t.cells.computeIfAbsent(id, k -> new HashMap<>()), column, values.get(0), casTimestamp++, Long.MAX_VALUE);
+        result.put("[applied]", ByteBuffer.wrap(new byte[]{ 1 }));
+        return List.of(result);
     }
 
     @Override

@@ -7,6 +7,7 @@ import java.util.Set;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.CqlGateway;
+import org.asynctriggers.cql.SourceRow;
 
 /**
  * A node's gateway in a test of stale replicas: every statement goes to {@code cluster} (the cluster as quorum reads
@@ -29,7 +30,8 @@ public class OnReplica implements CqlGateway
 
     public List<Map<String, ByteBuffer>> executeLocally(Prepared s, List<ByteBuffer> values) { return replica.executeLocally(s, values); }
 
-    public RowLife rowLife(String ks, String t, List<ByteBuffer> k) { return replica.rowLife(ks, t, k); }
+    /** this node's replica for a local read; else the cluster as a read at that level sees it */
+    public SourceRow readRow(String ks, String t, List<ByteBuffer> k, ConsistencyLevel cl) { return cl == null ? replica.readRow(ks, t, k, null) : cluster.readRow(ks, t, k, cl); }
 
     public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
 

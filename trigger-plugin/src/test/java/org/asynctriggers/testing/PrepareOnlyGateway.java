@@ -27,9 +27,9 @@ public abstract class PrepareOnlyGateway implements CqlGateway
     }
 
     @Override
-    public RowLife rowLife(String keyspace, String table, List<ByteBuffer> primaryKey)
+    public org.asynctriggers.cql.SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
-        throw new UnsupportedOperationException("rowLife " + keyspace + '.' + table);
+        throw new UnsupportedOperationException("readRow " + keyspace + '.' + table);
     }
 
     @Override

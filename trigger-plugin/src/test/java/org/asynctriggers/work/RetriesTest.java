@@ -225,7 +225,12 @@ public class RetriesTest
         retries.failed(task, new WriteTimeoutException(WriteType.SIMPLE, ConsistencyLevel.ONE, 0, 1));
         assertEquals(1, scheduler.runDue());
         task = queue.poll(0, TimeUnit.MILLISECONDS);
-        assertEquals(java.util.Collections.nCopies(11, Retries.UNAVAILABLE_WAIT_MILLIS), scheduler.delays);
+        // a lineage version's Paxos round a node down cut short: its result unknown, the cluster's failure too
+        retries.failed(task, new org.apache.cassandra.exceptions.CasWriteUnknownResultException(ConsistencyLevel.SERIAL, 1, 2));
+        assertEquals(1, scheduler.runDue());
+        task = queue.poll(0, TimeUnit.MILLISECONDS);
+        assertEquals(0, task.attempts());
+        assertEquals(java.util.Collections.nCopies(12, Retries.UNAVAILABLE_WAIT_MILLIS), scheduler.delays);
         assertEquals(0, metrics.getFailedTasks());
         assertEquals(0, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
 
