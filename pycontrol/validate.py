@@ -196,13 +196,20 @@ def _rederived(flow: Flow, src: TableSchema, target: TableSchema, fanout: FanOut
     (docs/design.md, "Lineage"), rather than mirroring its write's cells: one that copies a static column (a static
     value is a cell of every row of its partition, set or deleted apart from the row, and belongs to none) or a
     non-frozen collection or UDT (elements added, removed and expiring one by one, a list's positions chosen by the
-    coordinator that wrote them); and, where
+    coordinator that wrote them); one that leaves out a regular source column (a source row made by UPDATE lives
+    through its cells alone: when the ones left out go, the row is gone, which no cell of the target says), or that
+    copies a value of its fan-out's row (it would keep a derived row alive after its source row went); and, where
     the source has clustering columns and the flow handles deletes, one whose partition key comes from a source
     clustering column (a range or partition deletion names no value of it: its rows are found through the lineage's
     list of the source partition's rows)."""
     if any(r.scope == "source" and (r.column in src.static or multi_cell(src.columns[r.column]))
            for r in write.columns.values()):
         return True   # a static value, or a collection (or UDT) whose elements each have a timestamp and TTL
+    mapped = {r.column for r in write.columns.values() if r.scope == "source"}
+    if any(c not in mapped and c not in src.primary_key and c not in src.static for c in src.columns):
+        return True   # a row alive through a column it leaves out (made by UPDATE) goes when that column goes
+    if any(r.scope == "row" for c, r in write.columns.items() if c not in target.primary_key):
+        return True   # a fan-out row's value would keep a derived row alive after its source row went
     if not src.clustering or "delete" not in flow.events:
         return False
     partition_sources = [write.columns[c] for c in target.partition_key]

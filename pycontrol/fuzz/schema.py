@@ -1,9 +1,10 @@
 """The fuzzer's tables and flows, drawn from a seed: a *design* (the same seed, the same design).
 
-A design has two source tables: ``s0`` without clustering columns and ``s1`` with one or two (each ASC or DESC, int
-or text, and maybe a static column); each has an int column ``n`` (a fan-out's match) and two to four more columns
-drawn from native types (an empty string and an empty blob among their values), non-frozen sets, lists, maps and a
-UDT, and a frozen set. Every partition key starts with ``run``: each run (a seed, or one attempt of a shrink) writes
+A design has three source tables: ``s0`` without clustering columns and ``s1`` with one or two (each ASC or DESC,
+int or text, and maybe a static column); each has an int column ``n`` (a fan-out's match) and two to four more
+columns drawn from native types (an empty string and an empty blob among their values), non-frozen sets, lists, maps
+and a UDT, and a frozen set; ``s2`` has one-cell columns only (with or without a clustering column) and a copy of
+them all, a direct target. Every partition key starts with ``run``: each run (a seed, or one attempt of a shrink) writes
 keys of its own, so its tasks, lineage and derived rows never meet another run's; the campaign truncates the tables
 before each run, so that it is verified on tables that hold its rows alone.
 
@@ -65,6 +66,7 @@ class Source:
     clustering: tuple[tuple[str, str, str], ...]     # (column, int | text, ASC | DESC)
     columns: tuple[Column, ...]                      # regular columns, n first
     static: Column | None = None
+    plain: bool = False                              # one-cell columns only, and only a copy: a direct target
 
     @property
     def key(self) -> tuple[str, ...]:
@@ -99,7 +101,8 @@ class Design:
         for s in self.sources:
             out[s.name] = ("k",)
             out[f"{s.name}_copy"] = ("k",)
-            out[f"{s.name}_plain"] = ("k",)
+            if s.plain:
+                continue
             out[f"{s.name}_feed"] = ("f",)
             out[f"{s.name}_both"] = ("u",)
             if s.indexable:
@@ -116,7 +119,7 @@ class Design:
     def source_keys(self) -> dict[str, tuple[str, tuple]]:
         """The flows' source tables (read at ALL after a replica was down) and their partitions' key values."""
         out = {s.name: ("k", KEYS) for s in self.sources}
-        out.update({f"{s.name}_copy": ("k", KEYS) for s in self.sources if s.indexable})
+        out.update({f"{s.name}_copy": ("k", KEYS) for s in self.sources if s.indexable and not s.plain})
         return out
 
     def schema_cql(self, keyspace: str = KEYSPACE, replication_factor: int = 2) -> str:
@@ -142,9 +145,8 @@ class Design:
         copy_defs = ["run bigint", "k int"] + [f"{c} {t}" for c, t, _ in s.clustering]
         copy_defs += [f"{c.name} {c.kind.cql}" for c in s.all_columns]
         out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_copy ({', '.join(copy_defs + [pk])});")
-        plain_defs = ["run bigint", "k int"] + [f"{c} {t}" for c, t, _ in s.clustering]
-        plain_defs += [f"{c.name} {c.kind.cql}" for c in s.single_cell]
-        out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_plain ({', '.join(plain_defs + [pk])});")
+        if s.plain:
+            return out
         key_cols = ", ".join(["k"] + [c for c, _, _ in s.clustering])
         key_defs = [f"{c} {t}" for c, t, _ in s.clustering]
         value = next((c for c in s.columns if c.name != "n"), s.columns[0])
@@ -180,10 +182,8 @@ class Design:
             out.append((f"{ks}_{s.name}_copy",
                         f'Flow(name="{ks}_{s.name}_copy", source="{ks}.{s.name}", '
                         f'steps=[Write("{ks}.{s.name}_copy", {keys}{every})])'))
-            plain = "".join(f", {c.name}=s.{c.name}" for c in s.single_cell)
-            out.append((f"{ks}_{s.name}_plain",
-                        f'Flow(name="{ks}_{s.name}_plain", source="{ks}.{s.name}", '
-                        f'steps=[Write("{ks}.{s.name}_plain", {keys}{plain})])'))
+            if s.plain:
+                continue
             out.append((f"{ks}_{s.name}_feed",
                         f'Flow(name="{ks}_{s.name}_feed", source="{ks}.{s.name}", page_size={PAGE_SIZE}, '
                         f'steps=[FanOut("{ks}.fans", match={{"run": s.run, "n": s.n}}).write("{ks}.{s.name}_feed", '
@@ -259,7 +259,12 @@ def draw(seed: int) -> Design:
     cols = (Column("n", KINDS["int"]),) + columns(collections[(seed + 2) % 4], rng.randint(2, 3), taken)
     static = Column("st", KINDS[("text", "int", "set")[seed % 3]]) if seed % 4 != 3 else None
     s1 = Source("s1", clustering, cols, static)
-    return Design(seed, (s0, s1))
+    natives = ("int", "bigint", "text", "uuid", "blob", "frozen")
+    s2_clustering = ((("r0", ("text", "int")[seed % 2], ("DESC", "ASC")[seed % 2]),) if seed % 3 else ())
+    s2_cols = (Column("n", KINDS["int"]),) + tuple(Column(f"p{k[:1]}{i}", KINDS[k])
+                                                   for i, k in enumerate(rng.sample(natives, rng.randint(2, 3))))
+    s2 = Source("s2", s2_clustering, s2_cols, plain=True)
+    return Design(seed, (s0, s1, s2))
 
 
 def types_of(designs) -> set[str]:
@@ -279,9 +284,10 @@ def flow_shapes_of(designs) -> set[str]:
     out = set()
     for design in designs:
         for s in design.sources:
-            multi = any(c.kind.collection in ("set", "list", "map", "udt") for c in s.all_columns)
-            out |= {"copy (direct)", "copy (lineage)" if s.static or multi else "copy (direct)"}
-            out |= {"fan-out of several pages", "a direct write and an index into one table"}
+            if s.plain:
+                out.add("copy (direct)")
+                continue
+            out |= {"copy (lineage)", "fan-out of several pages", "a direct write and an index into one table"}
             if s.indexable:
                 out |= {"index", "cascade"}
             if s.clustering:

@@ -110,9 +110,12 @@ def with_write_options(df, fallback_micros: int):
     ``backfill_writetime`` (newest cell, else ``fallback_micros``) and ``backfill_ttl`` (least remaining TTL, 0 for
     none: TTL 0 means no expiry)."""
     from pyspark.sql import functions as F
+    from pyspark.sql.types import ArrayType
 
-    wts = [F.col(c) for c in df.columns if c.startswith("wt_")]
-    ttls = [F.col(c) for c in df.columns if c.startswith("ttl_")]
+    # a collection's (or non-frozen UDT's) WRITETIME and TTL are its elements': the newest write, the least TTL
+    arrays = {f.name for f in df.schema.fields if isinstance(f.dataType, ArrayType)}
+    wts = [F.array_max(c) if c in arrays else F.col(c) for c in df.columns if c.startswith("wt_")]
+    ttls = [F.array_min(c) if c in arrays else F.col(c) for c in df.columns if c.startswith("ttl_")]
     newest = (wts[0] if len(wts) == 1 else F.greatest(*wts)) if wts else F.lit(None)
     least = (ttls[0] if len(ttls) == 1 else F.least(*ttls)) if ttls else F.lit(None)
     return (df.withColumn(WRITETIME, F.coalesce(newest.cast("long"), F.lit(fallback_micros)))

@@ -55,3 +55,10 @@ def test_should_find_every_recorded_image_the_source_rows_no_longer_have(spark):
     # each at its own timestamp (a former plugin's newest cell written to its rows where that is newer)
     assert sorted((bytes(r["source_key"]), bytes(r["target_key"]), r["at"]) for r in stale.collect()) == sorted([
         (key1, old, 10), (key1, floor, 25), (key2, old, 40), (key2, sentinel, 30)])
+
+
+def test_should_date_a_row_by_its_collections_elements_too(spark):
+    # a collection's WRITETIME and TTL are its elements' (the connector reads arrays): the newest, and the least
+    df = spark.createDataFrame([(1, 10, [5, 40], None, [300, None])],
+                               "user_id int, wt_0 long, wt_1 array<long>, ttl_0 int, ttl_1 array<int>")
+    assert_same_rows(backfill.with_write_options(df, fallback_micros=99), [(1, 40, 300)])

@@ -42,7 +42,7 @@ def test_should_read_every_counter_and_time_of_a_flow_status_row():
 
 USERS = schema.TableSchema("app", "users", ("id",), (), {"id": "bigint", "name": "text", "email": "text"})
 BY_NAME = schema.TableSchema("app", "users_by_name", ("name",), ("id",), {"name": "text", "id": "bigint", "email": "text"})
-COPY = schema.TableSchema("app", "users_copy", ("id",), (), {"id": "bigint", "name": "text"})
+COPY = schema.TableSchema("app", "users_copy", ("id",), (), {"id": "bigint", "name": "text", "email": "text"})
 SCHEMA = schema.of(USERS, BY_NAME, COPY)
 SPEC = _golden("flow_spec.json")
 
@@ -64,8 +64,9 @@ def _at(spec: dict, path: str):
 
 @pytest.mark.parametrize("path", sorted(SPEC["defaults"]))
 def test_should_render_the_plugins_default_for_an_option_a_flow_leaves_out(path):
-    copy = Flow(name="users_copy", source="app.users", steps=[Write("app.users_copy", id=source.id, name=source.name)])
-    rendered = validate.compile_all([copy], SCHEMA)[0]   # a target keyed by the source's key: the default mode
+    copy = Flow(name="users_copy", source="app.users", steps=[Write("app.users_copy", id=source.id, name=source.name,
+                                                                    email=source.email)])
+    rendered = validate.compile_all([copy], SCHEMA)[0]   # a whole copy keyed by the source's key: the default mode
     assert _at(rendered, path) == SPEC["defaults"][path]
 
 

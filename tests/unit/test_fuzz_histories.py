@@ -50,7 +50,8 @@ def test_should_deploy_a_drawn_design_as_ctl_validates_it():
         (folder / "flows.py").write_text(design.flow_file("fz"))
         specs = validate.compile_all(load_flow_file(folder / "flows.py"), parse_cql_file(folder / "schema.cql"))
         modes = {spec["name"]: [t["mode"] for t in spec["targets"]] for spec in specs}
-        assert modes["fz_s0_plain"] == ["direct"] and modes["fz_s0_both"] == ["lineage", "lineage"], modes
+        assert modes["fz_s2_copy"] == ["direct"] and modes["fz_s0_copy"] == ["lineage"], modes
+        assert modes["fz_s0_both"] == ["lineage", "lineage"], modes
         assert modes["fz_s1_by_c"] == ["lineage"], modes
 
 
@@ -109,7 +110,7 @@ def test_should_keep_each_clients_skew_within_fifty_milliseconds():
 
 
 def test_should_name_the_source_partitions_of_a_differing_row():
-    assert DESIGN.suspects({"run": 1, "n": 2, "k": 4}) == {("s0", 4), ("s1", 4)}
+    assert DESIGN.suspects({"run": 1, "n": 2, "k": 4}) == {("s0", 4), ("s1", 4), ("s2", 4)}
     assert DESIGN.suspects({"run": 1, "f": 101}) == set()
 
 

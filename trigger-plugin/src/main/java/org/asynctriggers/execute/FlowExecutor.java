@@ -147,12 +147,12 @@ public final class FlowExecutor
             {
                 if (!fullKey)
                     continue; // a range or partition deletion: deletePartial derived the rows it covers again
-                Lineage.Resume resume = Lineage.decode(from);
+                LineageResume resume = LineageResume.decode(from);
                 if (sync == null)
                     sync = resume != null ? lineage.resume(task.key(), resume) : lineage.begin(task.key());
                 next = lineage.writePage(task, sync, target, resume != null ? resume.paging : null, rows);
                 if (next != null)
-                    return ExecutionResult.more(i, Lineage.encode(sync, next), rows[0]);
+                    return ExecutionResult.more(i, LineageResume.encode(sync, next), rows[0]);
             }
             else
             {

@@ -18,11 +18,8 @@ import org.asynctriggers.cql.SourceRow;
 import org.asynctriggers.spec.Expression;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 import static org.asynctriggers.execute.Statements.bigint;
-import static org.asynctriggers.execute.Statements.longOf;
 
 /**
  * The targets in mode {@code lineage} (docs/design.md, "Lineage"): targets whose rows a source row's change can move
@@ -52,11 +49,12 @@ import static org.asynctriggers.execute.Statements.longOf;
  * <p>
  * A read at ALL that a replica down makes unavailable is made at the lineage read level instead: a write that only the
  * down replica holds reaches the others by a hint, which is a write, and its task runs then.
+ * <p>
+ * About 460 lines: the protocol's steps, whose ordering arguments refer to one another, in one place; the version
+ * counter ({@link LineageVersions}) and the resume position ({@link LineageResume}) are classes of their own.
  */
 final class Lineage
 {
-    private static final Logger logger = LoggerFactory.getLogger(FlowExecutor.class);
-
     /**
      * How much longer than the row the entries of a row with a TTL live (Cassandra's default gc_grace_seconds): a
      * row that expires leaves nothing behind in our tables.
@@ -64,8 +62,6 @@ final class Lineage
     static final int EXPIRED_ROW_GRACE_SECONDS = 10 * 24 * 3600;
     /** takes of a version lost to other tasks of the row before this one gives up (and is retried) */
     private static final int MAX_VERSION_TAKES = 64;
-    /** the first byte of a resume position that carries a version (a former plugin's is a bare paging state) */
-    private static final byte RESUME_MAGIC = 'V';
 
     private final FlowSpec spec;
     private final Statements statements;
@@ -78,6 +74,7 @@ final class Lineage
     /** the lineage targets, in the spec's order */
     private final List<FlowSpec.Target> traced = new ArrayList<>();
     private final boolean clustered;
+    private final LineageVersions versions;
 
     /** How a lineage target's rows are deleted: as a direct target's ({@link FlowExecutor}). */
     interface Rows
@@ -97,6 +94,7 @@ final class Lineage
         this.lineageWrite = writeLevel(spec.writeConsistency);
         this.lineageRead = readLevel(spec.readConsistency);
         this.clustered = !spec.source.clustering.isEmpty();
+        this.versions = new LineageVersions(spec.name, statements, lineageRead, lineageWrite);
         for (FlowSpec.Target target : spec.targets)
             if (target.mode == FlowSpec.Mode.LINEAGE)
                 traced.add(target);
@@ -171,13 +169,13 @@ final class Lineage
     {
         ByteBuffer sourceKey = KeyCodec.encode(key);
         SourceRow guess = statements.gateway.readRow(spec.source.keyspace, spec.source.table, key, null);
-        Long known = readVersion(sourceKey);
+        Long known = versions.read(sourceKey);
         for (int take = 0; take < MAX_VERSION_TAKES; take++)
         {
             Map<Integer, List<ByteBuffer>> images = images(key, guess);
             long version = Math.max(known == null ? Long.MIN_VALUE : known + 1, nowMillis.getAsLong() * 1000);
             record(key, sourceKey, images, version, guess);
-            Long current = takeVersion(sourceKey, known, version);
+            Long current = versions.take(sourceKey, known, version);
             if (current != null)
             {
                 known = current == Long.MIN_VALUE ? null : current; // another task took one first: go on from its
@@ -198,11 +196,11 @@ final class Lineage
     }
 
     /**
-     * A task's later page of a fan-out: its version and images as its first page recorded them ({@link #encode}), the
+     * A task's later page of a fan-out: its version and images as its first page recorded them ({@link LineageResume}), the
      * row read again. A target whose image the row no longer has writes nothing more: the write that changed it has a
      * task with a newer version, which deletes what this one wrote.
      */
-    Sync resume(List<ByteBuffer> key, Resume state)
+    Sync resume(List<ByteBuffer> key, LineageResume state)
     {
         SourceRow row = readAtAll(key);
         Map<Integer, List<ByteBuffer>> now = images(key, row);
@@ -378,38 +376,6 @@ final class Lineage
             statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(key), sourceKey, bigint(version));
     }
 
-    /** The row's version as a quorum reads it; null: none taken yet. */
-    private Long readVersion(ByteBuffer sourceKey)
-    {
-        List<Map<String, ByteBuffer>> rows = statements.execute(Cql.lineageVersionSelect(), lineageRead, List.of(flowNameBytes, sourceKey));
-        ByteBuffer version = rows.isEmpty() ? null : rows.get(0).get("version");
-        return version == null || version.remaining() != 8 ? null : longOf(version);
-    }
-
-    /**
-     * Step 2: the compare-and-set of the row's version from {@code known} (null: none) to {@code version}. Returns null
-     * when this task took it, else the version another task set ({@link Long#MIN_VALUE}: none).
-     */
-    private Long takeVersion(ByteBuffer sourceKey, Long known, long version)
-    {
-        List<ByteBuffer> bound = new ArrayList<>(List.of(bigint(version), flowNameBytes, sourceKey));
-        bound.add(known == null ? null : bigint(known));
-        List<Map<String, ByteBuffer>> result = statements.execute(Cql.lineageVersionTake(), versionCommitLevel(), bound);
-        if (result.isEmpty())
-            throw new IllegalStateException("flow '" + spec.name + "': the compare-and-set of a lineage version returned nothing");
-        ByteBuffer applied = result.get(0).get("[applied]");
-        if (applied != null && applied.hasRemaining() && applied.get(applied.position()) != 0)
-            return null;
-        ByteBuffer current = result.get(0).get("version");
-        return current == null || current.remaining() != 8 ? Long.MIN_VALUE : longOf(current);
-    }
-
-    /** A version's Paxos commit: seen by every quorum read (EACH_QUORUM where the lineage spans data centers). */
-    private ConsistencyLevel versionCommitLevel()
-    {
-        return lineageWrite == ConsistencyLevel.ALL ? ConsistencyLevel.ALL : ConsistencyLevel.QUORUM;
-    }
-
     /** Step 3: the row as every replica holds it; at the lineage read level when a replica is down. */
     private SourceRow readAtAll(List<ByteBuffer> key)
     {
@@ -484,7 +450,7 @@ final class Lineage
     }
 
     /** A lineage entry's {@code target_key}: the target's index, then the image's values. */
-    private static ByteBuffer lineageKey(int index, List<ByteBuffer> image)
+    static ByteBuffer lineageKey(int index, List<ByteBuffer> image)
     {
         List<ByteBuffer> components = new ArrayList<>(image.size() + 1);
         components.add(ByteBuffer.allocate(4).putInt(0, index));
@@ -495,61 +461,5 @@ final class Lineage
     private ByteBuffer partitionOf(List<ByteBuffer> key)
     {
         return KeyCodec.encode(key.subList(0, spec.source.partitionKey.size()));
-    }
-
-    /** Where a task goes on in a lineage target's fan-out: its version, its images, the fan-out's paging state. */
-    static final class Resume
-    {
-        final long version;
-        final Map<Integer, List<ByteBuffer>> images;
-        final ByteBuffer paging;
-
-        Resume(long version, Map<Integer, List<ByteBuffer>> images, ByteBuffer paging)
-        {
-            this.version = version;
-            this.images = images;
-            this.paging = paging;
-        }
-    }
-
-    /** The resume position of a task's lineage fan-out: the magic byte, the version, the images, the paging state. */
-    static ByteBuffer encode(Sync sync, ByteBuffer paging)
-    {
-        List<ByteBuffer> parts = new ArrayList<>();
-        parts.add(bigint(sync.version));
-        for (Map.Entry<Integer, List<ByteBuffer>> image : sync.images.entrySet())
-            parts.add(lineageKey(image.getKey(), image.getValue()));
-        parts.add(paging.duplicate());
-        ByteBuffer body = KeyCodec.encode(parts);
-        ByteBuffer out = ByteBuffer.allocate(1 + body.remaining());
-        out.put(RESUME_MAGIC).put(body).flip();
-        return out;
-    }
-
-    /** A resume position {@link #encode} made; null for any other (a former plugin's bare paging state). */
-    static Resume decode(ByteBuffer position)
-    {
-        if (position == null || !position.hasRemaining() || position.get(position.position()) != RESUME_MAGIC)
-            return null;
-        ByteBuffer body = position.duplicate();
-        body.position(body.position() + 1);
-        List<ByteBuffer> parts;
-        try
-        {
-            parts = KeyCodec.decode(body);
-        }
-        catch (IllegalArgumentException e)
-        {
-            return null;
-        }
-        if (parts.size() < 2 || parts.get(0).remaining() != 8)
-            return null;
-        Map<Integer, List<ByteBuffer>> images = new LinkedHashMap<>();
-        for (ByteBuffer image : parts.subList(1, parts.size() - 1))
-        {
-            List<ByteBuffer> components = KeyCodec.decode(image);
-            images.put(components.get(0).getInt(components.get(0).position()), List.copyOf(components.subList(1, components.size())));
-        }
-        return new Resume(longOf(parts.get(0)), images, parts.get(parts.size() - 1));
     }
 }
