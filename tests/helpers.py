@@ -30,6 +30,13 @@ def create_schema(settings, cql: str) -> None:
         run_text(s, cql)
 
 
+def create_empty(settings, cql: str, keyspace: str, tables) -> None:
+    """The schema, then its tables emptied: a kept cluster (ASYNC_TRIGGERS_KEEP_CLUSTER) holds an earlier session's
+    rows, sources and targets alike (TRUNCATE is no write, so it leaves derived rows: docs/design.md, "Write shapes")."""
+    create_schema(settings, cql)
+    create_schema(settings, "\n".join(f"TRUNCATE {keyspace}.{t};" for t in tables))
+
+
 def deploy_flow_text(settings, folder: Path, text: str) -> None:
     """Write a flow file into ``folder`` and deploy it with the real `ctl`."""
     flow_file = folder / "flow.py"

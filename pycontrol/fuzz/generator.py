@@ -7,8 +7,8 @@ updates and deletes, TTLs (3 s, expired before the check, or 600 s, alive at it)
 EXISTS``, ``IF EXISTS``, ``IF col = value``), logged and unlogged batches over two partitions. Each operation belongs to
 one of two to four clients, which the runner drives at once, each client's clock off by up to 50 ms; it goes to a
 drawn coordinator at a drawn consistency level (ONE, QUORUM, ALL). A third of the histories stop one replica for a
-stretch of operations (hints off, then read repair); those operations are written at ONE, without LWT (Paxos needs
-every replica of RF 2).
+stretch of operations (hints off, then read repair), or pause it (SIGSTOP: a stalled JVM, hints on); those
+operations are written at ONE, without LWT (Paxos needs every replica of RF 2).
 
 Timestamps are given explicitly (``USING TIMESTAMP``): offsets in microseconds from the run's base, which lies an
 hour before the run, on a logical clock (1 ms a step) plus the client's skew; some out of order (before or after their
@@ -34,7 +34,7 @@ SHAPES = ("insert", "update", "set_null", "delete_column", "delete_row", "delete
           "delete_partition", "update_static", "delete_static", "element_add", "element_remove", "element_delete",
           "udt_field", "overwrite_collection", "empty_value", "ttl_short", "ttl_long", "lwt_insert", "lwt_update",
           "lwt_delete", "batch_logged", "batch_unlogged", "ts_in_order", "ts_out_of_order", "ts_equal",
-          "cl_one", "cl_quorum", "cl_all", "clients_2", "clients_3", "clients_4", "replica_down")
+          "cl_one", "cl_quorum", "cl_all", "clients_2", "clients_3", "clients_4", "replica_down", "replica_paused")
 
 
 def literal(value, kind: schema.Kind | None = None) -> str:
@@ -134,14 +134,17 @@ class Op:
 
 @dataclasses.dataclass(frozen=True)
 class Fault:
-    """One replica stopped (gracefully, hints off everywhere) from the operation ``stop_before`` until the one
-    ``start_before`` (op indexes of the full history, so a subset keeps the fault where it was)."""
+    """One replica stopped (gracefully, hints off everywhere), or paused (SIGSTOP, hints on), from the operation
+    ``stop_before`` until the one ``start_before`` (op indexes of the full history, so a subset keeps the fault where
+    it was)."""
     node: int
     stop_before: int
     start_before: int
+    kind: str = "stop"          # stop | pause
 
     def describe(self) -> str:
-        return f"node{self.node + 1} down for ops {self.stop_before}-{self.start_before - 1}"
+        return f"node{self.node + 1} {'paused' if self.kind == 'pause' else 'down'} for ops " \
+               f"{self.stop_before}-{self.start_before - 1}"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -156,7 +159,7 @@ class History:
         counts = Counter(s for op in self.ops for s in op.shapes)
         if self.fault is not None and any(self.fault.stop_before <= op.index < self.fault.start_before
                                           for op in self.ops):
-            counts["replica_down"] += 1
+            counts["replica_paused" if self.fault.kind == "pause" else "replica_down"] += 1
         if self.clients > 1:
             counts[f"clients_{self.clients}"] += 1
         return counts
@@ -366,7 +369,7 @@ def generate(seed: int, design: Design, ops: int = 40, nodes: int = 3, fault_rat
     fault = None
     if nodes >= 2 and ops >= 4 and rng.random() < fault_rate:
         stop = rng.randrange(0, ops // 2)
-        fault = Fault(rng.randrange(nodes), stop, rng.randrange(stop + 2, ops + 1))
+        fault = Fault(rng.randrange(nodes), stop, rng.randrange(stop + 2, ops + 1), rng.choice(("stop", "pause")))
     out = []
     clustered = next(s for s in design.sources if s.clustering)
     for i in range(ops):

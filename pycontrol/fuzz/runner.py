@@ -2,9 +2,9 @@
 
 A run: the fan-out rows of its run id (at ALL); the operations, each sent to its coordinator at its consistency
 level, the clients' at once (each client's in its order; a failed write is recorded, not retried: the check compares
-the targets with whatever the source holds);
-the replica of the history's fault stopped and started where the history says, with hinted handoff disabled on
-every node meanwhile; after a fault, the flows' source partitions read at ALL (blocking read repair brings the
+the targets with whatever the source holds); the replica of the history's fault stopped and started where the
+history says, with hinted handoff disabled on every node meanwhile, or paused (SIGSTOP) and resumed, hints on; after a
+fault, the flows' source partitions read at ALL (blocking read repair brings the
 writes the replica missed, and its capture makes their tasks), twice, with a drain after each (the first repair's
 tasks write the cascade's source); the short TTLs waited out; every flow drained; then the verify job on each flow.
 """
@@ -178,18 +178,23 @@ def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], pr
     expires = 0.0
     try:
         write_fans(c, run)
-        if ran_down:
+        if ran_down and fault.kind == "stop":
             _nodetool_everywhere(c, "disablehandoff")
         try:
             for phase in _phases(history, midway is not None):
                 stopped = ran_down and fault.stop_before <= phase[0].index < fault.start_before
                 if stopped and down is None:
-                    progress(f"stopping {c.nodes[fault.node][0]} before op {phase[0].index}")
-                    cluster_mod.stop_node(c.settings, c.nodes[fault.node][0], name=c.name)
+                    node = c.nodes[fault.node][0]
+                    if fault.kind == "pause":
+                        progress(f"pausing {node} before op {phase[0].index}")
+                        cluster_mod.pause_node(c.settings, node, name=c.name)
+                    else:
+                        progress(f"stopping {node} before op {phase[0].index}")
+                        cluster_mod.stop_node(c.settings, node, name=c.name)
+                        _wait_driver(c, fault.node, up=False)
                     down = fault.node
-                    _wait_driver(c, down, up=False)
                 elif not stopped and down is not None:
-                    _start(c, down, progress)
+                    _back(c, fault, progress)
                     down = None
                 if midway is not None and down is None and phase[0].index >= len(history.ops) // 2:
                     midway()   # a deploy needs every node up: after the stopped replica is back, if it falls there
@@ -201,8 +206,8 @@ def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], pr
             result.outcomes.sort(key=lambda o: o["index"])
         finally:
             if down is not None:
-                _start(c, down, progress)
-            if ran_down:
+                _back(c, fault, progress)
+            if ran_down and fault.kind == "stop":
                 _nodetool_everywhere(c, "enablehandoff")
         if midway is not None:
             midway()   # the history's second half ran with a replica down
@@ -261,6 +266,16 @@ def _run_clients(c: Cluster, ops: list[Op], run: int, base: int, down: int | Non
 
     with ThreadPoolExecutor(max(1, len(by_client))) as pool:
         return [pair for done in pool.map(client, by_client.values()) for pair in done]
+
+
+def _back(c: Cluster, fault, progress: Progress) -> None:
+    """The fault's replica running again: started, or resumed (SIGCONT)."""
+    if fault.kind == "pause":
+        progress(f"resuming {c.nodes[fault.node][0]}")
+        cluster_mod.resume_node(c.settings, c.nodes[fault.node][0], name=c.name)
+        _wait_driver(c, fault.node, up=True)
+    else:
+        _start(c, fault.node, progress)
 
 
 def _start(c: Cluster, index: int, progress: Progress) -> None:

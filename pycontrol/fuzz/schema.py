@@ -26,6 +26,8 @@ CLUSTERING_VALUES = {"int": (0, 1, 2, 3, 4), "text": ("a", "b", "c", "d")}
 FANS = {0: (100, 101, 102, 103, 104), 1: (101, 105), 2: ()}   # n -> the rows of fans (n = 2 fans out to nobody)
 PAGE_SIZE = 2                       # a fan-out of five rows is three pages
 UUIDS = tuple(uuid.UUID(int=i * 0x1111) for i in (1, 2, 3))
+# time-based (version 1) UUIDs, fixed: a few milliseconds apart in 2026
+TIMEUUIDS = tuple(uuid.UUID(fields=(0x1f0a_0000 + i, 0x0b2c, 0x11f1, 0x80, 0x01, 0x0000_0000_0001)) for i in (1, 2, 3))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -44,6 +46,7 @@ KINDS = {
     "bigint": Kind("bigint", "bigint", (0, 1_000_000_000_000, -5), key=True),
     "text": Kind("text", "text", ("", "a", "b", "c"), key=True),
     "uuid": Kind("uuid", "uuid", UUIDS, key=True),
+    "timeuuid": Kind("timeuuid", "timeuuid", TIMEUUIDS, key=True),
     "blob": Kind("blob", "blob", (b"", b"\x01", b"\x02\x03")),
     "set": Kind("set", "set<text>", ("x", "y", "z"), collection="set"),
     "list": Kind("list", "list<int>", (1, 2, 3), collection="list"),
@@ -238,7 +241,7 @@ def draw(seed: int) -> Design:
     and order and the static column's kind, so that a few designs cover them all; the rest is drawn."""
     rng = random.Random(f"design-{seed}")
     collections = ("set", "list", "map", "udt")
-    others = ("int", "bigint", "text", "uuid", "blob", "frozen", "set", "list", "map", "udt")
+    others = ("int", "bigint", "text", "uuid", "timeuuid", "blob", "frozen", "set", "list", "map", "udt")
 
     def columns(first: str, count: int, taken: set[str]) -> tuple[Column, ...]:
         kinds = [first] + rng.sample([k for k in others if k != first], count - 1)
@@ -259,7 +262,7 @@ def draw(seed: int) -> Design:
     cols = (Column("n", KINDS["int"]),) + columns(collections[(seed + 2) % 4], rng.randint(2, 3), taken)
     static = Column("st", KINDS[("text", "int", "set")[seed % 3]]) if seed % 4 != 3 else None
     s1 = Source("s1", clustering, cols, static)
-    natives = ("int", "bigint", "text", "uuid", "blob", "frozen")
+    natives = ("int", "bigint", "text", "uuid", "timeuuid", "blob", "frozen")
     s2_clustering = ((("r0", ("text", "int")[seed % 2], ("DESC", "ASC")[seed % 2]),) if seed % 3 else ())
     s2_cols = (Column("n", KINDS["int"]),) + tuple(Column(f"p{k[:1]}{i}", KINDS[k])
                                                    for i, k in enumerate(rng.sample(natives, rng.randint(2, 3))))

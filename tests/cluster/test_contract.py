@@ -2,7 +2,8 @@
 cannot keep exact are refused with a message (docs/design.md, "Write shapes" and "Lineage").
 
 - collections and UDTs (set, map, list, a non-frozen UDT and a frozen set) copied through element additions, removals,
-  element deletes, overwrites, nulls and element TTLs, on sources with and without clustering columns;
+  element deletes, overwrites, nulls and element TTLs, on sources with and without clustering columns, and a list
+  that two targets write into one row;
 - an index whose key column becomes the empty string (no row, as for a null) and then a name again;
 - every key shape a materialized view allows: a target partitioned by a source clustering column under range and
   partition deletes, and a cascade from an index into a second index keyed by the first's clustering column;
@@ -20,7 +21,7 @@ import time
 
 import pytest
 
-from helpers import create_schema, deploy_flow_text, drain, run_ctl
+from helpers import create_empty, create_schema, deploy_flow_text, drain, run_ctl
 from verifier import shared
 
 KS = "contract"
@@ -43,9 +44,11 @@ CREATE TABLE IF NOT EXISTS {KS}.followers (user_id int, follower_id int, PRIMARY
 CREATE TABLE IF NOT EXISTS {KS}.timeline (user_id int, tweet_id int, author_id int, body text,
   PRIMARY KEY (user_id, tweet_id));
 CREATE TABLE IF NOT EXISTS {KS}.admins (id int PRIMARY KEY, name text, email text);
+CREATE TABLE IF NOT EXISTS {KS}.lists (id int PRIMARY KEY, n int, l list<int>);
+CREATE TABLE IF NOT EXISTS {KS}.lists_both (u int, id int, l list<int>, PRIMARY KEY (u, id));
 """
 TABLES = ["items", "items_copy", "bags", "bags_copy", "people", "people_by_name", "people_by_id", "visits",
-          "visits_by_day", "tweets", "followers", "timeline", "admins"]
+          "visits_by_day", "tweets", "followers", "timeline", "admins", "lists", "lists_both"]
 FLOWS = f"""
 from async_triggers.flows import FanOut, Flow, Write, row, source as s
 
@@ -60,6 +63,8 @@ FLOWS = [
          name=s.name, email=s.email)]),
     Flow(name="contract_visits", source="{KS}.visits", steps=[Write("{KS}.visits_by_day", day=s.day, site=s.site,
          n=s.n)]),
+    Flow(name="contract_lists", source="{KS}.lists", steps=[Write("{KS}.lists_both", u=s.id, id=s.id, l=s.l),
+                                                           Write("{KS}.lists_both", u=s.n, id=s.id, l=s.l)]),
     Flow(name="contract_timeline", source="{KS}.tweets", steps=[
         Write("{KS}.timeline", user_id=s.author_id, **TIMELINE),
         FanOut("{KS}.followers", match={{"user_id": s.author_id}}).write("{KS}.timeline", user_id=row.follower_id,
@@ -67,7 +72,7 @@ FLOWS = [
 ]
 """
 FLOW_NAMES = ("contract_items", "contract_bags", "contract_people", "contract_people_by_id", "contract_visits",
-              "contract_timeline")
+              "contract_lists", "contract_timeline")
 T0 = 1_000_000   # explicit timestamps (microseconds; far below any client's clock)
 FOLLOWERS = {1: (10, 11, 12), 2: (11, 12, 13, 14), 3: (10, 14)}
 
@@ -79,8 +84,7 @@ def verifier(cluster_settings):
 
 @pytest.fixture(scope="module")
 def flows(cluster_settings, tmp_path_factory, verifier):
-    create_schema(cluster_settings, SCHEMA)
-    create_schema(cluster_settings, "\n".join(f"TRUNCATE {KS}.{t};" for t in TABLES))
+    create_empty(cluster_settings, SCHEMA, KS, TABLES)
     create_schema(cluster_settings, "\n".join(f"INSERT INTO {KS}.followers (user_id, follower_id) VALUES ({u}, {f});"
                                               for u, fs in FOLLOWERS.items() for f in fs))
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("contract"), FLOWS)
@@ -162,6 +166,18 @@ def test_should_copy_a_set_emptied_element_by_element_on_a_clustered_source(flow
     want = {(1, 1, None), (1, 2, ("c",))}
     assert rows_at_all(session, "bags", "b, i, tags") == want
     assert_derives(verifier, ("contract_bags",), rows_at_all(session, "bags_copy", "b, i, tags"), want)
+
+
+def test_should_write_a_list_once_into_a_row_two_targets_derive(flows, verifier, session):
+    # rows (u=1, id=1): the first target's (u = id) and, while n = 1, the second's too; a list written through CQL
+    # twice gets its elements twice (each write gives them new positions)
+    execute(session, f"INSERT INTO {KS}.lists (id, n, l) VALUES (1, 1, [3, 2, 1])")
+    execute(session, f"INSERT INTO {KS}.lists (id, n, l) VALUES (2, 7, [5])")
+    execute(session, f"UPDATE {KS}.lists SET l = l + [4] WHERE id = 1")
+    execute(session, f"UPDATE {KS}.lists USING TTL 600 SET l = [6] + l WHERE id = 2")
+    drain(session, "contract_lists")
+    want = {(1, 1, (3, 2, 1, 4)), (2, 2, (6, 5)), (7, 2, (6, 5))}
+    assert_derives(verifier, ("contract_lists",), rows_at_all(session, "lists_both", "u, id, l"), want)
 
 
 # --- empty key values, and every key shape a view allows -------------------------------------------------------

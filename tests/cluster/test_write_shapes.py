@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from helpers import create_schema, deploy_flow_text, drain, run_ctl
+from helpers import create_empty, deploy_flow_text, drain, run_ctl
 from verifier import shared
 from async_triggers import cluster as cluster_mod
 
@@ -90,10 +90,7 @@ def verifier(cluster_settings):
 
 @pytest.fixture(scope="module")
 def flows(cluster_settings, tmp_path_factory, verifier):
-    create_schema(cluster_settings, SCHEMA)
-    # a kept cluster (ASYNC_TRIGGERS_KEEP_CLUSTER) holds an earlier session's rows: sources and targets alike go
-    # (TRUNCATE is no write, so it leaves derived rows: docs/design.md, "Write shapes")
-    create_schema(cluster_settings, "\n".join(f"TRUNCATE {KS}.{t};" for t in TABLES))
+    create_empty(cluster_settings, SCHEMA, KS, TABLES)
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("shapes"), FLOWS)
 
 

@@ -27,7 +27,8 @@ def test_should_draw_every_write_shape_over_fifty_seeds_of_five_designs():
 def test_should_draw_every_column_type_kind_clustering_order_and_flow_shape_over_five_designs():
     designs = [schema.draw(d) for d in range(5)]
     types = schema.types_of(designs)
-    assert {"set<text>", "list<int>", "map<text, int>", "pair", "frozen<set<int>>", "int", "text", "uuid"} <= types
+    assert {"set<text>", "list<int>", "map<text, int>", "pair", "frozen<set<int>>", "int", "bigint", "text", "uuid",
+            "timeuuid", "blob"} <= types
     assert {"clustering int ASC", "clustering int DESC", "clustering text ASC", "clustering text DESC"} <= types
     assert any(t.startswith("static ") for t in types)
     assert schema.flow_shapes_of(designs) == {

@@ -64,6 +64,15 @@ public interface CqlGateway
      */
     SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency);
 
+    /**
+     * Writes a list column of one row at {@code timestamp}: its older elements deleted (at {@code timestamp - 1}), then
+     * {@code elements} in order, each with what is left of its TTL, at positions that depend on the order alone, so
+     * that writing the same list twice at one timestamp gives it once (a CQL write of a list gives each element a new
+     * position). {@code primaryKey}: every key component, partition key first.
+     */
+    void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column, List<ByteBuffer> elements,
+                   List<Integer> ttls, long timestamp, ConsistencyLevel consistency);
+
     /** The table's static columns (none when it has no clustering columns, or is gone). */
     Set<String> staticColumns(String keyspace, String table);
 

@@ -18,22 +18,31 @@ import org.apache.cassandra.cql3.UntypedResultSet;
 import org.apache.cassandra.cql3.statements.ModificationStatement;
 import org.apache.cassandra.cql3.statements.SelectStatement;
 import org.apache.cassandra.db.Clustering;
+import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.ConsistencyLevel;
+import org.apache.cassandra.db.DeletionTime;
+import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.LivenessInfo;
 import org.apache.cassandra.db.ReadExecutionController;
 import org.apache.cassandra.db.SinglePartitionReadCommand;
 import org.apache.cassandra.db.partitions.PartitionIterator;
+import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.apache.cassandra.db.marshal.ByteBufferAccessor;
 import org.apache.cassandra.db.marshal.CollectionType;
+import org.apache.cassandra.db.marshal.ListType;
 import org.apache.cassandra.db.marshal.UserType;
 import org.apache.cassandra.db.marshal.CompositeType;
+import org.apache.cassandra.db.rows.BTreeRow;
+import org.apache.cassandra.db.rows.BufferCell;
 import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.CellPath;
 import org.apache.cassandra.db.rows.ColumnData;
 import org.apache.cassandra.db.rows.ComplexColumnData;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.db.rows.RowIterator;
+import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.service.ClientState;
@@ -45,6 +54,7 @@ import org.apache.cassandra.transport.ProtocolVersion;
 import org.apache.cassandra.transport.messages.ResultMessage;
 import org.apache.cassandra.utils.ByteBufferUtil;
 import org.apache.cassandra.utils.FBUtilities;
+import org.apache.cassandra.utils.TimeUUID;
 
 /**
  * {@link CqlGateway} on Cassandra's own query path: statements are parsed and prepared once as internal statements
@@ -211,8 +221,16 @@ public final class QueryProcessorGateway implements CqlGateway
                 if (live.isEmpty())
                     continue;
                 AbstractType<?> type = data.column().type;
-                List<SourceRow.Run> runs = first == last ? null : runs(type, live);
-                out.put(column, new SourceRow.Cell(serialized(type, live), newest, first == Long.MAX_VALUE ? 0 : first, runs));
+                boolean list = type instanceof ListType;
+                List<SourceRow.Run> runs = first == last || list ? null : runs(type, live);
+                List<SourceRow.Run> elements = null;
+                if (list)
+                {
+                    elements = new ArrayList<>();
+                    for (Cell<?> cell : live)
+                        elements.add(new SourceRow.Run(cell.buffer(), expiresAt(cell), null));
+                }
+                out.put(column, new SourceRow.Cell(serialized(type, live), newest, first == Long.MAX_VALUE ? 0 : first, runs, elements));
                 expires = Math.max(expires, last);
                 continue;
             }
@@ -224,6 +242,41 @@ public final class QueryProcessorGateway implements CqlGateway
         }
         return expires;
     }
+
+    @Override
+    public void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column, List<ByteBuffer> elements,
+                          List<Integer> ttls, long timestamp, ConsistencyLevel consistency)
+    {
+        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+        if (metadata == null)
+            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        ColumnMetadata list = metadata.getColumn(new ColumnIdentifier(column, true));
+        if (list == null || !(list.type instanceof ListType) || !list.type.isMultiCell())
+            throw new IllegalArgumentException("column " + column + " of " + keyspace + '.' + table + " is not a non-frozen list");
+        List<ByteBuffer> parts = writable(primaryKey);
+        int partitionColumns = metadata.partitionKeyColumns().size();
+        ByteBuffer partitionKey = partitionColumns == 1
+                                  ? parts.get(0)
+                                  : CompositeType.build(ByteBufferAccessor.instance, parts.subList(0, partitionColumns).toArray(new ByteBuffer[0]));
+        Clustering<ByteBuffer> clustering = Clustering.make(parts.subList(partitionColumns, parts.size()).toArray(new ByteBuffer[0]));
+        long now = FBUtilities.nowInSeconds();
+        Row.Builder row = BTreeRow.unsortedBuilder();
+        row.newRow(clustering);
+        row.addComplexDeletion(list, DeletionTime.build(timestamp - 1, now));
+        for (int i = 0; i < elements.size(); i++)
+        {
+            // a time-based UUID whose time is the element's position: positions in order, the same on every write
+            CellPath path = CellPath.create(TimeUUID.atUnixMicrosWithLsb(i, LIST_POSITION_LSB).toBytes());
+            ByteBuffer value = writable(List.of(elements.get(i))).get(0);
+            int ttl = ttls.get(i);
+            row.addCell(ttl > 0 ? BufferCell.expiring(list, timestamp, ttl, now, value, path) : BufferCell.live(list, timestamp, value, path));
+        }
+        Mutation mutation = new Mutation(PartitionUpdate.singleRowUpdate(metadata, metadata.partitioner.decorateKey(partitionKey), row.build()));
+        StorageProxy.mutate(List.of(mutation), consistency, Dispatcher.RequestTime.forImmediateExecution());
+    }
+
+    /** the node and clock sequence of a derived list's element positions (the variant bits of RFC 4122) */
+    private static final long LIST_POSITION_LSB = 0x8000_0000_0000_0001L;
 
     /** A cell's local expiration time (s); Long.MAX_VALUE when it does not expire. */
     private static long expiry(Cell<?> cell)

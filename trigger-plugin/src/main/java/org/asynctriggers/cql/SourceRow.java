@@ -22,18 +22,25 @@ public final class SourceRow
          * otherwise (then {@link #expiresAt} is every element's)
          */
         public final List<Run> runs;
+        /**
+         * a list's live elements in order, each a run of its own ({@link Run#value}: the element), for
+         * {@link CqlGateway#writeList}: a list written through CQL gets new element positions each time, so a repeated
+         * write would repeat its elements; null for any other column
+         */
+        public final List<Run> elements;
 
         public Cell(ByteBuffer value, long timestamp, long expiresAt)
         {
-            this(value, timestamp, expiresAt, null);
+            this(value, timestamp, expiresAt, null, null);
         }
 
-        public Cell(ByteBuffer value, long timestamp, long expiresAt, List<Run> runs)
+        public Cell(ByteBuffer value, long timestamp, long expiresAt, List<Run> runs, List<Run> elements)
         {
             this.value = value;
             this.timestamp = timestamp;
             this.expiresAt = expiresAt;
             this.runs = runs;
+            this.elements = elements;
         }
 
         @Override

@@ -31,6 +31,7 @@ final class DerivedRow
     private long markerExpiresAt;
     private final Map<String, SourceCells.Cell> cells = new LinkedHashMap<>();
     private final Map<String, List<SourceRow.Run>> runs = new LinkedHashMap<>();
+    private final Map<String, List<SourceRow.Run>> lists = new LinkedHashMap<>();
     private final Map<String, Long> runTimestamps = new LinkedHashMap<>();
     private final Map<String, Long> runCaps = new LinkedHashMap<>();
 
@@ -68,9 +69,21 @@ final class DerivedRow
         return this;
     }
 
+    /**
+     * A list's live elements in order, at {@code timestamp}, none living past {@code capExpiresAt} (0: no cap),
+     * written through {@link org.asynctriggers.cql.CqlGateway#writeList} (the same list written twice is there once).
+     */
+    DerivedRow list(String column, List<SourceRow.Run> elements, long timestamp, long capExpiresAt)
+    {
+        lists.put(column, elements);
+        runTimestamps.put(column, timestamp);
+        runCaps.put(column, capExpiresAt);
+        return this;
+    }
+
     boolean isEmpty()
     {
-        return markerTimestamp == NONE && cells.isEmpty() && runs.isEmpty();
+        return markerTimestamp == NONE && cells.isEmpty() && runs.isEmpty() && lists.isEmpty();
     }
 
     /** Writes the row; {@code nowMillis} counts the TTLs left. */
@@ -93,7 +106,35 @@ final class DerivedRow
             if (live.size() > 1)
                 added.put(e.getKey(), live.subList(1, live.size()));
         }
+        Map<String, List<SourceRow.Run>> liveLists = new LinkedHashMap<>();
+        for (Map.Entry<String, List<SourceRow.Run>> e : lists.entrySet())
+        {
+            long cap = runCaps.get(e.getKey());
+            List<SourceRow.Run> live = new ArrayList<>();
+            for (SourceRow.Run element : e.getValue())
+            {
+                long expiresAt = cap == 0 ? element.expiresAt : element.expiresAt == 0 ? cap : Math.min(cap, element.expiresAt);
+                if (expiresAt == 0 || !Expiry.remaining(expiresAt, nowMillis).expired)
+                    live.add(new SourceRow.Run(element.value, expiresAt, null));
+            }
+            if (live.isEmpty())
+                cells.put(e.getKey(), new SourceCells.Cell(null, runTimestamps.get(e.getKey()), 0)); // none: a deletion
+            else
+                liveLists.put(e.getKey(), live);
+        }
         writeCells(statements, consistency, nowMillis);
+        for (Map.Entry<String, List<SourceRow.Run>> e : liveLists.entrySet())
+        {
+            List<ByteBuffer> values = new ArrayList<>();
+            List<Integer> ttls = new ArrayList<>();
+            for (SourceRow.Run element : e.getValue())
+            {
+                values.add(element.value);
+                ttls.add(element.expiresAt == 0 ? 0 : Expiry.remaining(element.expiresAt, nowMillis).ttl);
+            }
+            statements.gateway.writeList(target.keyspace, target.table, key, e.getKey(), values, ttls,
+                                         runTimestamps.get(e.getKey()), consistency);
+        }
         for (Map.Entry<String, List<SourceRow.Run>> e : added.entrySet())
         {
             long ts = runTimestamps.get(e.getKey());

@@ -260,7 +260,9 @@ final class Lineage
                 continue;
             }
             long cap = statics.contains(expr.column) ? rowExpiresAt : imageExpiresAt;
-            if (cell.runs != null)
+            if (cell.elements != null)
+                row.list(e.getKey(), cell.elements, sync.version, cap); // its elements at positions of their own
+            else if (cell.runs != null)
                 row.runs(e.getKey(), cell.runs, sync.version, cap); // a collection whose elements expire apart
             else
                 row.cell(e.getKey(), new SourceCells.Cell(cell.value, sync.version, earliest(cell.expiresAt, cap)));

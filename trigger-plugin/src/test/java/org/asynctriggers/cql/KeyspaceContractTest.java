@@ -61,6 +61,12 @@ class KeyspaceContractTest
         }
 
         @Override
+        public void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column, List<ByteBuffer> elements,
+                              List<Integer> ttls, long timestamp, ConsistencyLevel consistency)
+        {
+        }
+
+        @Override
         public SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
         {
             return null;

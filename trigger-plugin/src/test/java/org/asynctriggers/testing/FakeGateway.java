@@ -595,6 +595,21 @@ public final class FakeGateway implements CqlGateway
         return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
     }
 
+    /** A list as one cell: its elements' encoding (the fake keeps values opaque), at the timestamp, without TTL. */
+    @Override
+    public synchronized void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column,
+                                       List<ByteBuffer> elements, List<Integer> ttls, long timestamp, ConsistencyLevel consistency)
+    {
+        executed.add("WRITE LIST " + keyspace + '.' + table + '.' + column);
+        consistencies.add(consistency);
+        refuseUnreachable(consistency);
+        Table t = table(keyspace, table);
+        String id = id(primaryKey);
+        t.keys.put(id, List.copyOf(primaryKey));
+        writeCell(t.cells.computeIfAbsent(id, k -> new HashMap<>()), column, org.asynctriggers.cql.KeyCodec.encode(elements),
+                  timestamp, Long.MAX_VALUE);
+    }
+
     /** the timestamps of compare-and-set writes (a Paxos ballot's, later than everything before) */
     private long casTimestamp = Long.MAX_VALUE / 4;
 

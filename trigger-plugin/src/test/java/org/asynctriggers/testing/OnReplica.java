@@ -35,6 +35,8 @@ public class OnReplica implements CqlGateway
 
     public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
 
+    public void writeList(String ks, String t, List<ByteBuffer> k, String c, List<ByteBuffer> e, List<Integer> ttls, long ts, ConsistencyLevel cl) { cluster.writeList(ks, t, k, c, e, ttls, ts, cl); }
+
     public Page fetchPage(Prepared s, ConsistencyLevel cl, List<ByteBuffer> v, int size, ByteBuffer from) { return cluster.fetchPage(s, cl, v, size, from); }
 
     public ByteBuffer bind(Prepared s, int i, Object v) { return cluster.bind(s, i, v); }

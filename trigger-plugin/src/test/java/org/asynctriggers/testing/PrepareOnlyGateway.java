@@ -27,6 +27,13 @@ public abstract class PrepareOnlyGateway implements CqlGateway
     }
 
     @Override
+    public void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column, List<ByteBuffer> elements,
+                          List<Integer> ttls, long timestamp, ConsistencyLevel consistency)
+    {
+        throw new UnsupportedOperationException("writeList " + keyspace + '.' + table);
+    }
+
+    @Override
     public org.asynctriggers.cql.SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
         throw new UnsupportedOperationException("readRow " + keyspace + '.' + table);
