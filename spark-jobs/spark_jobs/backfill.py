@@ -212,13 +212,17 @@ def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str
     from .session import read_table
 
     key = source_key_columns(spec)
-    columns = list(dict.fromkeys(key + derive.source_columns(spec)))
+    src = spec["source"]
+    table = read_table(spark, src["keyspace"], src["table"], options=options)
+    # every column of the table, not only the flow's: a row is there when SELECT * returns it, and a select of some
+    # columns leaves out a row whose marker expired and whose live cells are all in the others (a cached frame
+    # keeps the scan from being narrowed to the columns used downstream)
+    columns = list(dict.fromkeys(key + derive.source_columns(spec) + list(table.columns)))
     dated = timestamp_columns(spec)
     exprs = [_quoted(c) for c in columns]
     exprs += [f"writetime({_quoted(c)}) AS wt_{i}" for i, c in enumerate(dated)]
     exprs += [f"ttl({_quoted(c)}) AS ttl_{i}" for i, c in enumerate(dated)]
-    src = spec["source"]
-    df = read_table(spark, src["keyspace"], src["table"], options=options).selectExpr(*exprs)
+    df = table.selectExpr(*exprs)
     if cells:
         simple = set(simple_timestamp_columns(spec))
         times = [F.col(f"wt_{i}").cast("long") for i, c in enumerate(dated) if c in simple]

@@ -109,18 +109,21 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
                          ["flow", "source_key", "target_key", "ts", "written"]).persist()
     try:
         lineage.count()   # the entries first: one recorded after this read belongs to a task that reads the row later
-        source = fresh_source() if fresh_source else backfill.read_source(
-            spark, spec, 0, options={"spark.cassandra.input.consistency.level": "ALL"})
+        source = (fresh_source() if fresh_source else backfill.read_source(
+            spark, spec, 0, options={"spark.cassandra.input.consistency.level": "ALL"})).persist()   # whole rows
         fresh = None
         for index, target in enumerate(spec["targets"]):
             if target.get("mode") == "lineage":
                 rows = backfill.lineage_rows(spec, index, source).select("source_key", "target_key")
                 fresh = rows if fresh is None else fresh.union(rows)
-        if fresh is None:
-            return 0
-        stale = stale_entries(lineage, fresh, spec["name"]).collect()
+        try:
+            stale = stale_entries(lineage, fresh, spec["name"]).collect() if fresh is not None else []
+        finally:
+            source.unpersist()
     finally:
         lineage.unpersist()
+    if fresh is None:
+        return 0
     delete_entry = SimpleStatement(
         f"DELETE FROM {_quoted(keyspace.KEYSPACE)}.{_quoted(keyspace.LINEAGE.name)} USING TIMESTAMP %s "
         'WHERE "flow" = %s AND "source_key" = %s AND "target_key" = %s',

@@ -98,8 +98,8 @@ def read_source(spark, spec: Mapping, options: Options, fallback_micros: int):
     src = spec["source"]
     if options.repair:
         return backfill.read_source(spark, spec, fallback_micros, read_options(options.consistency), cells=True)
-    columns = list(dict.fromkeys(list(src["partition_key"]) + derive.source_columns(spec)))
-    df = read_table(spark, src["keyspace"], src["table"], columns, read_options(options.consistency))
+    # every column, cached by the caller: a row is there when SELECT * returns it (backfill.read_source)
+    df = read_table(spark, src["keyspace"], src["table"], None, read_options(options.consistency))
     if options.ranges > 1:
         df = _with_token(df, src["partition_key"], [src["columns"][c] for c in src["partition_key"]], backfill.TOKEN)
     return df
@@ -227,8 +227,10 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
     frames = [source, *fanouts.values(), *targets.values()]
     if len(units) > 1:
         frames = [f.persist(keep) for f in frames]
-        source, fanouts = frames[0], dict(zip(fanouts, frames[1:1 + len(fanouts)]))
-        targets = dict(zip(targets, frames[1 + len(fanouts):]))
+    else:
+        frames[0] = source.persist(keep)   # its whole rows read, not narrowed to the columns compared
+    source, fanouts = frames[0], dict(zip(fanouts, frames[1:1 + len(fanouts)]))
+    targets = dict(zip(targets, frames[1 + len(fanouts):]))
     per_unit: list[tuple[dict, dict]] = []
     if run is not None:
         for recorded in run.done.values():
@@ -254,9 +256,8 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
             from . import backfill_lineage
             removed = backfill_lineage.converge(spark, session, spec, progress, label=f"verify {flow} --repair")
     finally:
-        if len(units) > 1:
-            for f in frames:
-                f.unpersist()
+        for f in frames if len(units) > 1 else frames[:1]:
+            f.unpersist()
     results = tuple(compare.merge([res[t] for res, _ in per_unit if t in res], options.sample_size) for t in groups)
     repaired = None
     if options.repair:

@@ -46,9 +46,12 @@ CREATE TABLE IF NOT EXISTS {KS}.timeline (user_id int, tweet_id int, author_id i
 CREATE TABLE IF NOT EXISTS {KS}.admins (id int PRIMARY KEY, name text, email text);
 CREATE TABLE IF NOT EXISTS {KS}.lists (id int PRIMARY KEY, n int, l list<int>);
 CREATE TABLE IF NOT EXISTS {KS}.lists_both (u int, id int, l list<int>, PRIMARY KEY (u, id));
+CREATE TABLE IF NOT EXISTS {KS}.shelves (k int, r text, n int, l list<int>, m map<text, int>, PRIMARY KEY (k, r));
+CREATE TABLE IF NOT EXISTS {KS}.shelves_copy (k int, r text, n int, l list<int>, m map<text, int>, PRIMARY KEY (k, r));
 """
 TABLES = ["items", "items_copy", "bags", "bags_copy", "people", "people_by_name", "people_by_id", "visits",
-          "visits_by_day", "tweets", "followers", "timeline", "admins", "lists", "lists_both"]
+          "visits_by_day", "tweets", "followers", "timeline", "admins", "lists", "lists_both", "shelves",
+          "shelves_copy"]
 FLOWS = f"""
 from async_triggers.flows import FanOut, Flow, Write, row, source as s
 
@@ -65,6 +68,8 @@ FLOWS = [
          n=s.n)]),
     Flow(name="contract_lists", source="{KS}.lists", steps=[Write("{KS}.lists_both", u=s.id, id=s.id, l=s.l),
                                                            Write("{KS}.lists_both", u=s.n, id=s.id, l=s.l)]),
+    Flow(name="contract_shelves", source="{KS}.shelves", steps=[Write("{KS}.shelves_copy", k=s.k, r=s.r, n=s.n,
+                                                                       l=s.l, m=s.m)]),
     Flow(name="contract_timeline", source="{KS}.tweets", steps=[
         Write("{KS}.timeline", user_id=s.author_id, **TIMELINE),
         FanOut("{KS}.followers", match={{"user_id": s.author_id}}).write("{KS}.timeline", user_id=row.follower_id,
@@ -72,7 +77,7 @@ FLOWS = [
 ]
 """
 FLOW_NAMES = ("contract_items", "contract_bags", "contract_people", "contract_people_by_id", "contract_visits",
-              "contract_lists", "contract_timeline")
+              "contract_lists", "contract_shelves", "contract_timeline")
 T0 = 1_000_000   # explicit timestamps (microseconds; far below any client's clock)
 FOLLOWERS = {1: (10, 11, 12), 2: (11, 12, 13, 14), 3: (10, 14)}
 
@@ -178,6 +183,22 @@ def test_should_write_a_list_once_into_a_row_two_targets_derive(flows, verifier,
     drain(session, "contract_lists")
     want = {(1, 1, (3, 2, 1, 4)), (2, 2, (6, 5)), (7, 2, (6, 5))}
     assert_derives(verifier, ("contract_lists",), rows_at_all(session, "lists_both", "u, id, l"), want)
+
+
+def test_should_empty_a_list_set_to_null_in_a_batch_beside_another_row_of_its_partition(flows, verifier, session):
+    execute(session, f"BEGIN UNLOGGED BATCH UPDATE {KS}.shelves USING TIMESTAMP {T0 + 21_000} SET l = [3, 1] "
+                     f"WHERE k = 4 AND r = 'd'; INSERT INTO {KS}.shelves (k, r, n, l, m) VALUES (4, 'd', 1, [1, 3], "
+                     f"{{'x': 3}}) USING TIMESTAMP {T0 + 23_000}; APPLY BATCH", consistency="ONE")
+    execute(session, f"INSERT INTO {KS}.shelves (k, r, l) VALUES (4, 'a', [3]) USING TIMESTAMP {T0 + 25_000}",
+            consistency="ONE")
+    drain(session, "contract_shelves")
+    execute(session, f"BEGIN BATCH UPDATE {KS}.shelves USING TIMESTAMP {T0 + 40_000} SET l = null WHERE k = 4 AND "
+                     f"r = 'd'; INSERT INTO {KS}.shelves (k, r, n, m) VALUES (4, 'a', 2, {{'y': 2}}) USING TIMESTAMP "
+                     f"{T0 + 41_000}; APPLY BATCH")
+    drain(session, "contract_shelves")
+    want = {(4, "a", 2, (3,), (("y", 2),)), (4, "d", 1, None, (("x", 3),))}
+    assert rows_at_all(session, "shelves", "k, r, n, l, m") == want
+    assert_derives(verifier, ("contract_shelves",), rows_at_all(session, "shelves_copy", "k, r, n, l, m"), want)
 
 
 # --- empty key values, and every key shape a view allows -------------------------------------------------------

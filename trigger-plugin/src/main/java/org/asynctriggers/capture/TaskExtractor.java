@@ -116,7 +116,18 @@ public final class TaskExtractor
                                && !newData.primaryKeyLivenessInfo().equals(oldData.primaryKeyLivenessInfo());
             boolean deletion = !newData.deletion().isLive() && !newData.deletion().equals(oldData.deletion());
             if (!liveness && !deletion && !newData.iterator().hasNext())
-                return; // the update changed nothing here (superseded, or a repeat of what is there)
+            {
+                // Cassandra hands an index the cells a write added or changed, and those it removed, but not a
+                // collection's own deletion (SET c = null, DELETE c): a row that lost cells and gained none changed
+                // too, at the newest timestamp of what it lost or later
+                long removed = Long.MIN_VALUE;
+                for (ColumnData data : oldData)
+                    removed = Math.max(removed, data.maxTimestamp());
+                if (removed == Long.MIN_VALUE)
+                    return; // the update changed nothing here (superseded, or a repeat of what is there)
+                add(rowChange(metadata, partitionKey, keyValues, newData, false, false, removed));
+                return;
+            }
             add(rowChange(metadata, partitionKey, keyValues, newData, liveness, deletion));
         }
 
@@ -182,6 +193,13 @@ public final class TaskExtractor
     private static SourceChange rowChange(TableMetadata metadata, List<ByteBuffer> partitionKey, Map<String, ByteBuffer> keyValues, Row row,
                                           boolean ownLiveness, boolean ownDeletion)
     {
+        return rowChange(metadata, partitionKey, keyValues, row, ownLiveness, ownDeletion, Long.MIN_VALUE);
+    }
+
+    /** @param removedAt a lower bound of the timestamp of cells the update removed without a cell of its own */
+    private static SourceChange rowChange(TableMetadata metadata, List<ByteBuffer> partitionKey, Map<String, ByteBuffer> keyValues, Row row,
+                                          boolean ownLiveness, boolean ownDeletion, long removedAt)
+    {
         List<ByteBuffer> key = new ArrayList<>(partitionKey);
         Map<String, ByteBuffer> values = new LinkedHashMap<>(keyValues);
         if (!row.isStatic())
@@ -215,6 +233,7 @@ public final class TaskExtractor
                     expirations.put(name, cell.localDeletionTime());
             }
         }
+        cells = Math.max(cells, removedAt);
         long timestamp = Math.max(liveness, Math.max(deletion, cells));
         return new SourceChange(classify(liveness, deletion, cells), key, timestamp, values, timestamps, expirations, rowExpiresAt,
                                 liveness, deletion, row.isStatic());

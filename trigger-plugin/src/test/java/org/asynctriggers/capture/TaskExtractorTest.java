@@ -107,6 +107,29 @@ class TaskExtractorTest
     }
 
     @Test
+    void shouldCaptureARowThatLostCellsAndGainedNoneAsAnUpdate()
+    {
+        // what Cassandra hands an index for SET c = null on a row in the memtable: the cells it removed, no new one
+        // (its collection deletion is not passed on)
+        org.apache.cassandra.db.rows.Row.Builder removed = org.apache.cassandra.db.rows.BTreeRow.sortedBuilder();
+        removed.newRow(org.apache.cassandra.db.Clustering.make(i(2)));
+        removed.addCell(org.apache.cassandra.db.rows.BufferCell.live(events.getColumn(new org.apache.cassandra.cql3.ColumnIdentifier("v", true)), 30, t("a")));
+        org.apache.cassandra.db.rows.Row.Builder none = org.apache.cassandra.db.rows.BTreeRow.sortedBuilder();
+        none.newRow(org.apache.cassandra.db.Clustering.make(i(2)));
+        TaskExtractor.Collector collector = new TaskExtractor.Collector(events, i(1));
+        collector.updated(removed.build(), none.build());
+        List<SourceChange> changes = collector.changes();
+        assertEquals(1, changes.size(), "a change: the row lost a cell");
+        assertEquals(Operation.UPDATE, changes.get(0).operation);
+        assertEquals(List.of(i(1), i(2)), changes.get(0).key);
+        assertEquals(30, changes.get(0).timestamp, "at least the newest timestamp of what it lost");
+
+        TaskExtractor.Collector nothing = new TaskExtractor.Collector(events, i(1));
+        nothing.updated(none.build(), none.build());
+        assertEquals(List.of(), nothing.changes(), "a repeat of what is there changes nothing");
+    }
+
+    @Test
     void shouldMakeOneChangePerRow()
     {
         PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(events, 1).timestamp(10);
