@@ -100,6 +100,27 @@ class FanOut:
 
 
 @dataclasses.dataclass(frozen=True)
+class Aggregate:
+    """Keep a total per group of source rows in ``target`` (docs/design.md, "Aggregates"), as ``SELECT count(*),
+    sum(x), min(x), max(x) ... GROUP BY`` would give it: ``group_by`` maps each primary key column of ``target`` to
+    the source column it groups by (a source row with a null or empty group value is in no group); ``count`` names
+    the column counting the group's rows; ``sum``, ``min`` and ``max`` map a column of ``target`` to the source
+    column they total (null values left out; none: null). A group without rows has no row. Exact under retries,
+    reordering and failures: each group is recomputed from its members, one row per source row, which the deploy
+    keeps in a table of its own beside ``target`` (``async_members_<target>``)."""
+    target: str
+    group_by: Mapping[str, Ref]
+    count: str | None = None
+    sum: Mapping[str, Ref] = dataclasses.field(default_factory=dict)
+    min: Mapping[str, Ref] = dataclasses.field(default_factory=dict)
+    max: Mapping[str, Ref] = dataclasses.field(default_factory=dict)
+
+    @property
+    def target_table(self) -> tuple[str, str]:
+        return _table_name(self.target, "an aggregate's target")
+
+
+@dataclasses.dataclass(frozen=True)
 class Queue:
     """The node-local queue of a flow: how many tasks it holds and how many workers drain it."""
     capacity: int = 10_000
@@ -144,7 +165,7 @@ class Backup:
 class Flow:
     name: str
     source: str
-    steps: Sequence[Write | FanOut] = ()
+    steps: Sequence[Write | FanOut | Aggregate] = ()
     events: Sequence[str] = EVENTS
     read_consistency: str = "ONE"
     write_consistency: str = "ONE"
@@ -168,9 +189,12 @@ class Flow:
         for step in self.steps:
             if isinstance(step, Write):
                 out.append((None, step))
-            else:
+            elif isinstance(step, FanOut):
                 out.extend((step, w) for w in step.writes)
         return out
+
+    def aggregates(self) -> list[Aggregate]:
+        return [step for step in self.steps if isinstance(step, Aggregate)]
 
 
 def load_flow_file(path: str | Path) -> list[Flow]:

@@ -62,6 +62,13 @@ LINEAGE_KEYS = Table("lineage_keys", (("flow", "text"), ("source_partition", "bl
 LINEAGE_VERSIONS = Table("lineage_versions", (("flow", "text"), ("source_key", "blob"), ("version", "bigint")),
                          partition_key=("flow", "source_key"))
 
+# An aggregate's recomputes due when one of its members expires (docs/design.md, "Aggregates"): one partition per
+# flow and hour of the due time (seconds); the first live replica of a partition fires its timers once due.
+AGGREGATE_TIMERS = Table("aggregate_timers", (("flow", "text"), ("hour", "bigint"), ("due", "bigint"), ("target", "int"),
+                                              ("group_key", "blob")),
+                         partition_key=("flow", "hour"), clustering=("due", "target", "group_key"),
+                         options="WITH gc_grace_seconds = 10800")   # a fired timer brought back only recomputes again
+
 DEAD_LETTERS = Table("dead_letters", (
     ("flow", "text"), ("id", "timeuuid"), ("node", "text"), ("op", "text"), ("ts", "bigint"), ("source_key", "blob"),
     ("task", "blob"), ("error", "text"), ("attempts", "int"), ("failed_at", "timestamp"),
@@ -88,7 +95,7 @@ VERIFY_PROGRESS = Table("verify_progress", (
 ), partition_key=("flow",), clustering=("run", "range_start"),
     options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
 
-TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, LINEAGE_VERSIONS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, LINEAGE_VERSIONS, AGGREGATE_TIMERS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
 
 
 def missing_columns(table: Table, existing: Collection[str]) -> list[tuple[str, str]]:

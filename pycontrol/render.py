@@ -12,7 +12,7 @@ from typing import Any, Collection, Mapping, Sequence
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import backup_map, capture_index, cql_script, keyspace, replication as replication_mod
+from . import aggregates, backup_map, capture_index, cql_script, keyspace, replication as replication_mod
 from .errors import ConfigError
 
 TRIGGER_NAME = "async_triggers"
@@ -117,6 +117,17 @@ def _backup_maps(specs: Sequence[dict]) -> list[dict]:
     return out
 
 
+def _members_tables(specs: Sequence[dict]) -> list[dict]:
+    """The members table of each aggregate of the flows (docs/design.md, "Aggregates")."""
+    out = []
+    for m in aggregates.members_tables(specs):
+        partition = ", ".join(ident(c) for c in m["partition_key"])
+        out.append({"keyspace": m["keyspace"], "table": m["table"], "aggregate": m["aggregate"],
+                    "columns": ",\n  ".join(f"{ident(c)} {t}" for c, t in m["columns"].items()),
+                    "primary_key": ", ".join([f"({partition})"] + [ident(c) for c in m["clustering"]])})
+    return out
+
+
 def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
                     existing: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[dict]:
     """The capture index of each source table of ``specs``, over every flow on it (``others``: flows already
@@ -143,13 +154,14 @@ def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int,
                     existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None,
                     flows_columns: Collection[str] = ()) -> dict:
     flows = [{"spec": s, "json": spec_json(s),
-              "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}) or ["handler " + str(s["handler"])]}
+              "targets": sorted(aggregates.written_tables(s)) or ["handler " + str(s["handler"])]}
              for s in specs]
     existing = {keyspace.FLOW_STATUS.name: flow_status_columns, keyspace.FLOWS.name: flows_columns}
     return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(existing),
                 replication=replication_mod.cql_map(replication),
                 version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
+                members_tables=_members_tables(specs),
                 capture_class=capture_index.CLASS,
                 capture_indexes=capture_indexes(specs, others, existing_capture_indexes))
 

@@ -8,10 +8,10 @@ import dataclasses
 import re
 from typing import Iterable, Mapping
 
-from . import backup_map
+from . import aggregates, backup_map
 from .errors import ValidationError
 from .keyspace import KEYSPACE as RESERVED_KEYSPACE   # the plugin's own tables
-from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Backup, FanOut, Flow, Ref, Write
+from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Aggregate, Backup, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
@@ -41,6 +41,9 @@ def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> 
     if backup_map.is_backup_map(table):
         raise ValidationError(flow.name, f"{role} '{qualified}' is named like a backup map: tables named "
                                          f"'{backup_map.PREFIX}<table>' are reserved for the plugin")
+    if aggregates.is_members_table(table):
+        raise ValidationError(flow.name, f"{role} '{qualified}' is named like an aggregate's members table: tables "
+                                         f"named '{aggregates.PREFIX}<table>' are reserved for the plugin")
     if keyspace not in schema.keyspaces:
         raise ValidationError(flow.name, f"keyspace '{keyspace}' of {role} '{qualified}' does not exist")
     found = schema.table(keyspace, table)
@@ -105,13 +108,13 @@ def _check_options(flow: Flow) -> None:
     if flow.handler is not None and flow.steps:
         raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
     if flow.handler is None and not flow.steps:
-        raise ValidationError(flow.name, "a flow needs at least one step (Write or FanOut) or a handler class")
+        raise ValidationError(flow.name, "a flow needs at least one step (Write, FanOut or Aggregate) or a handler class")
     if flow.handler is not None and not JAVA_CLASS_RE.match(flow.handler):
         raise ValidationError(flow.name, f"'handler' must be a fully qualified Java class name, "
                                          f"found: {flow.handler!r}")
     for step in flow.steps:
-        if not isinstance(step, (Write, FanOut)):
-            raise ValidationError(flow.name, f"a step must be a Write or a FanOut, found: {step!r}")
+        if not isinstance(step, (Write, FanOut, Aggregate)):
+            raise ValidationError(flow.name, f"a step must be a Write, a FanOut or an Aggregate, found: {step!r}")
         if isinstance(step, FanOut) and not step.writes:
             raise ValidationError(flow.name, f"the fan-out over '{step.table}' writes nothing: "
                                              "add .write(target, column=...)")
@@ -290,6 +293,7 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
                                          "of their own and derive from that")
     _check_backup_map(flow, schema, src)
     targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in flow.writes()]
+    targets += [aggregates.compile_aggregate(flow, schema, src, step) for step in flow.aggregates()]
     # the rows of a table that a lineage target writes may be another target's too (an author's own timeline row is a
     # follower's row of another author): every target of that table is derived whole, under one version
     lineage_tables = {(t["keyspace"], t["table"]) for t in targets if t["mode"] == "lineage"}
@@ -321,8 +325,7 @@ def check_cycles(specs: Iterable[Mapping]) -> None:
     by_edge: dict[tuple[str, str], str] = {}
     for spec in specs:
         src = f"{spec['source']['keyspace']}.{spec['source']['table']}"
-        for t in spec["targets"]:
-            dst = f"{t['keyspace']}.{t['table']}"
+        for dst in aggregates.written_tables(spec):
             edges.setdefault(src, set()).add(dst)
             by_edge.setdefault((src, dst), spec["name"])
     state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
@@ -364,7 +367,7 @@ def check_one_flow_per_target(specs: Iterable[Mapping]) -> None:
     other's rows from strays. Several targets of one flow may share a table: they derive from the same source rows."""
     writers: dict[str, list[str]] = {}
     for spec in specs:
-        for table in dict.fromkeys(f"{t['keyspace']}.{t['table']}" for t in spec["targets"]):
+        for table in aggregates.written_tables(spec):
             writers.setdefault(table, []).append(spec["name"])
     for table, names in sorted(writers.items()):
         if len(names) > 1:
@@ -381,6 +384,7 @@ def _edges(flow: Flow) -> dict | None:
     try:
         ks, name = flow.source_table
         targets = [dict(zip(("keyspace", "table"), write.target_table)) for _, write in flow.writes()]
+        targets += [dict(zip(("keyspace", "table"), step.target_table)) for step in flow.aggregates()]
     except Exception:  # noqa: BLE001 - any malformed part is compile_flow's to report, with its own message
         return None
     return {"name": flow.name, "source": {"keyspace": ks, "table": name}, "targets": targets}

@@ -22,7 +22,8 @@ from .generator import History, Op
 
 Progress = Callable[[str], None]
 BASE_BEFORE_US = 3_600_000_000   # a run's timestamp base: an hour before it starts (below any Paxos timestamp)
-TTL_MARGIN_S = 1.5               # derived cells expire with their source or up to a second before, never after
+TTL_MARGIN_S = 4.0               # derived cells expire with their source or up to a second before, never after; an
+#                                  aggregate recomputes a group within a control cycle (2 s) of a member's expiry
 
 
 @dataclasses.dataclass
@@ -286,7 +287,7 @@ def _start(c: Cluster, index: int, progress: Progress) -> None:
 
 def truncate(c: Cluster) -> None:
     """Empty every table of the keyspace (before a run: it is verified on tables holding its own rows only)."""
-    for table in c.design.tables():
+    for table in list(c.design.tables()) + c.design.members_tables():
         try:
             c.session.execute(f"TRUNCATE {c.keyspace}.{table}", timeout=120)
         except Exception as e:  # noqa: BLE001 - the driver's errors: the campaign cannot go on without clean tables

@@ -112,9 +112,14 @@ class Design:
                 x = self.index_column(s)
                 out[f"{s.name}_by_x"] = (x.name,)
                 out[f"{s.name}_copy_by_x"] = (x.name,)
+                out[f"{s.name}_totals"] = (x.name,)
             if s.clustering:
                 out[f"{s.name}_by_c"] = (s.clustering[0][0],)
         return out
+
+    def members_tables(self) -> list[str]:
+        """The aggregates' members tables (keyed by the group, not by ``run``): emptied before a run too."""
+        return [f"async_members_{s.name}_totals" for s in self.sources if not s.plain and s.indexable]
 
     def index_column(self, source: Source) -> Column:
         return source.indexable[0]
@@ -164,6 +169,12 @@ class Design:
             for table in (f"{s.name}_by_x", f"{s.name}_copy_by_x"):
                 out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{table} (run bigint, {x.name} {x.kind.cql}, k int, "
                            f"{''.join(d + ', ' for d in key_defs)}n int, PRIMARY KEY ((run, {x.name}), {key_cols}));")
+            out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_totals (run bigint, {x.name} {x.kind.cql}, rows bigint, "
+                       f"total bigint, low int, high int, PRIMARY KEY ((run, {x.name})));")
+            # the deploy creates the members table; a run's tables are emptied before it, this one too
+            out.append(f"CREATE TABLE IF NOT EXISTS {ks}.async_members_{s.name}_totals (g0 bigint, g1 {x.kind.cql}, "
+                       f"k0 bigint, k1 int{''.join(f', k{i + 2} {t}' for i, (_, t, _) in enumerate(s.clustering))}, "
+                       f"v0 int, PRIMARY KEY ((g0, g1), k0, k1{''.join(f', k{i + 2}' for i in range(len(s.clustering)))}));")
         if s.clustering:
             first, first_type, _ = s.clustering[0]
             rest = [f"{c} {t}" for c, t, _ in s.clustering[1:]]
@@ -203,6 +214,10 @@ class Design:
                 out.append((f"{ks}_{s.name}_copy_by_x",
                             f'Flow(name="{ks}_{s.name}_copy_by_x", source="{ks}.{s.name}_copy", '
                             f'steps=[Write("{ks}.{s.name}_copy_by_x", {keys}, {x.name}=s.{x.name}, n=s.n)])'))
+                out.append((f"{ks}_{s.name}_totals",
+                            f'Flow(name="{ks}_{s.name}_totals", source="{ks}.{s.name}", steps=[Aggregate('
+                            f'"{ks}.{s.name}_totals", group_by={{"run": s.run, "{x.name}": s.{x.name}}}, count="rows", '
+                            f'sum={{"total": s.n}}, min={{"low": s.n}}, max={{"high": s.n}})])'))
             if s.clustering:
                 out.append((f"{ks}_{s.name}_by_c",
                             f'Flow(name="{ks}_{s.name}_by_c", source="{ks}.{s.name}", '
@@ -212,7 +227,7 @@ class Design:
     def flow_file(self, keyspace: str = KEYSPACE) -> str:
         flows = ",\n    ".join(text for _, text in self._flows(keyspace))
         return (f'"""The fuzzer\'s flows on keyspace {keyspace}, design {self.seed} (async_triggers.fuzz.schema)."""\n'
-                "from async_triggers.flows import FanOut, Flow, Write, row, source as s\n\n"
+                "from async_triggers.flows import Aggregate, FanOut, Flow, Write, row, source as s\n\n"
                 f"FLOWS = [\n    {flows},\n]\n")
 
     def describe(self) -> str:
@@ -292,7 +307,7 @@ def flow_shapes_of(designs) -> set[str]:
                 continue
             out |= {"copy (lineage)", "fan-out of several pages", "a direct write and an index into one table"}
             if s.indexable:
-                out |= {"index", "cascade"}
+                out |= {"index", "cascade", "aggregate (count, sum, min, max per group)"}
             if s.clustering:
                 out.add("target partitioned by a clustering column")
     return out

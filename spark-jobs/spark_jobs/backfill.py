@@ -281,7 +281,7 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
     reading the source while that file exists."""
     from pyspark import StorageLevel
 
-    from . import backfill_lineage
+    from . import aggregate_recompute, backfill_lineage
     from .session import read_table
 
     started = time.monotonic()
@@ -314,6 +314,7 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
                 raise Stopped(f"stopped after {i} token ranges (--stop-after-ranges)")
         removed = backfill_lineage.converge(spark, session, spec, progress) \
             if any(t.get("mode") == "lineage" for t in spec["targets"]) else 0
+        aggregate_recompute.recompute_all(spark, session, spec, source, fanout_dfs, progress)
     finally:
         source.unpersist()
         for df in fanout_dfs.values():

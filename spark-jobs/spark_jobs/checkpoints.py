@@ -1,8 +1,10 @@
 """A backfill's checkpoints in ``async_triggers.backfill_progress``: one row per completed token range of a run.
 
 A run is named by its start time. Without ``restart`` a backfill resumes the flow's latest run with that run's
-number of ranges, and skips the ranges it recorded; a run whose ranges are all recorded is complete (a rerun writes
-nothing new). ``restart`` (or no earlier run) starts a new run over the whole ring. The decision is the pure
+number of ranges, and skips the ranges it recorded, if that run is incomplete and started after the flow's deployed
+version; a complete run is never replayed, and a run of an earlier deploy (a flow dropped and deployed again under its
+name, or deployed with another specification) is not resumed: either way a new run starts over the whole ring, as
+does ``restart`` or no earlier run. The decision is the pure
 :func:`plan_run`; the reads and writes are through the Python driver, at LOCAL_QUORUM (a backfill runs while another data center is down).
 """
 from __future__ import annotations
@@ -36,15 +38,20 @@ class Run:
         return int(self.started.replace(tzinfo=dt.timezone.utc).timestamp() * 1000) * 1000
 
 
-def plan_run(flow: str, recorded: Iterable[Mapping], ranges: int, restart: bool, now: dt.datetime) -> Run:
-    """The run to execute: the latest recorded run of ``flow`` resumed (its ranges as recorded), or a new run of
-    ``ranges`` ranges started at ``now`` (millisecond precision, as a CQL timestamp keeps it) when ``restart`` or
-    when nothing is recorded. ``recorded``: rows with run, range_start, ranges."""
+def plan_run(flow: str, recorded: Iterable[Mapping], ranges: int, restart: bool, now: dt.datetime,
+             deployed: dt.datetime | None = None) -> Run:
+    """The run to execute: the latest recorded run of ``flow`` resumed (its ranges as recorded) when it is incomplete
+    and started after ``deployed`` (the flow's deployed version), else a new run of ``ranges`` ranges started at
+    ``now`` (millisecond precision, as a CQL timestamp keeps it), as when ``restart`` or when nothing is recorded.
+    ``recorded``: rows with run, range_start, ranges."""
     rows = list(recorded)
+    new = Run(flow, now.replace(microsecond=now.microsecond // 1000 * 1000, tzinfo=None), tuple(split_ring(ranges)),
+              frozenset(), resumed=False)
     if restart or not rows:
-        return Run(flow, now.replace(microsecond=now.microsecond // 1000 * 1000, tzinfo=None),
-                   tuple(split_ring(ranges)), frozenset(), resumed=False)
+        return new
     latest = max(r["run"] for r in rows)
+    if deployed is not None and latest < deployed:
+        return new   # a run of an earlier deploy: the rows it wrote may be another specification's
     mine = [r for r in rows if r["run"] == latest]
     counts = {r["ranges"] for r in mine}
     if len(counts) != 1:
@@ -53,6 +60,8 @@ def plan_run(flow: str, recorded: Iterable[Mapping], ranges: int, restart: bool,
     ring = tuple(split_ring(counts.pop()))
     starts = {s for s, _ in ring}
     done = frozenset(r["range_start"] for r in mine if r["range_start"] in starts)
+    if done == starts:
+        return new   # complete: a rerun backfills again (rows written since its end were captured; it changes nothing)
     return Run(flow, latest, ring, done, resumed=True)
 
 
@@ -75,7 +84,20 @@ def recorded(session, flow: str) -> list[dict]:
 
 
 def open_run(session, flow: str, ranges: int, restart: bool) -> Run:
-    return plan_run(flow, recorded(session, flow), ranges, restart, dt.datetime.utcnow())
+    return plan_run(flow, recorded(session, flow), ranges, restart, dt.datetime.utcnow(), deployed_at(session, flow))
+
+
+def deployed_at(session, flow: str) -> dt.datetime | None:
+    """When the flow's deployed version was deployed (its ``version``, epoch milliseconds); None when unknown."""
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+
+    rows = list(session.execute(SimpleStatement(
+        f'SELECT "version" FROM "{keyspace.KEYSPACE}"."{keyspace.FLOWS.name}" WHERE "name" = %s',
+        consistency_level=ConsistencyLevel.LOCAL_QUORUM), (flow,)))
+    if not rows or rows[0].version is None:
+        return None
+    return dt.datetime.utcfromtimestamp(rows[0].version / 1000)
 
 
 def record(session, run: Run, token_range: Sequence[int], source_rows: int, rows: int) -> None:

@@ -43,11 +43,68 @@ def targets_by_table(spec: Mapping) -> "OrderedDict[str, list[Mapping]]":
     grouped: OrderedDict[str, list[Mapping]] = OrderedDict()
     for t in targets:
         grouped.setdefault(qualified(t), []).append(t)
+    for name, table in aggregate_tables(spec).items():
+        grouped[name] = [table]
     for name, group in grouped.items():
         keys = {tuple(primary_key(t)) for t in group}
         if len(keys) > 1:
             raise DeriveError(f"flow '{spec.get('name')}': targets writing {name} disagree on its primary key")
     return grouped
+
+
+def aggregate_tables(spec: Mapping) -> "OrderedDict[str, dict]":
+    """Per aggregate table (docs/design.md, "Aggregates"), a target-shaped mapping: its key, the columns it computes
+    (``columns``: column to ``aggregate.<kind>``) and the members target it totals (``members``)."""
+    out: OrderedDict[str, dict] = OrderedDict()
+    for t in spec.get("targets") or []:
+        a = t.get("aggregate")
+        if not a:
+            continue
+        columns = {c: "aggregate.key" for c in list(a["partition_key"]) + list(a.get("clustering") or [])}
+        if a.get("count"):
+            columns[a["count"]] = "aggregate.count"
+        for kind in ("sum", "min", "max"):
+            columns.update({c: f"aggregate.{kind}" for c in a.get(kind) or {}})
+        out[qualified(a)] = {"keyspace": a["keyspace"], "table": a["table"], "partition_key": list(a["partition_key"]),
+                             "clustering": list(a.get("clustering") or []), "columns": columns, "members": t}
+    return out
+
+
+def is_aggregate(target: Mapping) -> bool:
+    return "members" in target
+
+
+def aggregate_rows(table: Mapping, source_df, fanout_dfs: Mapping[str, object]):
+    """The rows an aggregate table should hold: its members (:func:`target_rows` of the members target, which leaves
+    out a source row with a null or empty group value) grouped by group, each group's count, sums, least and greatest
+    values (nulls left out), on :func:`compared_columns`."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import DecimalType, LongType
+
+    members = table["members"]
+    a = members["aggregate"]
+    names = list(members["columns"])
+    rows = renamed(target_rows(members, source_df, fanout_dfs, names), "m")
+    col = {name: F.col(f"m{i}") for i, name in enumerate(names)}
+    types = dict(zip(names, (f.dataType for f in rows.schema.fields)))
+    group = [col[g].alias(f"q{i}") for i, g in enumerate(members["partition_key"])]
+    output = compared_columns([table])
+    computed = []
+    for j, column in enumerate(output):
+        kind = table["columns"][column].split(".", 1)[1]
+        if kind == "key":
+            continue
+        if kind == "count":
+            computed.append(F.count(F.lit(1)).alias(f"a{j}"))
+            continue
+        value = col[a[kind][column]]
+        if kind == "sum" and isinstance(types[a[kind][column]], LongType):
+            value = value.cast(DecimalType(38, 0))     # a sum of bigint is kept in varint: no overflow
+        computed.append({"sum": F.sum, "min": F.min, "max": F.max}[kind](value).alias(f"a{j}"))
+    totals = rows.groupBy(*group).agg(*computed)
+    by_position = [F.col(f"q{members['partition_key'].index(a['group'][c])}") if c in a["group"] else F.col(f"a{j}")
+                   for j, c in enumerate(output)]
+    return totals.select(*by_position).toDF(*output)
 
 
 def compared_columns(targets: Sequence[Mapping]) -> list[str]:
@@ -175,6 +232,8 @@ def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
     """
     out: OrderedDict[str, object] = OrderedDict()
     for name, group in targets_by_table(spec).items():
+        if is_aggregate(group[0]):
+            continue   # aggregate_rows: a group's total comes from the whole source, never a token range of it
         cols = compared_columns(group)
         df = None
         for t in group:

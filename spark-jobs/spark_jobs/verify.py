@@ -60,7 +60,7 @@ from typing import Iterable, Mapping, Sequence
 from async_triggers.errors import AsyncTriggersError
 
 from .compare import SAMPLE_SIZE, Result, compare  # noqa: F401
-from .derive import (compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
+from .derive import (aggregate_rows, aggregate_tables, compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
                      qualified, source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
 from .specs import load_specs
@@ -82,6 +82,11 @@ def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
             raise VerifyError(f"no DataFrame given for the target table {name}")
         key = primary_key(targets_by_table(spec)[name][0])
         results.append(compare(exp, actual_dfs[name], key, table=name, sample_size=sample_size))
+    for name, aggregate in aggregate_tables(spec).items():
+        if name not in actual_dfs:
+            raise VerifyError(f"no DataFrame given for the aggregate table {name}")
+        results.append(compare(aggregate_rows(aggregate, source_df, fanout_dfs), actual_dfs[name], primary_key(aggregate),
+                               table=name, sample_size=sample_size))
     return results
 
 

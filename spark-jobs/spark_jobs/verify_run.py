@@ -147,6 +147,12 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
     part = source if unit is WHOLE or final else in_range(source, backfill.TOKEN, unit)
     expected = derive.expected_rows(spec, part, fanouts, carry)
     results, repaired = {}, {}
+    if unit is WHOLE or final:   # a group's total comes from source rows of every range: compared once, whole
+        for table, aggregate in derive.aggregate_tables(spec).items():
+            results[table] = compare_aggregate(table, aggregate, source, fanouts, targets[table], options)
+            if options.repair:   # verify_flow has the plugin recompute every group once the members are repaired
+                r = results[table]
+                repaired[table] = Repaired(table, written=r.missing + r.wrong_value, deleted=r.unexpected)
     for table, exp in expected.items():
         group = derive.targets_by_table(spec)[table]
         act, join, kinds = targets[table], "full_outer", compare.KINDS
@@ -174,6 +180,20 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
         finally:
             classified.unpersist()
     return results, repaired
+
+
+def compare_aggregate(table: str, aggregate: Mapping, source, fanouts: Mapping, found, options: Options):
+    """Compares an aggregate table with the totals the whole source gives (``derive.aggregate_rows``)."""
+    from pyspark.sql import functions as F
+
+    expected = derive.aggregate_rows(aggregate, source, fanouts)
+    found = found.select(*[F.col(backfill._quoted(c)) for c in derive.compared_columns([aggregate])])
+    classified, layout = compare.classify(expected, found, derive.primary_key(aggregate), table=table)
+    classified = classified.persist()
+    try:
+        return compare.summarize(classified, layout, table, options.sample_size)
+    finally:
+        classified.unpersist()
 
 
 def _unit_text(unit) -> str:
@@ -255,6 +275,9 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
         if options.repair and any(t.get("mode") == "lineage" for t in spec["targets"]):
             from . import backfill_lineage
             removed = backfill_lineage.converge(spark, session, spec, progress, label=f"verify {flow} --repair")
+        if options.repair and any(r.differences for res, _ in per_unit for r in res.values()):
+            from . import aggregate_recompute   # the members as repaired and converged: the plugin recomputes the totals
+            aggregate_recompute.recompute_all(spark, session, spec, source, fanouts, progress)
     finally:
         for f in frames if len(units) > 1 else frames[:1]:
             f.unpersist()

@@ -88,11 +88,22 @@ def test_should_resume_the_latest_run_with_its_own_ranges_skipping_the_done_ones
     assert run.pending == ring.split_ring(4)[2:]
 
 
-def test_should_have_nothing_pending_in_a_complete_run_and_start_over_on_restart():
+def test_should_start_a_new_run_after_a_complete_one_or_on_restart():
     recorded = _rows(EARLIER, [s for s, _ in ring.split_ring(4)], 4)
-    assert checkpoints.plan_run("f", recorded, 4, restart=False, now=NOW).pending == []
-    again = checkpoints.plan_run("f", recorded, 4, restart=True, now=NOW)
-    assert not again.resumed and again.started > EARLIER and len(again.pending) == 4
+    for restart in (False, True):
+        again = checkpoints.plan_run("f", recorded, 8, restart=restart, now=NOW)
+        assert not again.resumed and again.started > EARLIER and len(again.pending) == 8
+
+
+def test_should_not_resume_a_run_of_an_earlier_deploy():
+    """A flow dropped and deployed again under its name (or with another specification): its earlier run's ranges
+    were backfilled for the former deploy, and the source rows they held may since have been written without it."""
+    done = [s for s, _ in ring.split_ring(4)[:2]]
+    recorded = _rows(EARLIER, done, 4)
+    fresh = checkpoints.plan_run("f", recorded, 8, restart=False, now=NOW, deployed=EARLIER + dt.timedelta(seconds=1))
+    assert not fresh.resumed and len(fresh.pending) == 8
+    resumed = checkpoints.plan_run("f", recorded, 8, restart=False, now=NOW, deployed=EARLIER - dt.timedelta(seconds=1))
+    assert resumed.resumed and resumed.pending == ring.split_ring(4)[2:]
 
 
 def test_should_refuse_a_run_whose_checkpoints_disagree_on_its_ranges():

@@ -33,7 +33,8 @@ def test_should_draw_every_column_type_kind_clustering_order_and_flow_shape_over
     assert any(t.startswith("static ") for t in types)
     assert schema.flow_shapes_of(designs) == {
         "copy (direct)", "copy (lineage)", "index", "cascade", "fan-out of several pages",
-        "a direct write and an index into one table", "target partitioned by a clustering column"}
+        "a direct write and an index into one table", "target partitioned by a clustering column",
+        "aggregate (count, sum, min, max per group)"}
 
 
 def test_should_deploy_a_drawn_design_as_ctl_validates_it():

@@ -11,7 +11,7 @@ from async_triggers.flows import load_flow_file
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
-EXAMPLES = ["twitter", "users_index"]
+EXAMPLES = ["twitter", "users_index", "shop"]
 
 
 def specs_of(example: str) -> list[dict]:

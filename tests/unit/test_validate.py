@@ -180,7 +180,7 @@ def test_should_reject_partial_fanout_match():
      "flow 'tl': 'overflow.max_workers' must be at least 'queue.workers' (2), found: 1"),
     (dict(start_delay_ms=-5), "flow 'tl': 'start_delay_ms' must be a non-negative integer, found: -5"),
     (dict(handler="com.example.Index"), "flow 'tl': a flow has either steps or a handler class, not both"),
-    (dict(steps=[]), "flow 'tl': a flow needs at least one step (Write or FanOut) or a handler class"),
+    (dict(steps=[]), "flow 'tl': a flow needs at least one step (Write, FanOut or Aggregate) or a handler class"),
     (dict(steps=[], handler="not a class"), "flow 'tl': 'handler' must be a fully qualified Java class name, "
                                             "found: 'not a class'"),
 ])

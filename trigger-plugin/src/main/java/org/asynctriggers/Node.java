@@ -3,6 +3,8 @@ package org.asynctriggers;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
 import java.nio.file.Paths;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.ThreadFactory;
 import java.util.function.BooleanSupplier;
 import java.util.function.Function;
@@ -112,11 +114,23 @@ public final class Node
                 }
             };
         }, b.nanoClock, b.wallClockMillis);
+        org.asynctriggers.execute.AggregateTimers timers = new org.asynctriggers.execute.AggregateTimers(
+            b.gateway, () -> {
+                List<FlowSpec> running = new ArrayList<>();
+                for (String name : flows.names())
+                {
+                    org.asynctriggers.flows.Flow flow = flows.get(name);
+                    if (flow != null && !flow.isPaused())
+                        running.add(flow.spec);
+                }
+                return running;
+            }, b.timerOwner, b.wallClockMillis, ColumnTypes::orNone);
         this.status = new NodeStatus(flows::names, () -> control().isReady(), () -> intake().parked());
         this.control = new ControlLoop(b.threadFactory, b.nodeReady, () -> status.register(mbeans), config, flows, () -> {
             statusReporter.report();
             deadLetterRetries.poll();
             held.expire();
+            timers.fire();
         }, scans);
         this.intake = new Intake(flows, held, ownership, backlog, control);
     }
@@ -144,6 +158,8 @@ public final class Node
         private Function<FlowSpec, BackupTable> backupTables = spec -> null;
         private Takeover.Scanner scanner;
         private boolean gossip;
+        /** whether this node fires the aggregate timers of a flow's hour (AggregateTimers); a unit test's node fires all */
+        private java.util.function.BiPredicate<String, Long> timerOwner = (flow, hour) -> true;
 
         Builder(CqlGateway gateway)
         {
@@ -168,6 +184,7 @@ public final class Node
         Builder backupTables(Function<FlowSpec, BackupTable> v) { backupTables = v; return this; }
         Builder scanner(Takeover.Scanner v) { scanner = v; return this; }
         Builder gossip(boolean v) { gossip = v; return this; }
+        Builder timerOwner(java.util.function.BiPredicate<String, Long> v) { timerOwner = v; return this; }
 
         Node build()
         {
@@ -177,6 +194,19 @@ public final class Node
                 throw new IllegalStateException("spillDirs is required");
             return new Node(this);
         }
+    }
+
+    /** Whether this node executes the rows of a flow's hour of aggregate timers: the first live replica of their partition. */
+    private static boolean executesTimers(String flow, long hour)
+    {
+        org.apache.cassandra.schema.TableMetadata timers = org.apache.cassandra.schema.Schema.instance.getTableMetadata("async_triggers", "aggregate_timers");
+        if (timers == null)
+            return false;
+        java.nio.ByteBuffer key = org.apache.cassandra.db.marshal.CompositeType.build(
+            org.apache.cassandra.db.marshal.ByteBufferAccessor.instance,
+            org.apache.cassandra.db.marshal.UTF8Type.instance.decompose(flow),
+            org.apache.cassandra.db.marshal.LongType.instance.decompose(hour));
+        return ExecutorChoice.ofRing().isExecutor("async_triggers", timers.partitioner.getToken(key));
     }
 
     static Builder builder(CqlGateway gateway)
@@ -206,6 +236,7 @@ public final class Node
                 .backupTables(Node::backupTableOf)
                 .scanner(BackupTable::scan)
                 .gossip(true)
+                .timerOwner(Node::executesTimers)
                 .build();
             node.start();
             instance = node;

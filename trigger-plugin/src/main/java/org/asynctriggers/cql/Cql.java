@@ -176,6 +176,27 @@ public final class Cql
         return delete(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key"));
     }
 
+    /** An aggregate's recompute due when one of its members expires (docs/design.md, "Aggregates"). */
+    public static String aggregateTimerInsert()
+    {
+        return insertWithTtl(KEYSPACE, "aggregate_timers", List.of("flow", "hour", "due", "target", "group_key"));
+    }
+
+    /**
+     * The timers of one hour of a flow due from a time to a time (seconds): from the last one fired, so that a read
+     * does not go through the tombstones of those fired before.
+     */
+    public static String aggregateTimersDue()
+    {
+        return "SELECT " + names(List.of("due", "target", "group_key")) + " FROM " + table(KEYSPACE, "aggregate_timers")
+               + " WHERE " + where(List.of("flow", "hour")) + " AND " + quote("due") + " >= ? AND " + quote("due") + " <= ?";
+    }
+
+    public static String aggregateTimerDelete()
+    {
+        return delete(KEYSPACE, "aggregate_timers", List.of("flow", "hour", "due", "target", "group_key"));
+    }
+
     /** A source row's lineage version (docs/design.md, "Lineage"). */
     public static String lineageVersionSelect()
     {

@@ -64,6 +64,26 @@ public interface CqlGateway
      */
     SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency);
 
+    /** One row of a partition ({@link #readPartition}): its clustering values and what lives of it. */
+    final class KeyedRow
+    {
+        public final List<ByteBuffer> clustering;
+        public final SourceRow row;
+
+        public KeyedRow(List<ByteBuffer> clustering, SourceRow row)
+        {
+            this.clustering = clustering;
+            this.row = row;
+        }
+    }
+
+    /**
+     * Every row of a partition that has a live marker or regular cell, in clustering order, each as {@link #readRow}
+     * gives one (without the static cells), read at {@code consistency} through the coordinator path: an aggregate's
+     * members (docs/design.md, "Aggregates").
+     */
+    List<KeyedRow> readPartition(String keyspace, String table, List<ByteBuffer> partitionKey, ConsistencyLevel consistency);
+
     /**
      * Writes a list column of one row at {@code timestamp}: its older elements deleted (at {@code timestamp - 1}), then
      * {@code elements} in order, each with what is left of its TTL, at positions that depend on the order alone, so

@@ -60,6 +60,10 @@ import org.apache.cassandra.utils.TimeUUID;
  * {@link CqlGateway} on Cassandra's own query path: statements are parsed and prepared once as internal statements
  * and executed with {@code CQLStatement.execute}, which coordinates through StorageProxy at the requested consistency
  * (unlike {@code QueryProcessor.executeInternal}, which only touches the local node).
+ * <p>
+ * About 440 lines: every place the plugin reaches into Cassandra's internals to read or write (statements, pages,
+ * whole rows and partitions with their cells' times, lists written by mutation) in one adapter, so that a Cassandra
+ * upgrade that moves one of them is found here.
  */
 public final class QueryProcessorGateway implements CqlGateway
 {
@@ -180,17 +184,56 @@ public final class QueryProcessorGateway implements CqlGateway
         {
             if (!partition.hasNext())
                 return null;
-            Row row = partition.next();
-            Map<String, SourceRow.Cell> cells = new HashMap<>();
-            addCells(partition.staticRow(), now, cells);
-            long expires = addCells(row, now, cells);
-            LivenessInfo marker = row.primaryKeyLivenessInfo();
-            if (!marker.isEmpty() && marker.isLive(now))
-                expires = Math.max(expires, marker.isExpiring() ? marker.localExpirationTime() : Long.MAX_VALUE);
-            if (expires == Long.MIN_VALUE)
-                return null;
-            return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
+            return rowOf(partition.staticRow(), partition.next(), now);
         }
+    }
+
+    /** The row's live cells (and those of its partition's static row, when given); null when nothing of it lives. */
+    private static SourceRow rowOf(Row staticRow, Row row, long now)
+    {
+        Map<String, SourceRow.Cell> cells = new HashMap<>();
+        if (staticRow != null)
+            addCells(staticRow, now, cells);
+        long expires = addCells(row, now, cells);
+        LivenessInfo marker = row.primaryKeyLivenessInfo();
+        if (!marker.isEmpty() && marker.isLive(now))
+            expires = Math.max(expires, marker.isExpiring() ? marker.localExpirationTime() : Long.MAX_VALUE);
+        if (expires == Long.MIN_VALUE)
+            return null;
+        return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
+    }
+
+    @Override
+    public List<KeyedRow> readPartition(String keyspace, String table, List<ByteBuffer> partitionKey, ConsistencyLevel consistency)
+    {
+        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+        if (metadata == null)
+            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        List<ByteBuffer> parts = writable(partitionKey);
+        ByteBuffer key = parts.size() == 1 ? parts.get(0) : CompositeType.build(ByteBufferAccessor.instance, parts.toArray(new ByteBuffer[0]));
+        long now = FBUtilities.nowInSeconds();
+        SinglePartitionReadCommand read = SinglePartitionReadCommand.fullPartitionRead(metadata, now, key);
+        List<KeyedRow> out = new ArrayList<>();
+        try (PartitionIterator partitions = StorageProxy.read(SinglePartitionReadCommand.Group.one(read), consistency,
+                                                              Dispatcher.RequestTime.forImmediateExecution()))
+        {
+            while (partitions.hasNext())
+                try (RowIterator partition = partitions.next())
+                {
+                    while (partition.hasNext())
+                    {
+                        Row row = partition.next();
+                        SourceRow live = rowOf(null, row, now);
+                        if (live == null)
+                            continue;
+                        List<ByteBuffer> clustering = new ArrayList<>();
+                        for (int i = 0; i < row.clustering().size(); i++)
+                            clustering.add(row.clustering().bufferAt(i));
+                        out.add(new KeyedRow(clustering, live));
+                    }
+                }
+        }
+        return out;
     }
 
     /**

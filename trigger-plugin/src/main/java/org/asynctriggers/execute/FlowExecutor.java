@@ -10,6 +10,7 @@ import java.util.concurrent.ExecutorService;
 import java.util.function.LongSupplier;
 
 
+import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.api.FlowHandler;
 import org.asynctriggers.api.Operation;
 import org.asynctriggers.cql.ColumnTypes;
@@ -70,14 +71,23 @@ public final class FlowExecutor
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters,
                         LongSupplier nowMillis)
     {
+        this(spec, gateway, handler, types, rowWriters, nowMillis, ColumnTypes::orNone);
+    }
+
+    /** @param tableTypes the column types of a table (an aggregate's members and its table) */
+    FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types, ExecutorService rowWriters,
+                 LongSupplier nowMillis, java.util.function.BiFunction<String, String, ColumnTypes> tableTypes)
+    {
         this.spec = spec;
         this.nowMillis = nowMillis;
         this.handler = handler;
         this.types = types;
         this.statements = new Statements(gateway);
         this.fanout = new FanoutPages(spec, statements, rowWriters);
+        AggregateTotals totals = spec.targets.stream().anyMatch(t -> t.aggregate != null)
+                                 ? new AggregateTotals(spec, statements, nowMillis, tableTypes) : null;
         this.lineage = new Lineage(spec, statements, fanout, (task, target, values, fanoutRow, timestamp) ->
-            FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp), nowMillis);
+            FlowExecutor.this.delete(task, target, values, fanoutRow, timestamp), nowMillis, totals);
         this.clustered = !spec.source.clustering.isEmpty();
         this.clusteringOrder = new ClusteringOrder(spec.source, types);
         this.partialDeletes = new PartialDeletes(spec, statements, types, target -> ColumnTypes.orNone(target.keyspace, target.table));
@@ -94,6 +104,8 @@ public final class FlowExecutor
         }
         if (lineage.any())
             lineage.prepare();
+        if (totals != null)
+            totals.prepare();
         this.direct = direct;
     }
 
@@ -330,6 +342,8 @@ public final class FlowExecutor
                         + "use mode 'lineage'); nothing deleted for {}", spec.name, target, task);
             return;
         }
-        statements.execute(Cql.delete(target.keyspace, target.table, columns), spec.writeConsistency, bound);
+        // an aggregate's members are written at the lineage level (AggregateTotals)
+        ConsistencyLevel level = target.aggregate != null ? Lineage.writeLevel(spec.writeConsistency) : spec.writeConsistency;
+        statements.execute(Cql.delete(target.keyspace, target.table, columns), level, bound);
     }
 }

@@ -50,7 +50,7 @@ import static org.asynctriggers.execute.Statements.bigint;
  * A read at ALL that a replica down makes unavailable is made at the lineage read level instead: a write that only the
  * down replica holds reaches the others by a hint, which is a write, and its task runs then.
  * <p>
- * About 460 lines: the protocol's steps, whose ordering arguments refer to one another, in one place; the version
+ * About 480 lines: the protocol's steps, whose ordering arguments refer to one another, in one place; the version
  * counter ({@link LineageVersions}) and the resume position ({@link LineageResume}) are classes of their own.
  */
 final class Lineage
@@ -75,6 +75,8 @@ final class Lineage
     private final List<FlowSpec.Target> traced = new ArrayList<>();
     private final boolean clustered;
     private final LineageVersions versions;
+    /** the totals of the targets that keep an aggregate; null when none does */
+    private final AggregateTotals totals;
 
     /** How a lineage target's rows are deleted: as a direct target's ({@link FlowExecutor}). */
     interface Rows
@@ -83,8 +85,9 @@ final class Lineage
         void delete(Task task, FlowSpec.Target target, Map<String, ByteBuffer> values, Map<String, ByteBuffer> fanoutRow, long timestamp);
     }
 
-    Lineage(FlowSpec spec, Statements statements, FanoutPages fanout, Rows rows, LongSupplier nowMillis)
+    Lineage(FlowSpec spec, Statements statements, FanoutPages fanout, Rows rows, LongSupplier nowMillis, AggregateTotals totals)
     {
+        this.totals = totals;
         this.spec = spec;
         this.statements = statements;
         this.fanout = fanout;
@@ -227,8 +230,19 @@ final class Lineage
         long rowExpiresAt = earliest(imageExpiresAt, sync.row.expiresAt);
         Set<String> statics = clustered ? statements.gateway.staticColumns(spec.source.keyspace, spec.source.table) : Set.of();
         long imageLife = imageExpiresAt;
-        return fanout.eachRowOfPage(task, target, sync.values, from, rows,
-                                    fanoutRow -> writeRow(task, target, sync, fanoutRow, imageLife, rowExpiresAt, statics));
+        ByteBuffer next = fanout.eachRowOfPage(task, target, sync.values, from, rows,
+                                               fanoutRow -> writeRow(task, target, sync, fanoutRow, imageLife, rowExpiresAt, statics));
+        if (next == null && target.aggregate != null)
+            recompute(target, sync.values); // its members row is written: the group's total follows
+        return next;
+    }
+
+    /** The total of the group a members row of {@code values} belongs to, recomputed (docs/design.md, "Aggregates"). */
+    private void recompute(FlowSpec.Target members, Map<String, ByteBuffer> values)
+    {
+        List<ByteBuffer> group = AggregateTotals.groupOf(members, values);
+        if (group != null)
+            totals.recompute(members, group);
     }
 
     /**
@@ -267,7 +281,8 @@ final class Lineage
             else
                 row.cell(e.getKey(), new SourceCells.Cell(cell.value, sync.version, earliest(cell.expiresAt, cap)));
         }
-        row.write(statements, spec.writeConsistency, nowMillis.getAsLong());
+        // an aggregate's members are read by a quorum when a replica is down (AggregateTotals)
+        row.write(statements, target.aggregate != null ? lineageWrite : spec.writeConsistency, nowMillis.getAsLong());
     }
 
     /** The earlier of two local expiration times, 0 meaning none. */
@@ -393,7 +408,7 @@ final class Lineage
         }
     }
 
-    private static boolean unavailable(Throwable e)
+    static boolean unavailable(Throwable e)
     {
         for (Throwable t = e; t != null; t = t.getCause())
             if (t instanceof UnavailableException)
@@ -434,6 +449,8 @@ final class Lineage
             {
                 Map<String, ByteBuffer> old = imageValues(key, target, image);
                 fanout.eachRow(null, target, old, fanoutRow -> targetRows.delete(null, target, old, fanoutRow, at));
+                if (target.aggregate != null)
+                    recompute(target, old); // before the entry goes: a retry of this task finds the entry and does it again
             }
             statements.execute(Cql.lineageDelete(), lineageWrite, bigint(at), flowNameBytes, sourceKey, targetKey);
         }

@@ -61,6 +61,60 @@ public final class FlowSpec
         }
     }
 
+    /**
+     * A total kept from a lineage target's rows (docs/design.md, "Aggregates"): the target is the flow's
+     * <i>members</i> table, one row per source row, partitioned by the group; each task that changes a group's members
+     * recomputes the group's row of {@link #table} from the whole members partition, under a version of the group.
+     */
+    public static final class Aggregate
+    {
+        public final String keyspace;
+        public final String table;
+        /** the aggregate table's primary key columns, each to the members partition key column it equals */
+        public final Map<String, String> group;
+        public final List<String> partitionKey;
+        public final List<String> clustering;
+        /** the column counting the group's rows; null: none */
+        public final String count;
+        /** aggregate column to the members column it sums, takes the least of, the greatest of */
+        public final Map<String, String> sum;
+        public final Map<String, String> min;
+        public final Map<String, String> max;
+
+        Aggregate(String keyspace, String table, Map<String, String> group, List<String> partitionKey, List<String> clustering,
+                  String count, Map<String, String> sum, Map<String, String> min, Map<String, String> max)
+        {
+            this.keyspace = keyspace;
+            this.table = table;
+            this.group = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(group));
+            this.partitionKey = List.copyOf(partitionKey);
+            this.clustering = List.copyOf(clustering);
+            this.count = count;
+            this.sum = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(sum));
+            this.min = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(min));
+            this.max = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(max));
+        }
+
+        public List<String> primaryKey()
+        {
+            List<String> all = new java.util.ArrayList<>(partitionKey);
+            all.addAll(clustering);
+            return all;
+        }
+
+        /** Every column of the aggregate table the flow writes, key first. */
+        public List<String> columns()
+        {
+            List<String> all = primaryKey();
+            if (count != null)
+                all.add(count);
+            all.addAll(sum.keySet());
+            all.addAll(min.keySet());
+            all.addAll(max.keySet());
+            return all;
+        }
+    }
+
     public static final class Target
     {
         public final int index;
@@ -77,10 +131,19 @@ public final class FlowSpec
          * their values at a write are the "image" a lineage entry records, from which the rows are recomputed
          */
         public final List<String> lineageColumns;
+        /** the total this target's rows keep (it is then the aggregate's members table); null: none */
+        public final Aggregate aggregate;
 
         Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
                Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns)
         {
+            this(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, null);
+        }
+
+        Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
+               Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns, Aggregate aggregate)
+        {
+            this.aggregate = aggregate;
             this.lineageColumns = List.copyOf(lineageColumns);
             this.index = index;
             this.keyspace = keyspace;

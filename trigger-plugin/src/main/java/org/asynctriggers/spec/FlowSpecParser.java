@@ -264,7 +264,11 @@ public final class FlowSpecParser
         List<String> lineageColumns = mode == FlowSpec.Mode.LINEAGE
                                       ? lineageColumns(ctx, node, at, source, partitionKey, clustering, columns, fanout)
                                       : List.of();
-        return new FlowSpec.Target(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns);
+        List<String> key = new ArrayList<>(partitionKey);
+        key.addAll(clustering);
+        FlowSpec.Aggregate aggregate = AggregateParser.parse(ctx, node.get("aggregate"), at, partitionKey, columns.keySet(), key,
+                                                             mode == FlowSpec.Mode.LINEAGE, fanout != null);
+        return new FlowSpec.Target(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, aggregate);
     }
 
     /**

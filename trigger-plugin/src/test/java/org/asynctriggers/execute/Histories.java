@@ -46,6 +46,12 @@ final class Histories
         String sourceKeyspace();
 
         String sourceTable();
+
+        /** the column types of a table the flow writes (an aggregate's members and its table); none by default */
+        default java.util.function.BiFunction<String, String, org.asynctriggers.cql.ColumnTypes> tableTypes()
+        {
+            return (keyspace, table) -> column -> null;
+        }
     }
 
     /**
@@ -57,7 +63,7 @@ final class Histories
     {
         Random random = new Random(seed);
         FakeGateway cluster = shape.cluster();
-        FlowExecutor executor = new FlowExecutor(shape.spec(), cluster, null, c -> null);
+        FlowExecutor executor = new FlowExecutor(shape.spec(), cluster, null, c -> null, null, System::currentTimeMillis, shape.tableTypes());
         List<Task> pending = new ArrayList<>();
         List<String> history = new ArrayList<>();
         long newest = 0;

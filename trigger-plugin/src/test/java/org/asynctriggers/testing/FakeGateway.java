@@ -187,6 +187,7 @@ public final class FakeGateway implements CqlGateway
         table(Cql.KEYSPACE, "lineage", List.of("flow", "source_key"), List.of("target_key"));
         table(Cql.KEYSPACE, "lineage_keys", List.of("flow", "source_partition"), List.of("source_key"));
         table(Cql.KEYSPACE, "lineage_versions", List.of("flow", "source_key"), List.of());
+        table(Cql.KEYSPACE, "aggregate_timers", List.of("flow", "hour"), List.of("due", "target", "group_key"));
         table(Cql.KEYSPACE, "flows", List.of("name"), List.of());
         table(Cql.KEYSPACE, "flow_status", List.of("flow"), List.of("node"));
         table(Cql.KEYSPACE, "dead_letters", List.of("flow"), List.of("id"));
@@ -475,13 +476,27 @@ public final class FakeGateway implements CqlGateway
     {
         Table t = table(m.group(2), m.group(3));
         List<String> columns = names(m.group(1));
-        List<String> where = whereColumns(m.group(4));
+        String whereText = m.group(4);
+        // a last "key >= ? AND key <= ?" on the next clustering column, a bigint (the aggregate timers' due)
+        ByteBuffer from = null, upTo = null;
+        if (whereText != null && whereText.endsWith(" <= ?"))
+        {
+            whereText = whereText.substring(0, whereText.lastIndexOf(" AND "));
+            whereText = whereText.substring(0, whereText.lastIndexOf(" AND "));
+            from = values.get(values.size() - 2);
+            upTo = values.get(values.size() - 1);
+            values = values.subList(0, values.size() - 2);
+        }
+        List<String> where = whereColumns(whereText);
         if (!t.primaryKey().subList(0, where.size()).equals(where))
             throw new IllegalArgumentException("fake: WHERE must restrict a key prefix: " + where);
         List<Map<String, ByteBuffer>> out = new ArrayList<>();
         for (Map.Entry<String, List<ByteBuffer>> e : t.keys.entrySet())
         {
             if (!e.getValue().subList(0, where.size()).equals(values))
+                continue;
+            if (upTo != null && (e.getValue().get(where.size()).getLong(0) > upTo.getLong(0)
+                                 || e.getValue().get(where.size()).getLong(0) < from.getLong(0)))
                 continue;
             Map<String, ByteBuffer> row = t.visible(e.getKey());
             if (row == null)
@@ -593,6 +608,22 @@ public final class FakeGateway implements CqlGateway
                     cells.put(c.getKey(), new SourceRow.Cell(cell.value, cell.ts, cell.expiresAt == Long.MAX_VALUE ? 0 : cell.expiresAt));
             }
         return new SourceRow(cells, expires == Long.MAX_VALUE ? 0 : expires);
+    }
+
+    @Override
+    public synchronized List<KeyedRow> readPartition(String keyspace, String table, List<ByteBuffer> partitionKey, ConsistencyLevel consistency)
+    {
+        Table t = table(keyspace, table);
+        List<KeyedRow> out = new ArrayList<>();
+        for (List<ByteBuffer> key : new ArrayList<>(t.keys.values()))
+        {
+            if (key.size() != t.primaryKey().size() || !key.subList(0, partitionKey.size()).equals(partitionKey))
+                continue;
+            SourceRow row = readRowNow(keyspace, table, key, consistency);
+            if (row != null)
+                out.add(new KeyedRow(new ArrayList<>(key.subList(partitionKey.size(), key.size())), row));
+        }
+        return out;
     }
 
     /** A list as one cell: its elements' encoding (the fake keeps values opaque), at the timestamp, without TTL. */

@@ -33,6 +33,8 @@ public class OnReplica implements CqlGateway
     /** this node's replica for a local read; else the cluster as a read at that level sees it */
     public SourceRow readRow(String ks, String t, List<ByteBuffer> k, ConsistencyLevel cl) { return cl == null ? replica.readRow(ks, t, k, null) : cluster.readRow(ks, t, k, cl); }
 
+    public List<KeyedRow> readPartition(String ks, String t, List<ByteBuffer> k, ConsistencyLevel cl) { return cluster.readPartition(ks, t, k, cl); }
+
     public Set<String> staticColumns(String ks, String t) { return replica.staticColumns(ks, t); }
 
     public void writeList(String ks, String t, List<ByteBuffer> k, String c, List<ByteBuffer> e, List<Integer> ttls, long ts, ConsistencyLevel cl) { cluster.writeList(ks, t, k, c, e, ttls, ts, cl); }

@@ -34,6 +34,12 @@ public abstract class PrepareOnlyGateway implements CqlGateway
     }
 
     @Override
+    public List<KeyedRow> readPartition(String keyspace, String table, List<ByteBuffer> partitionKey, ConsistencyLevel consistency)
+    {
+        throw new UnsupportedOperationException("readPartition " + keyspace + '.' + table);
+    }
+
+    @Override
     public org.asynctriggers.cql.SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
         throw new UnsupportedOperationException("readRow " + keyspace + '.' + table);
