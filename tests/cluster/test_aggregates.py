@@ -3,7 +3,7 @@ orders moving between customers and statuses, amounts changed, nulled and delete
 written by four clients whose clocks differ by up to 50 ms and who retry some writes with a new timestamp; the totals
 must equal a GROUP BY of the source read at ALL, and `ctl verify` must find nothing (it compares the members and the
 totals). A hand-damaged totals table is mended by `ctl verify --repair` (the plugin recomputes each group), and an
-aggregate deployed over existing rows is filled by `ctl trigger backfill`.
+aggregate deployed over existing rows is filled by `ctl trigger backfill`, and again once dropped and deployed anew.
 """
 from __future__ import annotations
 
@@ -165,5 +165,24 @@ def test_should_backfill_an_aggregate_deployed_over_existing_rows(flow, verifier
     assert "group(s) of totals.old_by_customer to recompute" in done.stderr + done.stdout
     drain(session, "totals_old")
     want = group_by(session, "old_orders", ("customer_id",), "amount")
+    assert totals(session, "old_by_customer", "customer_id, orders, amount") == want
+    assert verifier.problems("totals_old") == []
+
+
+def test_should_backfill_again_after_the_flow_is_dropped_and_deployed_again(flow, verifier, session, cluster_settings,
+                                                                           tmp_path_factory):
+    """A complete run of an earlier deploy of the flow is not resumed: the rows written while it was not deployed
+    are backfilled too (the second backfill once found the first's run complete and wrote nothing)."""
+    dropped = run_ctl(cluster_settings, "trigger", "drop", "totals_old", "--drain")
+    assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+    for i in range(60, 90):
+        execute(session, f"INSERT INTO {KS}.old_orders (order_id, customer_id, amount) VALUES (%s, %s, %s)",
+                (i, 20 + i % 3, i))
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("totals_old_again"), LATE_FLOWS)
+    done = run_ctl(cluster_settings, "trigger", "backfill", "totals_old", "--master", "local[2]", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    drain(session, "totals_old")
+    want = group_by(session, "old_orders", ("customer_id",), "amount")
+    assert {w[0] for w in want} >= {20, 21, 22}
     assert totals(session, "old_by_customer", "customer_id, orders, amount") == want
     assert verifier.problems("totals_old") == []
