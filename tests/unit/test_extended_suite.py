@@ -35,3 +35,11 @@ def test_should_leave_every_cluster_module_a_test_in_the_default_suite_unless_it
             continue
         left = {t for t in _tests_of(path) if f"{path.name}::{t}" not in EXTENDED}
         assert left, f"{path.name}: every test moved to the extended suite one by one (move the module whole, or keep one)"
+
+
+def test_should_name_every_test_module_once():
+    """pytest imports test modules by basename (no packages under tests/): two with one name stop the collection."""
+    from collections import Counter
+    from pathlib import Path
+    names = Counter(p.name for p in Path(__file__).resolve().parents[1].rglob("test_*.py"))
+    assert [n for n, c in names.items() if c > 1] == []
