@@ -149,14 +149,10 @@ public final class QueryProcessorGateway implements CqlGateway
     @Override
     public SourceRow readRow(String keyspace, String table, List<ByteBuffer> primaryKey, ConsistencyLevel consistency)
     {
-        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
-        if (metadata == null)
-            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        TableMetadata metadata = tableOf(keyspace, table);
         List<ByteBuffer> parts = writable(primaryKey);
         int partitionColumns = metadata.partitionKeyColumns().size();
-        ByteBuffer partitionKey = partitionColumns == 1
-                                  ? parts.get(0)
-                                  : CompositeType.build(ByteBufferAccessor.instance, parts.subList(0, partitionColumns).toArray(new ByteBuffer[0]));
+        ByteBuffer partitionKey = partitionKeyOf(parts.subList(0, partitionColumns));
         Clustering<ByteBuffer> clustering = Clustering.make(parts.subList(partitionColumns, parts.size()).toArray(new ByteBuffer[0]));
         long now = FBUtilities.nowInSeconds();
         SinglePartitionReadCommand read = SinglePartitionReadCommand.create(metadata, now, metadata.partitioner.decorateKey(partitionKey), clustering);
@@ -173,6 +169,20 @@ public final class QueryProcessorGateway implements CqlGateway
         {
             return sourceRow(partitions, now);
         }
+    }
+
+    private static TableMetadata tableOf(String keyspace, String table)
+    {
+        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
+        if (metadata == null)
+            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        return metadata;
+    }
+
+    /** A partition key as Cassandra decorates it: one column's value as is, several as a composite. */
+    private static ByteBuffer partitionKeyOf(List<ByteBuffer> parts)
+    {
+        return parts.size() == 1 ? parts.get(0) : CompositeType.build(ByteBufferAccessor.instance, parts.toArray(new ByteBuffer[0]));
     }
 
     /** The one row of a single-row read, its partition's static cells beside its own; null when it has none. */
@@ -206,11 +216,9 @@ public final class QueryProcessorGateway implements CqlGateway
     @Override
     public List<KeyedRow> readPartition(String keyspace, String table, List<ByteBuffer> partitionKey, ConsistencyLevel consistency)
     {
-        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
-        if (metadata == null)
-            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        TableMetadata metadata = tableOf(keyspace, table);
         List<ByteBuffer> parts = writable(partitionKey);
-        ByteBuffer key = parts.size() == 1 ? parts.get(0) : CompositeType.build(ByteBufferAccessor.instance, parts.toArray(new ByteBuffer[0]));
+        ByteBuffer key = partitionKeyOf(parts);
         long now = FBUtilities.nowInSeconds();
         SinglePartitionReadCommand read = SinglePartitionReadCommand.fullPartitionRead(metadata, now, key);
         List<KeyedRow> out = new ArrayList<>();
@@ -290,17 +298,13 @@ public final class QueryProcessorGateway implements CqlGateway
     public void writeList(String keyspace, String table, List<ByteBuffer> primaryKey, String column, List<ByteBuffer> elements,
                           List<Integer> ttls, long timestamp, ConsistencyLevel consistency)
     {
-        TableMetadata metadata = Schema.instance.getTableMetadata(keyspace, table);
-        if (metadata == null)
-            throw new IllegalStateException("unconfigured table " + table + " in keyspace " + keyspace);
+        TableMetadata metadata = tableOf(keyspace, table);
         ColumnMetadata list = metadata.getColumn(new ColumnIdentifier(column, true));
         if (list == null || !(list.type instanceof ListType) || !list.type.isMultiCell())
             throw new IllegalArgumentException("column " + column + " of " + keyspace + '.' + table + " is not a non-frozen list");
         List<ByteBuffer> parts = writable(primaryKey);
         int partitionColumns = metadata.partitionKeyColumns().size();
-        ByteBuffer partitionKey = partitionColumns == 1
-                                  ? parts.get(0)
-                                  : CompositeType.build(ByteBufferAccessor.instance, parts.subList(0, partitionColumns).toArray(new ByteBuffer[0]));
+        ByteBuffer partitionKey = partitionKeyOf(parts.subList(0, partitionColumns));
         Clustering<ByteBuffer> clustering = Clustering.make(parts.subList(partitionColumns, parts.size()).toArray(new ByteBuffer[0]));
         long now = FBUtilities.nowInSeconds();
         Row.Builder row = BTreeRow.unsortedBuilder();
