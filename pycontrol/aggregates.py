@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import validate
+from . import follows, validate
 from .errors import ValidationError
 from .flows import Aggregate, Flow, Ref
 from .schema import Schema, TableSchema
@@ -162,13 +162,14 @@ def _check_members(flow: Flow, schema: Schema, ks: str, name: str, types: Mappin
 
 
 def written_tables(spec: Mapping) -> list[str]:
-    """Every table a flow writes, once each, in order: its targets' and its aggregates'."""
+    """Every table a flow writes, once each, in order: its targets' (a following fan-out's join index included) and
+    its aggregates'; for a following fan-out's companion, its target's and its copy of the fan-out table."""
     tables = []
     for t in spec["targets"]:
         tables.append(f"{t['keyspace']}.{t['table']}")
         if t.get("aggregate"):
             tables.append(f"{t['aggregate']['keyspace']}.{t['aggregate']['table']}")
-    return list(dict.fromkeys(tables))
+    return list(dict.fromkeys(tables + follows.written_tables(spec)))
 
 
 def members_tables(specs) -> list[dict]:

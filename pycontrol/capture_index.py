@@ -12,6 +12,8 @@ import hashlib
 import json
 from typing import Iterable, Mapping
 
+from . import follows
+
 CLASS = "org.asynctriggers.CaptureIndex"
 PREFIX = "async_capture_"
 
@@ -19,9 +21,12 @@ PREFIX = "async_capture_"
 def captured_columns(spec: Mapping) -> list[str] | None:
     """The non-key source columns a flow's tasks carry: those its targets map and its fan-outs match on. None for a
     flow with a Java handler, which gets every column. A task carries no other value: a column the flow does not use
-    only tells, empty, that the write set it (docs/design.md, "Write shapes")."""
+    only tells, empty, that the write set it (docs/design.md, "Write shapes"). A following fan-out's companion:
+    the non-key columns of the fan-out table its target uses."""
     if spec.get("handler"):
         return None
+    if spec.get("follows"):
+        return follows.captured_columns(spec)
     source = spec["source"]
     key = set(source["partition_key"]) | set(source.get("clustering") or [])
     used: set[str] = set()

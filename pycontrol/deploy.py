@@ -9,8 +9,8 @@ from typing import Callable, Mapping, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import backup_map, capture_index, keyspace, plugin as plugin_mod, render, replication as replication_mod, \
-    schema as schema_mod, status as status_mod, validate
+from . import backup_map, capture_index, follows, keyspace, plugin as plugin_mod, render, \
+    replication as replication_mod, schema as schema_mod, status as status_mod, validate
 from .errors import ConfigError, DeployError, UnknownFlowError
 from .flows import Flow
 
@@ -136,18 +136,30 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
             progress(f"note: {keyspace.KEYSPACE} keeps its replication {have} (wanted {replication}); to change it: "
                      f"ALTER KEYSPACE {keyspace.KEYSPACE} WITH replication = {replication_mod.cql_map(replication)}; "
                      "then nodetool repair -full on every node")
-    version = int(time.time() * 1000)
     names = {s["name"] for s in specs}
+    deployed = read_deployed(session)
+    for name, spec in deployed.items():
+        # the companion of a flow redeployed without its following fan-out: before the flow's new version
+        if follows.main_of(spec) in names and name not in names:
+            progress(f"flow '{follows.main_of(spec)}' no longer follows {spec['source']['keyspace']}."
+                     f"{spec['source']['table']}: dropping its companion '{name}'")
+            _drop(session, name, deployed, progress)
+            deployed = {n: s for n, s in deployed.items() if n != name}
+    version = int(time.time() * 1000)
     tables = sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs})
     # the other flows on the same tables stay captured: the new capture index names them too
-    others = [s for n, s in read_deployed(session).items()
+    others = [s for n, s in deployed.items()
               if n not in names and (s["source"]["keyspace"], s["source"]["table"]) in tables]
     # a flows or flow_status table made by an older deploy gets the columns today's plugin reads and writes
     # (ALTER TABLE ... ADD); the INSERT of a flow leaves its paused column as it is: a paused flow stays paused
+    held = follows.to_hold(session, specs, deployed)
+    for name in held:
+        progress(f"flow '{name}' is deployed paused: its following fan-out's table has rows to copy first; "
+                 f"ctl trigger backfill {name} copies them, backfills the flow and resumes it")
     statements = render.deploy_statements(specs, replication, version,
                                           flow_status_columns=flow_status_columns(session), others=others,
                                           existing_capture_indexes=capture_indexes_of(session, tables),
-                                          flows_columns=table_columns(session, keyspace.FLOWS))
+                                          flows_columns=table_columns(session, keyspace.FLOWS), held=held)
     for i, st in enumerate(statements, 1):
         progress(f"[{i}/{len(statements)}] {st.cql.splitlines()[0]}")
         try:
@@ -160,8 +172,34 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     return DeployResult(flows=[s["name"] for s in specs], version=version, statements=len(statements))
 
 
+def refuse_companion(deployed: Mapping[str, dict], name: str) -> None:
+    """A following fan-out's companion is dropped with its flow, never alone (while that flow is deployed)."""
+    main = follows.main_of(deployed[name])
+    if main is not None and main in deployed:
+        source = deployed[name]["source"]
+        raise ConfigError(f"flow '{name}' is the companion of flow '{main}' (it follows {source['keyspace']}."
+                          f"{source['table']} for {main}'s following fan-out): drop '{main}', which drops it too, or "
+                          f"redeploy '{main}' without follow=True")
+
+
+def companion_of(deployed: Mapping[str, dict], name: str) -> str | None:
+    """The deployed companion of the flow ``name`` (None when it has none)."""
+    companion = follows.companion_name(name)
+    return companion if follows.main_of(deployed.get(companion) or {}) == name else None
+
+
 def drop(session, name: str, progress: Progress = _quiet) -> None:
+    """Remove a flow (and the companion of its following fan-out, first); a companion alone is refused."""
     deployed = require_deployed(session, [name])
+    refuse_companion(deployed, name)
+    companion = companion_of(deployed, name)
+    if companion is not None:
+        _drop(session, companion, deployed, progress)
+        deployed = {n: s for n, s in deployed.items() if n != companion}
+    _drop(session, name, deployed, progress)
+
+
+def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) -> None:
     spec = deployed[name]
     src = (spec["source"]["keyspace"], spec["source"]["table"])
     others = [n for n, s in deployed.items() if n != name and (s["source"]["keyspace"], s["source"]["table"]) == src]

@@ -86,10 +86,21 @@ class Write:
 
 @dataclasses.dataclass(frozen=True)
 class FanOut:
-    """Read the rows of ``table`` whose partition key equals the ``match`` references; write per row."""
+    """Read the rows of ``table`` whose partition key equals the ``match`` references; write per row.
+
+    ``follow=True``: the fan-out follows its table too. Without it, a row added to or removed from ``table``
+    changes nothing until the source row is written again; with it, a row added to ``table`` (a follow) writes the
+    target rows of every source row that matches it, and a row removed (an unfollow) deletes them. For that the deploy creates two tables in the target's keyspace: the *join index*
+    ``async_join_<flow>`` (one row per source row, partitioned by its match value, holding the source values the
+    write copies) and a *copy* of ``table`` with a change counter per row (``async_follows_<flow>``), which a second
+    flow, ``<flow>_follows``, keeps from the writes to ``table``; dropping the flow drops it too. Cost: a follow of a
+    row whose match value M source rows share writes M target rows (and an unfollow deletes them); each source row
+    writes one join index row besides its targets, as a lineage target. One following fan-out per flow, which copies
+    single-cell values only (no static column, non-frozen collection or UDT of the source or of ``table``)."""
     table: str
     match: Mapping[str, Ref]
     writes: tuple[Write, ...] = ()
+    follow: bool = False
 
     def write(self, target: str, columns: Mapping[str, Ref] | None = None, **kw: Ref) -> "FanOut":
         return dataclasses.replace(self, writes=self.writes + (Write(target, columns, **kw),))

@@ -12,7 +12,7 @@ from typing import Any, Collection, Mapping, Sequence
 import jinja2
 from cassandra.encoder import Encoder
 
-from . import aggregates, backup_map, capture_index, cql_script, keyspace, replication as replication_mod
+from . import aggregates, backup_map, capture_index, cql_script, follows, keyspace, replication as replication_mod
 from .errors import ConfigError
 
 TRIGGER_NAME = "async_triggers"
@@ -128,6 +128,17 @@ def _members_tables(specs: Sequence[dict]) -> list[dict]:
     return out
 
 
+def _follow_tables(specs: Sequence[dict]) -> list[dict]:
+    """The join index and the copy of the fan-out table of each following fan-out of the flows."""
+    out = []
+    for t in follows.tables(specs):
+        partition = ", ".join(ident(c) for c in t["partition_key"])
+        out.append({"keyspace": t["keyspace"], "table": t["table"], "comment": t["comment"],
+                    "columns": ",\n  ".join(f"{ident(c)} {cql_type}" for c, cql_type in t["columns"].items()),
+                    "primary_key": ", ".join([f"({partition})"] + [ident(c) for c in t["clustering"]])})
+    return out
+
+
 def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
                     existing: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[dict]:
     """The capture index of each source table of ``specs``, over every flow on it (``others``: flows already
@@ -152,8 +163,8 @@ def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
 def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                     flow_status_columns: Collection[str], others: Sequence[dict],
                     existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None,
-                    flows_columns: Collection[str] = ()) -> dict:
-    flows = [{"spec": s, "json": spec_json(s),
+                    flows_columns: Collection[str] = (), held: Collection[str] = ()) -> dict:
+    flows = [{"spec": s, "json": spec_json(s), "hold": s["name"] in held,
               "targets": sorted(aggregates.written_tables(s)) or ["handler " + str(s["handler"])]}
              for s in specs]
     existing = {keyspace.FLOW_STATUS.name: flow_status_columns, keyspace.FLOWS.name: flows_columns}
@@ -161,7 +172,7 @@ def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int,
                 replication=replication_mod.cql_map(replication),
                 version=version, flows=flows,
                 trigger_name=TRIGGER_NAME, trigger_class=TRIGGER_CLASS, backup_maps=_backup_maps(specs),
-                members_tables=_members_tables(specs),
+                members_tables=_members_tables(specs), follow_tables=_follow_tables(specs),
                 capture_class=capture_index.CLASS,
                 capture_indexes=capture_indexes(specs, others, existing_capture_indexes))
 
@@ -183,11 +194,12 @@ def deploy_script(specs: Sequence[dict], replication: Mapping[str, int] | int, v
 def deploy_statements(specs: Sequence[dict], replication: Mapping[str, int] | int, version: int,
                       flow_status_columns: Collection[str] = (), others: Sequence[dict] = (),
                       existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None = None,
-                      flows_columns: Collection[str] = ()) -> list[Statement]:
-    """The deploy CQL as statements with bound values, in order (the arguments: see deploy_script)."""
+                      flows_columns: Collection[str] = (), held: Collection[str] = ()) -> list[Statement]:
+    """The deploy CQL as statements with bound values, in order (the arguments: see deploy_script; ``held``: the
+    flows deployed paused, whose following fan-out's table must be copied first)."""
     text, values = _render("cql/deploy.cql.jinja", bound=True,
                            **_deploy_context(specs, replication, version, flow_status_columns, others,
-                                             existing_capture_indexes, flows_columns))
+                                             existing_capture_indexes, flows_columns, held))
     return split_statements(text, values)
 
 

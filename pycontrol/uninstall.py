@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Sequence
 
-from . import backup_map, capture_index, deploy, drop_guard, keyspace, render
+from . import backup_map, capture_index, deploy, drop_guard, follows, keyspace, render
 from .errors import FlowNotEmpty
 
 Progress = Callable[[str], None]
@@ -78,9 +78,11 @@ def refusal(held: Sequence[drop_guard.Holdings]) -> FlowNotEmpty:
 
 def uninstall(session, held: Sequence[drop_guard.Holdings] = (), progress: Progress = lambda _: None) -> Removed:
     """Drop every flow, then our leftovers, then the keyspace. ``held``: what the caller agreed to discard."""
-    flows = sorted(deploy.read_deployed(session))
+    deployed = deploy.read_deployed(session)
+    flows = sorted(deployed)
     for name in flows:
-        deploy.drop(session, name, progress=progress)
+        if follows.main_of(deployed[name]) not in deployed:   # a following fan-out's companion goes with its flow
+            deploy.drop(session, name, progress=progress)
     left = read_leftovers(session)
     for ks, index in left.indexes:
         session.execute(f"DROP INDEX IF EXISTS {render.ident(ks)}.{render.ident(index)}")

@@ -8,7 +8,7 @@ import dataclasses
 import re
 from typing import Iterable, Mapping
 
-from . import aggregates, backup_map
+from . import aggregates, backup_map, follows
 from .errors import ValidationError
 from .keyspace import KEYSPACE as RESERVED_KEYSPACE   # the plugin's own tables
 from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Aggregate, Backup, FanOut, Flow, Ref, Write
@@ -41,9 +41,12 @@ def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> 
     if backup_map.is_backup_map(table):
         raise ValidationError(flow.name, f"{role} '{qualified}' is named like a backup map: tables named "
                                          f"'{backup_map.PREFIX}<table>' are reserved for the plugin")
-    if aggregates.is_members_table(table):
-        raise ValidationError(flow.name, f"{role} '{qualified}' is named like an aggregate's members table: tables "
-                                         f"named '{aggregates.PREFIX}<table>' are reserved for the plugin")
+    for prefix, what, of in ((aggregates.PREFIX, "an aggregate's members table", "table"),
+                             (follows.JOIN_PREFIX, "a following fan-out's join index", "flow"),
+                             (follows.COPY_PREFIX, "a following fan-out's copy of its table", "flow")):
+        if table.startswith(prefix):
+            raise ValidationError(flow.name, f"{role} '{qualified}' is named like {what}: tables named "
+                                             f"'{prefix}<{of}>' are reserved for the plugin")
     if keyspace not in schema.keyspaces:
         raise ValidationError(flow.name, f"keyspace '{keyspace}' of {role} '{qualified}' does not exist")
     found = schema.table(keyspace, table)
@@ -292,7 +295,9 @@ def compile_flow(flow: Flow, schema: Schema) -> dict:
                                          "apart on each replica, and no write carries it; write the events to a table "
                                          "of their own and derive from that")
     _check_backup_map(flow, schema, src)
-    targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in flow.writes()]
+    writes = flow.writes()
+    targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in writes]
+    follows.compile_follow(flow, schema, src, writes, targets)   # lineage, with its join index: before the loop below
     targets += [aggregates.compile_aggregate(flow, schema, src, step) for step in flow.aggregates()]
     # the rows of a table that a lineage target writes may be another target's too (an author's own timeline row is a
     # follower's row of another author): every target of that table is derived whole, under one version
@@ -352,9 +357,11 @@ def compile_all(flows: Iterable[Flow], schema: Schema, deployed: Mapping[str, Ma
     acyclic. Raises ValidationError before anything is changed."""
     flows = list(flows)
     names = {getattr(f, "name", None) for f in flows}
-    others = [s for name, s in (deployed or {}).items() if name not in names]
+    # a deployed companion goes with its flow: replaced, or dropped when the flow no longer follows
+    others = [s for name, s in (deployed or {}).items() if name not in names and (follows.main_of(s) or name) not in names]
     check_cycles(others + [e for e in map(_edges, flows) if e is not None])   # a cycle first: the plainest reason
-    specs = [compile_flow(f, schema) for f in flows]
+    specs = [s for f in flows for s in follows.with_companion(compile_flow(f, schema), schema)]
+    follows.check_companion_names(specs, deployed or {})
     check_cycles(others + specs)
     check_one_flow_per_target(others + specs)
     return specs
@@ -364,13 +371,16 @@ def check_one_flow_per_target(specs: Iterable[Mapping]) -> None:
     """Refuse two flows writing one table (docs/design.md, "Write shapes"). A derived row is the image of one source
     row under one flow's meaning; two flows keep their rows by their own tasks, timestamps and lineage, so a change in
     one source would delete, at its timestamp, the other flow's equal row, and neither flow's verify could tell the
-    other's rows from strays. Several targets of one flow may share a table: they derive from the same source rows."""
+    other's rows from strays. Several targets of one flow may share a table: they derive from the same source rows;
+    so may a flow and its own companion (a following fan-out's)."""
     writers: dict[str, list[str]] = {}
+    owners: dict[str, set[str]] = {}
     for spec in specs:
         for table in aggregates.written_tables(spec):
             writers.setdefault(table, []).append(spec["name"])
+            owners.setdefault(table, set()).add(follows.main_of(spec) or spec["name"])
     for table, names in sorted(writers.items()):
-        if len(names) > 1:
+        if len(owners[table]) > 1:
             first, *rest = sorted(names)
             raise ValidationError(first, f"the target table '{table}' is also written by flow(s) "
                                          f"{', '.join(repr(n) for n in rest)}: a table is derived by one flow, whose "

@@ -11,8 +11,8 @@ from typing import Sequence
 
 import typer
 
-from .. import deploy as deploy_mod, dlq, keyspace, pause as pause_mod, render, replication as replication_mod, \
-    status as status_mod, validate
+from .. import aggregates, deploy as deploy_mod, dlq, follows, keyspace, pause as pause_mod, render, \
+    replication as replication_mod, status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
 from . import backfill as cli_backfill, dashboard as cli_dashboard, dlq as cli_dlq
 from .exit_codes import errors_to_exit
@@ -104,7 +104,7 @@ def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Pyth
         else:
             typer.echo(f"deployed {', '.join(result.flows)} (version {result.version})")
     if backfill:
-        for name in result.flows:
+        for name in [f.name for f in flows]:   # a following fan-out's companion has no targets to backfill
             cli_backfill.run(ctx, name, master)
 
 
@@ -121,7 +121,7 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
             deployed = deploy_mod.read_deployed(session)
             paused = status_mod.paused_flows(session)
     rows = [{"name": n, "source": f"{s['source']['keyspace']}.{s['source']['table']}",
-             "targets": sorted({f"{t['keyspace']}.{t['table']}" for t in s["targets"]}),
+             "targets": sorted(aggregates.written_tables(s)),
              "handler": s.get("handler"), "events": s["events"], "version": s["_version"], "paused": n in paused}
             for n, s in sorted(deployed.items())]
     if as_json:
@@ -224,6 +224,8 @@ def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
         since = dt.datetime.utcnow()
         with connect(ctx.obj) as session:
             deploy_mod.require_deployed(session, flow)
+            # a flow whose fan-out follows its table is done when its companion (the follows) is too
+            flow = list(flow) + [c for c in follows.companions_of(deploy_mod.read_deployed(session), flow) if c not in flow]
             final = status_mod.wait_drained(session, flow, since, timeout,
                                             progress=(lambda m: None) if as_json else _progress)
         completed, nodes = sum(s.completed for s in final), len({s.node for s in final})
@@ -237,6 +239,9 @@ def _set_paused(ctx: typer.Context, name: str, paused: bool, timeout: float, as_
     with errors_to_exit():
         with connect(ctx.obj) as session:
             result = pause_mod.set_paused(session, name, paused, timeout=timeout, progress=_progress)
+            # the follows of a flow whose fan-out follows its table pause and resume with it
+            for companion in follows.companions_of(deploy_mod.read_deployed(session), [name]):
+                pause_mod.set_paused(session, companion, paused, timeout=timeout, progress=_progress)
     word = "paused" if paused else "resumed"
     if as_json:
         typer.echo(json.dumps({"flow": result.flow, "state": "paused" if paused else "running", "nodes": result.nodes}))
@@ -281,23 +286,36 @@ def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...),
              as_json: bool = typer.Option(False, "--json")):
     """Remove a flow; drop the table's trigger and backup map when no other flow uses it. Refused while the flow
     still has unfinished tasks or dead letters (they would go with its backup map), unless --drain or
-    --discard-pending."""
+    --discard-pending. A flow with a following fan-out goes with its companion flow (<flow>_follows), under the
+    same rule; the companion alone is refused."""
     from .. import drop_guard
     with errors_to_exit():
         with connect(ctx.obj) as session:
-            deploy_mod.require_deployed(session, [name])
-            held = drop_guard.read_holdings(session, name)
-            if not held.empty and drain and (held.tasks or held.uncounted):
-                held = drop_guard.drain_then_check(session, name, timeout, progress=_progress)
-            if not held.empty:
+            deployed = deploy_mod.require_deployed(session, [name])
+            deploy_mod.refuse_companion(deployed, name)
+            companion = deploy_mod.companion_of(deployed, name)
+            held = {}
+            for flow in [name] + ([companion] if companion else []):
+                held[flow] = drop_guard.read_holdings(session, flow)
+                if not held[flow].empty and drain and (held[flow].tasks or held[flow].uncounted):
+                    held[flow] = drop_guard.drain_then_check(session, flow, timeout, progress=_progress)
+            pending = [h for h in held.values() if not h.empty]
+            what = "; ".join(h.describe() if h.flow == name else f"(its companion '{h.flow}') {h.describe()}"
+                             for h in pending)
+            if pending:
                 if not discard_pending:
-                    raise drop_guard.refusal(held)
-                confirm(f"Drop flow '{name}' and discard {held.describe()}?", yes)
+                    raise drop_guard.refusal(pending[0])
+                confirm(f"Drop flow '{name}' and discard {what}?", yes)
             deploy_mod.drop(session, name, progress=_progress)
-            if not held.empty and held.dead_letters:   # after the drop: a drop that fails keeps its letters
-                dlq.purge(session, name, everything=True)
-        discarded = held.as_dict() if not held.empty else None
+            for h in pending:   # after the drop: a drop that fails keeps its letters
+                if h.dead_letters:
+                    dlq.purge(session, h.flow, everything=True)
+        out = {"dropped": name, "discarded": held[name].as_dict() if not held[name].empty else None}
+        if companion:
+            out["companion"] = {"dropped": companion,
+                                "discarded": held[companion].as_dict() if not held[companion].empty else None}
         if as_json:
-            typer.echo(json.dumps({"dropped": name, "discarded": discarded}))
+            typer.echo(json.dumps(out))
         else:
-            typer.echo(f"dropped {name}" + (f" (discarded {held.describe()})" if discarded else ""))
+            typer.echo(f"dropped {name}" + (f" and its companion {companion}" if companion else "")
+                       + (f" (discarded {what})" if pending else ""))

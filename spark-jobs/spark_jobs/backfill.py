@@ -33,7 +33,7 @@ import sys
 import time
 from typing import Callable, Mapping, Sequence
 
-from . import checkpoints, derive, ring
+from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
 
 DEFAULT_RANGES = 16
@@ -77,6 +77,9 @@ class Stopped(Exception):
 
 def check_applicable(spec: Mapping) -> None:
     name = spec.get("name")
+    refusal = follows.companion_refusal(spec, "backfill")
+    if refusal:
+        raise BackfillError(refusal)
     if spec.get("handler"):
         raise BackfillError(f"flow '{name}' runs the Java handler {spec['handler']}: Spark cannot apply a handler, "
                             "so this flow cannot be backfilled")
@@ -244,10 +247,18 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
 
 
-def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object]) -> int:
+def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=None) -> int:
     """Writes what the flow derives from the source rows of ``part``: the lineage images first, then the rows, as
-    the plugin's task does. Returns the number of derived rows written."""
+    the plugin's task does. Returns the number of derived rows written. A flow whose fan-out follows its table
+    (``spark`` given) writes at the version its rows' write times fall in, each target at its stamp within it, the
+    join index first, then fans out over the copy read after it (``follows``)."""
+    from pyspark.sql import functions as F
+
     from async_triggers import keyspace
+
+    following = follows.following_target(spec)
+    if following is not None:
+        part = part.withColumn(WRITETIME, follows.base(F.col(WRITETIME)))
 
     for index, target in enumerate(spec["targets"]):
         if target.get("mode") == "lineage":
@@ -264,7 +275,13 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object]) -> int:
         if clash:
             raise BackfillError(f"flow '{spec['name']}': {derive.qualified(target)} has a column named "
                                 f"{', '.join(sorted(clash))}, which the backfill uses for its write options")
-        rows = derive.target_rows(target, part, fanout_dfs, list(target["columns"]), carry=(WRITETIME, TTL)).persist()
+        if following is not None and target is following:
+            rows = follows.following_rows(spark, target, part, WRITETIME, TTL)   # over the copy, after the join index
+        else:
+            rows = derive.target_rows(target, part, fanout_dfs, list(target["columns"]), carry=(WRITETIME, TTL))
+        if following is not None:
+            rows = follows.stamped(spec, target, rows, WRITETIME)
+        rows = rows.persist()
         try:
             written += rows.count()
             write_rows(rows, target["keyspace"], target["table"])
@@ -293,6 +310,9 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
     pending = run.pending
     progress(f"backfill {flow}: run {run.started}, {len(run.ranges) - len(pending)}/{len(run.ranges)} token ranges "
              f"done before, {len(pending)} to do")
+    if follows.following_target(spec) is not None and pending:
+        follows.fill_copy(spark, spec, LINEAGE_WRITE_CONSISTENCY, progress)   # before any range fans out over it
+        follows.resume_held(session, flow, progress)   # its tasks now fan out over the whole copy
     source = read_source(spark, spec, run.started_micros).persist(StorageLevel.MEMORY_AND_DISK)
     fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols).persist(StorageLevel.MEMORY_AND_DISK)
                   for name, cols in derive.fanout_columns(spec).items()}
@@ -304,7 +324,7 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
         for i, token_range in enumerate(pending, 1):
             part = in_range(source, token_range)
             n_source = part.count()
-            n_rows = write_range(spec, part, fanout_dfs) if n_source else 0
+            n_rows = write_range(spec, part, fanout_dfs, spark) if n_source else 0
             checkpoints.record(session, run, token_range, n_source, n_rows)
             total_source, written = total_source + n_source, written + n_rows
             progress(f"backfill {flow}: ranges {len(run.ranges) - len(pending) + i}/{len(run.ranges)} done "

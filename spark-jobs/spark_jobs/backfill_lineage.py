@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
-from . import derive, ring
+from . import derive, follows, ring
 
 
 def stale_entries(lineage_df, fresh_entries, flow: str):
@@ -52,7 +52,9 @@ def _fanout_rows(session, target: Mapping, values: Mapping) -> list[dict]:
     if any(v is None or v in ("", b"") for v in bound):
         return []   # a fan-out table's partition key is never null or empty
     where = " AND ".join(f"{_quoted(c)} = %s" for c, _ in match)
-    cql = f"SELECT * FROM {_quoted(fan['keyspace'])}.{_quoted(fan['table'])} WHERE {where}"
+    # a fan-out that follows its table: every row of its copy, gone or not (as the plugin deletes a former image's)
+    table = fan.get("follow") or fan
+    cql = f"SELECT * FROM {_quoted(table['keyspace'])}.{_quoted(table['table'])} WHERE {where}"
     return [r._asdict() for r in session.execute(_quorum(cql), bound)]
 
 
@@ -73,6 +75,12 @@ def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_ke
         return 0     # an entry this version does not trace (or a former plugin's sentinel or floor) is only dropped
     target = targets[index]
     values = _values(spec, target, source_key, image)
+    if follows.following_target(spec) is not None:
+        # the rows of a version are stamped within it (follows.SPACING): all of them go, no newer version's
+        version = (delete_at // follows.SPACING) * follows.SPACING
+        delete_at = version + follows.SPACING - 1
+        if target.get("join_index"):
+            return _mark_gone(session, target, values, version + follows.SPACING)
     sent = 0
     for fan_row in _fanout_rows(session, target, values):
         columns, bound = [], []
@@ -90,6 +98,19 @@ def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_ke
                                 f"USING TIMESTAMP {int(delete_at)} WHERE {where}"), bound)
         sent += 1
     return sent
+
+
+def _mark_gone(session, index: Mapping, values: Mapping, version: int) -> int:
+    """A join index row the source row left is kept as gone at ``version`` (the plugin's Lineage.markGone)."""
+    key = []
+    for column in derive.primary_key(index):
+        value = values.get(derive.parse_ref(index["columns"][column])[1])
+        if value is None or (column in index["partition_key"] and value in ("", b"")):
+            return 0
+        key.append(value)
+    cql, bound = follows.gone_statement(index, version)
+    session.execute(_quorum(cql), bound + key)
+    return 1
 
 
 def converge(spark, session, spec: Mapping, progress: Callable[[str], None], label: str | None = None,

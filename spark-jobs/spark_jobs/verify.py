@@ -63,6 +63,7 @@ from .compare import SAMPLE_SIZE, Result, compare  # noqa: F401
 from .derive import (aggregate_rows, aggregate_tables, compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
                      qualified, source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
+from . import follows
 from .specs import load_specs
 from .verify_report import exit_code, format_report, json_line, summary  # noqa: F401
 from .verify_run import DEFAULT_CONSISTENCY, READ_LEVELS, FlowReport, Options, verify_flow
@@ -202,6 +203,16 @@ def run(args, connection=None, progress=_stderr) -> list:
         for name, s in specs.items():
             if args.all and s.get("handler"):
                 out.append(Skipped(name, f"runs the Java handler {s['handler']}, whose rows Spark cannot derive"))
+                continue
+            if args.all and follows.is_companion(s):
+                out.append(Skipped(name, f"the companion of flow '{s['follows']['flow']}', verified with it"))
+                continue
+            refusal = follows.companion_refusal(s, "verify") or (
+                options.repair and follows.following_target(s) is not None
+                and f"flow '{name}' has a fan-out that follows its table, which --repair does not mend yet (ctl "
+                    f"trigger backfill {name} --restart writes what is missing)")
+            if refusal:
+                out.append(Failure(name, VerifyError(refusal)))
                 continue
             try:
                 out.append(verify_flow(spark, session, s, options, progress))

@@ -25,7 +25,7 @@ import datetime as dt
 import time
 from typing import Callable, Mapping, Sequence
 
-from . import backfill, compare, derive, repair, verify_progress
+from . import backfill, compare, derive, follows, repair, verify_progress
 from .compare import Result
 from .repair import FOUND_WRITETIME, Repaired
 
@@ -114,7 +114,12 @@ def read_target(spark, session, spec: Mapping, table: str, traced: Sequence[str]
 
     keyspace, name = table.split(".", 1)
     columns = derive.compared_columns(derive.targets_by_table(spec)[table])
-    df = read_table(spark, keyspace, name, None if options.repair else columns, read_options(options.consistency))
+    joined = any(t.get("join_index") for t in derive.targets_by_table(spec)[table])
+    df = read_table(spark, keyspace, name, None if options.repair or joined else columns, read_options(options.consistency))
+    if joined:   # a join index keeps the rows its source rows left as gone for a while: they are not the flow's rows
+        df = df.where(F.col(follows.GONE).isNull() | ~F.col(follows.GONE))
+        if not options.repair:
+            df = df.select(*[F.col(backfill._quoted(c)) for c in columns])
     if options.repair:
         dated = repair.dated_columns(session, keyspace, name)
         times = [F.expr(f"writetime({backfill._quoted(c)})") for c in dated]

@@ -47,9 +47,28 @@ final class FanoutPages
         statements.prepare(query(fanout));
     }
 
+    /**
+     * The fan-out's rows: of its table, or, for a fan-out that follows its table, of the copy its companion flow keeps,
+     * with each row's change number and expiry ({@link FollowTasks}).
+     */
     private static String query(FlowSpec.Fanout fanout)
     {
-        return Cql.select(fanout.keyspace, fanout.table, fanout.columns, new ArrayList<>(fanout.match.keySet()));
+        if (fanout.follow == null)
+            return Cql.select(fanout.keyspace, fanout.table, fanout.columns, new ArrayList<>(fanout.match.keySet()));
+        List<String> columns = new ArrayList<>(fanout.columns);
+        columns.add(FollowTasks.CHANGE);
+        columns.add(FollowTasks.EXPIRES);
+        columns.add(FollowTasks.GONE);
+        return Cql.select(fanout.follow.keyspace, fanout.follow.table, columns, new ArrayList<>(fanout.match.keySet()));
+    }
+
+    /**
+     * A fan-out that follows its table reads the copy at the lineage read level, which meets the companion's writes of
+     * it (docs/design.md, "A fan-out that follows its table"); any other at the flow's.
+     */
+    private org.apache.cassandra.db.ConsistencyLevel level(FlowSpec.Fanout fanout)
+    {
+        return fanout.follow != null ? Lineage.readLevel(spec.readConsistency) : spec.readConsistency;
     }
 
     /**
@@ -79,7 +98,7 @@ final class FanoutPages
         List<ByteBuffer> match = match(task, target, values);
         if (match == null)
             return null;
-        CqlGateway.Page page = statements.gateway.fetchPage(statements.prepare(query(target.fanout)), spec.readConsistency,
+        CqlGateway.Page page = statements.gateway.fetchPage(statements.prepare(query(target.fanout)), level(target.fanout),
                                                             match, spec.pageSize, from);
         Consumer<Map<String, ByteBuffer>> action = actionFor.apply(from == null && page.next == null);
         if (rowWriters == null || page.rows.size() < 2)
@@ -119,7 +138,7 @@ final class FanoutPages
         List<ByteBuffer> match = match(null, target, values);
         if (match == null)
             return new CqlGateway.Page(List.of(), null);
-        return statements.gateway.fetchPage(statements.prepare(query(target.fanout)), spec.readConsistency, match, spec.pageSize, null);
+        return statements.gateway.fetchPage(statements.prepare(query(target.fanout)), level(target.fanout), match, spec.pageSize, null);
     }
 
     /**

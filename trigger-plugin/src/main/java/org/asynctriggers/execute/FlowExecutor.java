@@ -55,6 +55,8 @@ public final class FlowExecutor
     private final PartialDeletes partialDeletes;
     private final ClusteringOrder clusteringOrder;
     private final LongSupplier nowMillis;
+    /** a companion flow's tasks (the fan-out rows of a fan-out that follows its table); null for any other flow */
+    private final FollowTasks follows;
 
     public FlowExecutor(FlowSpec spec, CqlGateway gateway, FlowHandler handler, ColumnTypes types)
     {
@@ -107,6 +109,9 @@ public final class FlowExecutor
         if (totals != null)
             totals.prepare();
         this.direct = direct;
+        this.follows = spec.follows != null ? new FollowTasks(spec, statements, nowMillis, clusteringOrder) : null;
+        if (follows != null)
+            follows.prepare();
     }
 
     /**
@@ -139,6 +144,8 @@ public final class FlowExecutor
             handler.execute(new HandlerContext(spec, statements, types, task, cells));
             return ExecutionResult.success();
         }
+        if (follows != null)
+            return follows.run(task);
 
         if (task.isStatic())
             return runStatic(task);
@@ -342,8 +349,8 @@ public final class FlowExecutor
                         + "use mode 'lineage'); nothing deleted for {}", spec.name, target, task);
             return;
         }
-        // an aggregate's members are written at the lineage level (AggregateTotals)
-        ConsistencyLevel level = target.aggregate != null ? Lineage.writeLevel(spec.writeConsistency) : spec.writeConsistency;
+        // an aggregate's members and a join index are written at the lineage level (AggregateTotals, FollowTasks)
+        ConsistencyLevel level = target.isIndex() ? Lineage.writeLevel(spec.writeConsistency) : spec.writeConsistency;
         statements.execute(Cql.delete(target.keyspace, target.table, columns), level, bound);
     }
 }

@@ -74,6 +74,8 @@ final class Lineage
     /** the lineage targets, in the spec's order */
     private final List<FlowSpec.Target> traced = new ArrayList<>();
     private final boolean clustered;
+    /** a fan-out follows its table: versions are spaced, rows stamped within them ({@link FlowSpec.Follow}) */
+    private final boolean following;
     private final LineageVersions versions;
     /** the totals of the targets that keep an aggregate; null when none does */
     private final AggregateTotals totals;
@@ -97,6 +99,7 @@ final class Lineage
         this.lineageWrite = writeLevel(spec.writeConsistency);
         this.lineageRead = readLevel(spec.readConsistency);
         this.clustered = !spec.source.clustering.isEmpty();
+        this.following = spec.following();
         this.versions = new LineageVersions(spec.name, statements, lineageRead, lineageWrite);
         for (FlowSpec.Target target : spec.targets)
             if (target.mode == FlowSpec.Mode.LINEAGE)
@@ -177,6 +180,8 @@ final class Lineage
         {
             Map<Integer, List<ByteBuffer>> images = images(key, guess);
             long version = Math.max(known == null ? Long.MIN_VALUE : known + 1, nowMillis.getAsLong() * 1000);
+            if (following)
+                version = FlowSpec.Follow.versionAtLeast(version);
             record(key, sourceKey, images, version, guess);
             Long current = versions.take(sourceKey, known, version);
             if (current != null)
@@ -256,7 +261,17 @@ final class Lineage
         List<ByteBuffer> key = FlowExecutor.keyOf(target, sync.values, fanoutRow);
         if (key == null)
             return; // a fan-out row whose value makes no key (null, or an empty partition key): no row
-        DerivedRow row = new DerivedRow(target, key).marker(sync.version, rowExpiresAt);
+        long stamp = stamp(target, sync.version, fanoutRow);
+        if (following && target.fanout != null && target.fanout.follow != null)
+        {
+            if (FollowTasks.gone(fanoutRow))
+                return; // a fan-out row the copy keeps as gone: its rows were deleted, and are deleted below a newer version
+            // a row of a fan-out row that expires lives no longer than it (the copy's async_expires)
+            long followExpiresAt = FollowTasks.expiresAt(fanoutRow);
+            imageExpiresAt = earliest(imageExpiresAt, followExpiresAt);
+            rowExpiresAt = earliest(rowExpiresAt, followExpiresAt);
+        }
+        DerivedRow row = new DerivedRow(target, key).marker(stamp, rowExpiresAt);
         for (Map.Entry<String, Expression> e : target.columns.entrySet())
         {
             if (target.primaryKey().contains(e.getKey()))
@@ -264,25 +279,46 @@ final class Lineage
             Expression expr = e.getValue();
             if (expr.scope == Expression.Scope.ROW)
             {
-                row.cell(e.getKey(), new SourceCells.Cell(fanoutRow == null ? null : fanoutRow.get(expr.column), sync.version, imageExpiresAt));
+                row.cell(e.getKey(), new SourceCells.Cell(fanoutRow == null ? null : fanoutRow.get(expr.column), stamp, imageExpiresAt));
                 continue;
             }
             SourceRow.Cell cell = sync.row.cells.get(expr.column);
             if (cell == null)
             {
-                row.cell(e.getKey(), new SourceCells.Cell(null, sync.version, 0));
+                row.cell(e.getKey(), new SourceCells.Cell(null, stamp, 0));
                 continue;
             }
             long cap = statics.contains(expr.column) ? rowExpiresAt : imageExpiresAt;
             if (cell.elements != null)
-                row.list(e.getKey(), cell.elements, sync.version, cap); // its elements at positions of their own
+                row.list(e.getKey(), cell.elements, stamp, cap); // its elements at positions of their own
             else if (cell.runs != null)
-                row.runs(e.getKey(), cell.runs, sync.version, cap); // a collection whose elements expire apart
+                row.runs(e.getKey(), cell.runs, stamp, cap); // a collection whose elements expire apart
             else
-                row.cell(e.getKey(), new SourceCells.Cell(cell.value, sync.version, earliest(cell.expiresAt, cap)));
+                row.cell(e.getKey(), new SourceCells.Cell(cell.value, stamp, earliest(cell.expiresAt, cap)));
         }
-        // an aggregate's members are read by a quorum when a replica is down (AggregateTotals)
-        row.write(statements, target.aggregate != null ? lineageWrite : spec.writeConsistency, nowMillis.getAsLong());
+        if (target.joinIndex)
+        {
+            row.cell(FollowTasks.VERSION, new SourceCells.Cell(bigint(sync.version), stamp, rowExpiresAt));
+            row.cell(FollowTasks.GONE, new SourceCells.Cell(null, stamp, 0));
+        }
+        // an aggregate's members and a join index are read by a quorum when a replica is down
+        row.write(statements, target.isIndex() ? lineageWrite : spec.writeConsistency, nowMillis.getAsLong());
+    }
+
+    /**
+     * The write time of a row derived at {@code version}: the version itself, or, in a flow that follows a fan-out
+     * table, the version plus the fan-out row's change number for a row derived through it, and the version's last
+     * stamp for every other row ({@link FlowSpec.Follow}).
+     */
+    private long stamp(FlowSpec.Target target, long version, Map<String, ByteBuffer> fanoutRow)
+    {
+        if (!following)
+            return version;
+        if (target.fanout != null && target.fanout.follow != null)
+            return version + FollowTasks.changeOf(fanoutRow);
+        if (target.joinIndex)
+            return version + FlowSpec.Follow.SPACING - 2; // below the version's last stamp: a row marked gone at the next version minus one wins
+        return version + FlowSpec.Follow.SPACING - 1;
     }
 
     /** The earlier of two local expiration times, 0 meaning none. */
@@ -448,12 +484,38 @@ final class Lineage
             if (derives)
             {
                 Map<String, ByteBuffer> old = imageValues(key, target, image);
-                fanout.eachRow(null, target, old, fanoutRow -> targetRows.delete(null, target, old, fanoutRow, at));
+                if (target.joinIndex)
+                    markGone(target, old, version);
+                else
+                    fanout.eachRow(null, target, old, fanoutRow -> targetRows.delete(null, target, old, fanoutRow, at));
                 if (target.aggregate != null)
                     recompute(target, old); // before the entry goes: a retry of this task finds the entry and does it again
             }
             statements.execute(Cql.lineageDelete(), lineageWrite, bigint(at), flowNameBytes, sourceKey, targetKey);
         }
+    }
+
+    /**
+     * A join index row the source row left (its image changed or it went): not deleted but marked gone at the
+     * version, at the version minus one, for as long as a lineage entry would live; a fan-out row's task that reads
+     * it deletes the row's target rows through that fan-out row below the version (docs/design.md, "A fan-out that
+     * follows its table": of a source row that leaves and a fan-out row that goes, each task may see only the other
+     * gone).
+     */
+    private void markGone(FlowSpec.Target index, Map<String, ByteBuffer> old, long version)
+    {
+        List<ByteBuffer> key = FlowExecutor.keyOf(index, old, null);
+        if (key == null)
+            return;
+        long at = version - 1;
+        long expiresAt = nowMillis.getAsLong() / 1000 + EXPIRED_ROW_GRACE_SECONDS;
+        DerivedRow row = new DerivedRow(index, key).marker(at, expiresAt);
+        for (String column : index.columns.keySet())
+            if (!index.primaryKey().contains(column))
+                row.cell(column, new SourceCells.Cell(null, at, 0));
+        row.cell(FollowTasks.VERSION, new SourceCells.Cell(bigint(version), at, expiresAt));
+        row.cell(FollowTasks.GONE, new SourceCells.Cell(FollowTasks.TRUE, at, expiresAt));
+        row.write(statements, lineageWrite, nowMillis.getAsLong());
     }
 
     /** The source row as far as a lineage entry knows it: the source key and the entry's image. */

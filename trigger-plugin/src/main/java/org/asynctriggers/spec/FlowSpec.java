@@ -51,13 +51,79 @@ public final class FlowSpec
         /** fan-out table column to the expression it must equal */
         public final Map<String, Expression> match;
         public final List<String> columns;
+        /** the fan-out follows its table (a row added or removed changes the target); null: it does not */
+        public final Follow follow;
 
-        Fanout(String keyspace, String table, Map<String, Expression> match, List<String> columns)
+        Fanout(String keyspace, String table, Map<String, Expression> match, List<String> columns, Follow follow)
         {
             this.keyspace = keyspace;
             this.table = table;
             this.match = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(match));
             this.columns = List.copyOf(columns);
+            this.follow = follow;
+        }
+    }
+
+    /**
+     * How a fan-out follows its table (docs/design.md, "A fan-out that follows its table"): the flow's join index (the
+     * target at {@link #index}: one row per source row, partitioned by the match value) and the copy of the fan-out
+     * table that its companion flow keeps ({@link #keyspace}.{@link #table}: each fan-out row with its change number
+     * {@code async_n} and expiry {@code async_expires}); the fan-out reads the copy, not the table.
+     */
+    public static final class Follow
+    {
+        /**
+         * A source row's versions are multiples of this in a flow that follows a fan-out table: a row derived through a
+         * fan-out row is written at the version plus the fan-out row's change number (below this), every other row
+         * at the version plus this minus one, so that a later version wins whatever the numbers, and a later change of
+         * the fan-out row wins within one version.
+         */
+        public static final long SPACING = 1L << 20;
+        /** the greatest change number of a fan-out row */
+        public static final long MAX_CHANGE = SPACING - 2;
+
+        public final int index;
+        public final String keyspace;
+        public final String table;
+
+        Follow(int index, String keyspace, String table)
+        {
+            this.index = index;
+            this.keyspace = keyspace;
+            this.table = table;
+        }
+
+        /** The version a task takes: the least multiple of {@link #SPACING} that is at least {@code candidate}. */
+        public static long versionAtLeast(long candidate)
+        {
+            return Math.floorDiv(candidate + SPACING - 1, SPACING) * SPACING;
+        }
+
+        /** The version a write at {@code stamp} was made under. */
+        public static long versionOf(long stamp)
+        {
+            return Math.floorDiv(stamp, SPACING) * SPACING;
+        }
+    }
+
+    /**
+     * A companion flow's task (docs/design.md, "A fan-out that follows its table"): its source is the fan-out table of
+     * {@link #target}, a fan-out of flow {@link #flow} whose source is {@link #source}; a change of a fan-out row
+     * writes or deletes the target rows of every source row its join index ({@link #index}) lists under the match.
+     */
+    public static final class Follows
+    {
+        public final String flow;
+        public final Source source;
+        public final Target index;
+        public final Target target;
+
+        Follows(String flow, Source source, Target index, Target target)
+        {
+            this.flow = flow;
+            this.source = source;
+            this.index = index;
+            this.target = target;
         }
     }
 
@@ -133,17 +199,21 @@ public final class FlowSpec
         public final List<String> lineageColumns;
         /** the total this target's rows keep (it is then the aggregate's members table); null: none */
         public final Aggregate aggregate;
+        /** the target is the join index of a fan-out that follows its table ({@link Follow}) */
+        public final boolean joinIndex;
 
         Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
                Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns)
         {
-            this(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, null);
+            this(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, null, false);
         }
 
         Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
-               Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns, Aggregate aggregate)
+               Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns, Aggregate aggregate,
+               boolean joinIndex)
         {
             this.aggregate = aggregate;
+            this.joinIndex = joinIndex;
             this.lineageColumns = List.copyOf(lineageColumns);
             this.index = index;
             this.keyspace = keyspace;
@@ -160,6 +230,15 @@ public final class FlowSpec
             List<String> all = new java.util.ArrayList<>(partitionKey);
             all.addAll(clustering);
             return all;
+        }
+
+        /**
+         * An aggregate's members or a join index: rows other tasks read by a quorum, so written (and deleted) at the
+         * lineage level, not the flow's.
+         */
+        public boolean isIndex()
+        {
+            return aggregate != null || joinIndex;
         }
 
         /** Whether every column of the target's primary key has a value, from the source row or the fan-out row. */
@@ -235,11 +314,14 @@ public final class FlowSpec
     /** null for declarative flows */
     public final String handler;
     public final List<Target> targets;
+    /** a companion flow's task (its targets are empty); null for every other flow */
+    public final Follows follows;
 
     FlowSpec(String name, long version, Source source, Set<Operation> events, ConsistencyLevel readConsistency,
              ConsistencyLevel writeConsistency, int queueCapacity, int workers, int pageSize, int startDelayMillis,
-             RetryPolicy retry, Overflow overflow, Backup backup, String handler, List<Target> targets)
+             RetryPolicy retry, Overflow overflow, Backup backup, String handler, List<Target> targets, Follows follows)
     {
+        this.follows = follows;
         this.backup = backup;
         this.overflow = overflow;
         this.startDelayMillis = startDelayMillis;
@@ -267,6 +349,8 @@ public final class FlowSpec
         if (handler != null)
             return null;
         Set<String> used = new java.util.HashSet<>();
+        if (follows != null)
+            used.addAll(follows.target.fanout.columns); // the fan-out table's columns the target copies
         for (Target target : targets)
         {
             for (Expression e : target.columns.values())
@@ -279,6 +363,15 @@ public final class FlowSpec
         }
         used.removeAll(source.primaryKey());
         return used;
+    }
+
+    /** Whether a fan-out of this flow follows its table: its versions are then spaced ({@link Follow#SPACING}). */
+    public boolean following()
+    {
+        for (Target target : targets)
+            if (target.fanout != null && target.fanout.follow != null)
+                return true;
+        return false;
     }
 
     public boolean handles(Operation op)

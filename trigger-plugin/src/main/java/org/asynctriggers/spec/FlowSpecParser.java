@@ -81,12 +81,16 @@ public final class FlowSpecParser
         FlowSpec.Overflow overflow = parseOverflow(ctx, root.get("overflow"), workers);
         FlowSpec.Backup backup = parseBackup(ctx, root.get("backup"));
         String handler = parseHandler(ctx, root.get("handler"));
-        List<FlowSpec.Target> targets = parseTargets(ctx, root.get("targets"), source, handler != null);
+        JsonNode followsNode = root.get("follows");
+        FlowSpec.Follows follows = followsNode == null || followsNode.isNull() ? null : FollowParser.parseFollows(ctx, followsNode, source);
+        List<FlowSpec.Target> targets = follows != null ? FollowParser.noTargets(ctx, root.get("targets"), handler)
+                                                        : parseTargets(ctx, root.get("targets"), source, handler != null);
+        FollowParser.checkFollowing(ctx, targets);
         return new FlowSpec(name, version, source, events, read, write, capacity, workers, pageSize, startDelay, retry,
-                            overflow, backup, handler, targets);
+                            overflow, backup, handler, targets, follows);
     }
 
-    private static FlowSpec.Source parseSource(OptionReader ctx, JsonNode node)
+    static FlowSpec.Source parseSource(OptionReader ctx, JsonNode node)
     {
         if (node == null || node.isNull())
             throw ctx.error("'source' is required");
@@ -240,7 +244,7 @@ public final class FlowSpecParser
         return targets;
     }
 
-    private static FlowSpec.Target parseTarget(OptionReader ctx, JsonNode node, int index, FlowSpec.Source source)
+    static FlowSpec.Target parseTarget(OptionReader ctx, JsonNode node, int index, FlowSpec.Source source)
     {
         String at = "targets[" + index + "]";
         if (!node.isObject())
@@ -268,7 +272,11 @@ public final class FlowSpecParser
         key.addAll(clustering);
         FlowSpec.Aggregate aggregate = AggregateParser.parse(ctx, node.get("aggregate"), at, partitionKey, columns.keySet(), key,
                                                              mode == FlowSpec.Mode.LINEAGE, fanout != null);
-        return new FlowSpec.Target(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, aggregate);
+        boolean joinIndex = FollowParser.joinIndex(ctx, node, at, mode, fanout);
+        if (fanout != null && fanout.follow != null && mode != FlowSpec.Mode.LINEAGE)
+            throw ctx.error("'" + at + ".mode' must be lineage for a fan-out that follows its table");
+        return new FlowSpec.Target(index, keyspace, table, partitionKey, clustering, columns, fanout, mode, lineageColumns, aggregate,
+                                   joinIndex);
     }
 
     /**
@@ -327,7 +335,8 @@ public final class FlowSpecParser
         String table = ctx.requiredString(node, "table", option + ".table");
         Map<String, Expression> match = expressions(ctx, node.get("match"), option + ".match", source, null);
         List<String> columns = ctx.stringList(node, "columns", option + ".columns", true);
-        return new FlowSpec.Fanout(keyspace, table, match, columns);
+        FlowSpec.Follow follow = FollowParser.parseFollow(ctx, node.get("follow"), option + ".follow");
+        return new FlowSpec.Fanout(keyspace, table, match, columns, follow);
     }
 
     /** A non-empty object of column name to expression: a target's columns, a fan-out's match. */

@@ -276,13 +276,19 @@ class LineageConvergenceTest
 
         void run(FlowExecutor executor, List<Task> tasks)
         {
+            run(task -> executor, tasks);
+        }
+
+        /** @param executorOf the executor of each task's flow (racing tasks of several flows) */
+        void run(java.util.function.Function<Task, FlowExecutor> executorOf, List<Task> tasks)
+        {
             List<Thread> threads = new ArrayList<>();
             for (Task task : tasks)
             {
                 Thread thread = new Thread(() -> {
                     try
                     {
-                        runToCompletion(executor, task);
+                        runToCompletion(executorOf.apply(task), task);
                     }
                     finally
                     {

@@ -1,0 +1,131 @@
+"""What Spark does differently for a flow whose fan-out follows its table (docs/design.md, "A fan-out that follows its
+table"): the backfill fills the copy of the fan-out table the companion flow keeps, stamps each target's rows as the
+plugin does within a version, writes the join index's version, and fans out over the copy read after the join index
+was written; verify leaves out the join index rows kept as gone; the lineage convergence marks a join index row gone
+and deletes a fan-out's rows through every copy row.
+"""
+from __future__ import annotations
+
+from typing import Mapping
+
+# the plugin's FlowSpec.Follow.SPACING: a source row's versions are multiples of it in a following flow
+SPACING = 1 << 20
+VERSION, GONE, CHANGE, EXPIRES = "async_version", "async_gone", "async_n", "async_expires"
+GONE_TTL_SECONDS = 10 * 24 * 3600   # the plugin keeps a gone row as long as a lineage entry of an expiring row
+
+
+def following_target(spec: Mapping) -> Mapping | None:
+    """The flow's fan-out that follows its table; None when it has none."""
+    for target in spec.get("targets") or []:
+        if (target.get("fanout") or {}).get("follow"):
+            return target
+    return None
+
+
+def is_companion(spec: Mapping) -> bool:
+    return bool(spec.get("follows"))
+
+
+def companion_refusal(spec: Mapping, what: str) -> str | None:
+    """Why ``what`` (verify, backfill, repair) does not apply to ``spec``; None when it does."""
+    if is_companion(spec):
+        return (f"flow '{spec['name']}' is the companion of flow '{spec['follows']['flow']}' (its fan-out that follows "
+                f"its table): {what} flow '{spec['follows']['flow']}', which covers it")
+    return None
+
+
+def base(column):
+    """The version a write time falls in (a Spark column)."""
+    from pyspark.sql import functions as F
+    return (F.floor(column / SPACING) * SPACING).cast("long")
+
+
+def stamped(spec: Mapping, target: Mapping, rows, writetime: str):
+    """``rows`` of ``target`` (carrying ``writetime``, already the version) with the plugin's stamp within it: the
+    change number 0 of a copied fan-out row for the following fan-out, the version's last stamp but one for the join
+    index (which also gets its version), the last stamp for every other target."""
+    from pyspark.sql import functions as F
+
+    if target.get("join_index"):
+        return rows.withColumn(VERSION, F.col(writetime)).withColumn(writetime, F.col(writetime) + SPACING - 2)
+    if (target.get("fanout") or {}).get("follow"):
+        return rows
+    return rows.withColumn(writetime, F.col(writetime) + SPACING - 1)
+
+
+def copy_frame(spark, target: Mapping):
+    """The copy of the fan-out table as it is now, without the rows kept as gone, standing for the fan-out table."""
+    from pyspark.sql import functions as F
+
+    from .session import read_table
+
+    follow = target["fanout"]["follow"]
+    df = read_table(spark, follow["keyspace"], follow["table"], None,
+                    {"spark.cassandra.input.consistency.level": "LOCAL_QUORUM"})
+    return df.where(F.col(GONE).isNull() | ~F.col(GONE))
+
+
+def following_rows(spark, target: Mapping, part, writetime: str, ttl: str):
+    """The following fan-out's rows of the source rows of ``part``, over the copy as it is now (read after the join
+    index rows of ``part`` were written), each living no longer than its fan-out row (the copy's expiry)."""
+    import time
+
+    from pyspark.sql import functions as F
+
+    from . import derive
+
+    cap = "backfill_follow_expires"
+    extended = dict(target, columns={**target["columns"], cap: f"row.{EXPIRES}"})
+    rows = derive.target_rows(extended, part, {derive.qualified(target["fanout"]): copy_frame(spark, target)},
+                              list(target["columns"]) + [cap], carry=(writetime, ttl))
+    left = (F.col(cap) - F.lit(int(time.time()))).cast("int")
+    capped = F.when(F.col(cap) > 0, F.when((F.col(ttl) > 0) & (F.col(ttl) < left), F.col(ttl)).otherwise(left)) \
+        .otherwise(F.col(ttl))
+    # a fan-out row expired since the copy was read derives nothing (TTL 0 would mean no expiry)
+    return rows.where((F.col(cap) == 0) | (left > 0)).withColumn(ttl, capped).drop(cap)
+
+
+def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
+    """Writes every row of the fan-out table to the copy at change number 0 and write time 0: a companion task's
+    write (number 1 and up) wins over it whichever lands first. A fan-out table of key columns only is copied without
+    its TTL (CQL reads none); returns the number of rows copied."""
+    from pyspark.sql import functions as F
+
+    from . import backfill
+    from .session import read_table
+
+    target = following_target(spec)
+    fan, follow = target["fanout"], target["fanout"]["follow"]
+    # the copy's columns but its own: the fan-out table's key and the columns the target uses (the deploy made it so)
+    columns = [c for c in read_table(spark, follow["keyspace"], follow["table"]).columns if c not in (CHANGE, EXPIRES, GONE)]
+    df = read_table(spark, fan["keyspace"], fan["table"], columns) \
+        .withColumn(CHANGE, F.lit(0).cast("long")).withColumn(EXPIRES, F.lit(0).cast("long")) \
+        .withColumn(backfill.WRITETIME, F.lit(0).cast("long")).persist()
+    try:
+        n = df.count()
+        backfill.write_rows(df, follow["keyspace"], follow["table"], ttl=False, consistency=consistency)
+    finally:
+        df.unpersist()
+    progress(f"backfill {spec['name']}: {n} rows of {fan['keyspace']}.{fan['table']} copied for its following fan-out")
+    return n
+
+
+def resume_held(session, flow: str, progress) -> None:
+    """Resumes the flow if it is paused: a following flow deployed over a fan-out table with rows starts paused until
+    its copy is whole (the deploy says so)."""
+    from async_triggers import pause, status
+
+    if flow in status.paused_flows(session):
+        pause.set_paused(session, flow, False, progress=progress)
+        progress(f"backfill {flow}: resumed (its fan-out table is copied)")
+
+
+def gone_statement(index: Mapping, version: int) -> tuple[str, list]:
+    """The CQL (and what it binds after the key values) that marks a join index row gone at ``version``, as the
+    plugin does: its values tombstoned, its version and mark at the version minus one."""
+    values = [c for c in index["columns"] if c not in index["partition_key"] + index["clustering"]]
+    sets = ", ".join([f'"{c}" = null' for c in values] + [f'"{VERSION}" = %s', f'"{GONE}" = true'])
+    where = " AND ".join(f'"{c}" = %s' for c in index["partition_key"] + index["clustering"])
+    cql = (f'UPDATE "{index["keyspace"]}"."{index["table"]}" USING TTL {GONE_TTL_SECONDS} AND TIMESTAMP {version - 1} '
+           f"SET {sets} WHERE {where}")
+    return cql, [version]

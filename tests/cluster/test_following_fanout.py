@@ -1,0 +1,186 @@
+"""A fan-out that follows its table (docs/design.md, "A fan-out that follows its table") on the session's real
+3-node cluster (RF 2): the Twitter shape with follow=True, while four clients with clocks up to 50 ms apart write
+tweets (new, edited, moved to another author, deleted, some expiring) and follows (added, removed, some expiring, an
+author following themself), retrying some writes with a new timestamp. After the queues drain the timeline must be the
+join of the tables as they are (read at ALL), and `ctl verify` must find nothing. A following flow deployed over
+existing tweets and follows starts paused, and `ctl trigger backfill` copies the follows, resumes it and fills it, with
+follows and tweets changing meanwhile.
+"""
+from __future__ import annotations
+
+import random
+import threading
+import time
+
+import pytest
+
+from helpers import create_empty, deploy_flow_text, drain, run_ctl
+from verifier import shared
+
+KS = "joins"
+SCHEMA = f"""
+CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}};
+CREATE TABLE IF NOT EXISTS {KS}.tweets (tweet_id int PRIMARY KEY, author_id int, body text);
+CREATE TABLE IF NOT EXISTS {KS}.followers (user_id int, follower_id int, PRIMARY KEY (user_id, follower_id));
+CREATE TABLE IF NOT EXISTS {KS}.timeline (user_id int, tweet_id int, author_id int, body text,
+  PRIMARY KEY (user_id, tweet_id));
+CREATE TABLE IF NOT EXISTS {KS}.old_tweets (tweet_id int PRIMARY KEY, author_id int, body text);
+CREATE TABLE IF NOT EXISTS {KS}.old_followers (user_id int, follower_id int, PRIMARY KEY (user_id, follower_id));
+CREATE TABLE IF NOT EXISTS {KS}.old_timeline (user_id int, tweet_id int, author_id int, body text,
+  PRIMARY KEY (user_id, tweet_id));
+"""
+TABLES = ["tweets", "followers", "timeline", "old_tweets", "old_followers", "old_timeline"]
+INTERNAL = ["async_join_joins_timeline", "async_follows_joins_timeline", "async_join_joins_old",
+            "async_follows_joins_old"]
+
+
+def flows(name: str, prefix: str) -> str:
+    return f"""
+from async_triggers.flows import FanOut, Flow, Write, row, source as s
+
+COLUMNS = dict(tweet_id=s.tweet_id, author_id=s.author_id, body=s.body)
+FLOWS = [Flow(name="{name}", source="{KS}.{prefix}tweets", steps=[
+    Write("{KS}.{prefix}timeline", user_id=s.author_id, **COLUMNS),
+    FanOut("{KS}.{prefix}followers", match={{"user_id": s.author_id}}, follow=True)
+    .write("{KS}.{prefix}timeline", user_id=row.follower_id, **COLUMNS)])]
+"""
+
+
+AUTHORS = range(1, 6)
+READERS = range(1, 16)   # authors among them: some follow themselves or each other
+TTL = 8
+
+
+@pytest.fixture(scope="module")
+def verifier(cluster_settings):
+    return shared(cluster_settings)
+
+
+@pytest.fixture(scope="module")
+def flow(cluster_settings, tmp_path_factory, verifier):
+    from async_triggers.cql import connect
+    from async_triggers.cql_script import run_text
+    with connect(cluster_settings) as s:   # an earlier session's internal tables, if the cluster was kept
+        run_text(s, SCHEMA)
+        for t in INTERNAL:
+            s.execute(f"DROP TABLE IF EXISTS {KS}.{t}")
+    create_empty(cluster_settings, SCHEMA, KS, TABLES)
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("joins"), flows("joins_timeline", ""))
+
+
+def execute(session, cql: str, args=(), consistency: str = "QUORUM"):
+    from cassandra import ConsistencyLevel
+    from cassandra.query import SimpleStatement
+    return session.execute(SimpleStatement(cql, consistency_level=getattr(ConsistencyLevel, consistency)), args)
+
+
+def joined(session, prefix: str = "") -> set[tuple]:
+    """What the timeline should hold: each tweet in its author's timeline and its author's followers', read at ALL."""
+    follows: dict[int, set[int]] = {}
+    for r in execute(session, f"SELECT user_id, follower_id FROM {KS}.{prefix}followers", consistency="ALL"):
+        follows.setdefault(r.user_id, set()).add(r.follower_id)
+    out = set()
+    for t in execute(session, f"SELECT tweet_id, author_id, body FROM {KS}.{prefix}tweets", consistency="ALL"):
+        if t.author_id is None:
+            continue
+        for user in {t.author_id} | follows.get(t.author_id, set()):
+            out.add((user, t.tweet_id, t.author_id, t.body))
+    return out
+
+
+def timeline(session, prefix: str = "") -> set[tuple]:
+    return {tuple(r) for r in execute(session, f"SELECT user_id, tweet_id, author_id, body FROM {KS}.{prefix}timeline",
+                                      consistency="ALL")}
+
+
+def write(session, rng: random.Random, skew_us: int, prefix: str = "") -> None:
+    """One client write of a tweet or a follow, at the client's clock; one in ten retried with a new timestamp."""
+    tweet, author, reader = rng.randrange(40), rng.choice(AUTHORS), rng.choice(READERS)
+    roll = rng.random()
+    ttl = f"TTL {TTL} AND " if rng.random() < 0.1 else ""
+    if roll < 0.25:
+        cql = f"INSERT INTO {KS}.{prefix}tweets (tweet_id, author_id, body) VALUES (%s, %s, %s) USING {ttl}TIMESTAMP %s"
+        args = lambda ts, v=(tweet, author, f"t{tweet}-{rng.randrange(1000)}"): v + (ts,)
+    elif roll < 0.35:
+        cql = f"UPDATE {KS}.{prefix}tweets USING TIMESTAMP %s SET body = %s WHERE tweet_id = %s"
+        args = lambda ts, v=(f"edit-{rng.randrange(1000)}", tweet): (ts,) + v
+    elif roll < 0.45:
+        cql = f"UPDATE {KS}.{prefix}tweets USING TIMESTAMP %s SET author_id = %s WHERE tweet_id = %s"
+        args = lambda ts, v=(author, tweet): (ts,) + v
+    elif roll < 0.52:
+        cql = f"DELETE FROM {KS}.{prefix}tweets USING TIMESTAMP %s WHERE tweet_id = %s"
+        args = lambda ts, v=(tweet,): (ts,) + v
+    elif roll < 0.80:
+        cql = f"INSERT INTO {KS}.{prefix}followers (user_id, follower_id) VALUES (%s, %s) USING {ttl}TIMESTAMP %s"
+        args = lambda ts, v=(author, reader): v + (ts,)
+    else:
+        cql = f"DELETE FROM {KS}.{prefix}followers USING TIMESTAMP %s WHERE user_id = %s AND follower_id = %s"
+        args = lambda ts, v=(author, reader): (ts,) + v
+    execute(session, cql, args(int(time.time() * 1_000_000) + skew_us), consistency=rng.choice(("ONE", "QUORUM")))
+    if rng.random() < 0.1:
+        execute(session, cql, args(int(time.time() * 1_000_000) + skew_us))
+
+
+def client(session, rng: random.Random, skew_us: int, writes: int, errors: list, prefix: str = "") -> None:
+    try:
+        for _ in range(writes):
+            write(session, rng, skew_us, prefix)
+    except Exception as e:  # noqa: BLE001 - reported by the test
+        errors.append(e)
+
+
+def test_should_keep_the_join_under_racing_tweets_follows_and_unfollows(flow, verifier, session):
+    errors: list = []
+    threads = [threading.Thread(target=client, args=(session, random.Random(seed), skew, 150, errors))
+               for seed, skew in enumerate((0, -50_000, 30_000, 50_000))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    drain(session, "joins_timeline", "joins_timeline_follows")
+    time.sleep(TTL + 2)   # every tweet and follow written with a TTL has expired, with its rows
+    want, got = joined(session), timeline(session)
+    assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
+    assert len({w[0] for w in want}) >= 8, want   # followers' timelines, not only authors'
+    assert verifier.problems("joins_timeline") == []
+
+
+def test_should_bring_an_authors_tweets_on_follow_and_take_them_on_unfollow(flow, verifier, session):
+    for i in range(100, 106):
+        execute(session, f"INSERT INTO {KS}.tweets (tweet_id, author_id, body) VALUES (%s, 77, %s)", (i, f"b{i}"))
+    drain(session, "joins_timeline")
+    execute(session, f"INSERT INTO {KS}.followers (user_id, follower_id) VALUES (77, 500)")
+    drain(session, "joins_timeline_follows")
+    mine = lambda: {r.tweet_id for r in execute(session, f"SELECT tweet_id FROM {KS}.timeline WHERE user_id = 500",
+                                                consistency="ALL")}
+    assert mine() == set(range(100, 106))
+    execute(session, f"DELETE FROM {KS}.followers WHERE user_id = 77 AND follower_id = 500")
+    drain(session, "joins_timeline_follows")
+    assert mine() == set()
+    assert verifier.problems("joins_timeline") == []
+
+
+def test_should_backfill_a_following_flow_deployed_over_existing_rows(flow, verifier, session, cluster_settings,
+                                                                      tmp_path_factory):
+    rng = random.Random(7)
+    for _ in range(300):
+        write(session, rng, 0, "old_")
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("joins_old"), flows("joins_old", "old_"))
+    from async_triggers import status
+    # its fan-out table has rows: paused until the backfill has copied them (its tasks wait in the backup maps)
+    assert "joins_old" in status.paused_flows(session)
+    errors: list = []
+    live = threading.Thread(target=client, args=(session, random.Random(8), 0, 60, errors, "old_"))
+    live.start()   # tweets and follows change while the backfill runs
+    done = run_ctl(cluster_settings, "trigger", "backfill", "joins_old", "--master", "local[2]", timeout=900)
+    live.join()
+    assert not errors, errors
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "copied for its following fan-out" in done.stderr + done.stdout
+    assert "joins_old" not in status.paused_flows(session)
+    drain(session, "joins_old", "joins_old_follows")
+    time.sleep(TTL + 2)
+    want, got = joined(session, "old_"), timeline(session, "old_")
+    assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
+    assert verifier.problems("joins_old") == []
