@@ -8,7 +8,10 @@ EXISTS``, ``IF EXISTS``, ``IF col = value``), logged and unlogged batches over t
 one of two to four clients, which the runner drives at once, each client's clock off by up to 50 ms; it goes to a
 drawn coordinator at a drawn consistency level (ONE, QUORUM, ALL). A third of the histories stop one replica for a
 stretch of operations (hints off, then read repair), or pause it (SIGSTOP: a stalled JVM, hints on); those
-operations are written at ONE, without LWT (Paxos needs every replica of RF 2).
+operations are written at ONE, without LWT (Paxos needs every replica of RF 2). One in ten operations adds or removes
+a row of the fan-out table ``fans`` (a follow, an unfollow), or deletes a partition of it: the feeds follow it.
+
+About 420 lines: one draw per write shape, sharing the drawing state (clock, skews, last timestamps).
 
 Timestamps are given explicitly (``USING TIMESTAMP``): offsets in microseconds from the run's base, which lies an
 hour before the run, on a logical clock (1 ms a step) plus the client's skew; some out of order (before or after their
@@ -34,7 +37,8 @@ SHAPES = ("insert", "update", "set_null", "delete_column", "delete_row", "delete
           "delete_partition", "update_static", "delete_static", "element_add", "element_remove", "element_delete",
           "udt_field", "overwrite_collection", "empty_value", "ttl_short", "ttl_long", "lwt_insert", "lwt_update",
           "lwt_delete", "batch_logged", "batch_unlogged", "ts_in_order", "ts_out_of_order", "ts_equal",
-          "cl_one", "cl_quorum", "cl_all", "clients_2", "clients_3", "clients_4", "replica_down", "replica_paused")
+          "cl_one", "cl_quorum", "cl_all", "clients_2", "clients_3", "clients_4", "replica_down", "replica_paused",
+          "fan_add", "fan_remove", "fan_partition_delete")
 
 
 def literal(value, kind: schema.Kind | None = None) -> str:
@@ -358,6 +362,19 @@ def _lwt(d: _Draw, design: Design, shapes: list[str]) -> Stmt:
                 condition=f"IF {col.name} = {literal(d.value(col, shapes), col.kind)}", ks=(k,))
 
 
+def _fan(d: _Draw, shapes: list[str]) -> Stmt:
+    """A follow or an unfollow: a row of ``fans`` added or removed (of the rows a run starts with, or others), or a
+    partition of it deleted; the feeds follow it."""
+    n = d.rng.choice(sorted(schema.FANS))
+    f = d.rng.choice((100, 101, 102, 103, 104, 105, 106))
+    roll = d.rng.random()
+    kind = "fan_add" if roll < 0.5 else "fan_remove" if roll < 0.93 else "fan_partition_delete"
+    shapes.append(kind)
+    key = (("n", f"= {n}"),) if kind == "fan_partition_delete" else (("n", f"= {n}"), ("f", f"= {f}"))
+    ts = d.ts(("fans", n), shapes)
+    return Stmt("fans", "insert" if kind == "fan_add" else "delete", key, ts=ts)
+
+
 def generate(seed: int, design: Design, ops: int = 40, nodes: int = 3, fault_rate: float = 1 / 3) -> History:
     """The history of ``seed`` on ``design``: ``ops`` operations from two to four clients, and one replica stopped
     for a stretch in about ``fault_rate`` of the seeds (never with fewer than 2 nodes)."""
@@ -380,6 +397,8 @@ def generate(seed: int, design: Design, ops: int = 40, nodes: int = 3, fault_rat
         batch = None
         if roll < 0.12 and not down:
             statements = (_lwt(d, design, shapes),)
+        elif roll > 0.9:
+            statements = (_fan(d, shapes),)
         elif roll < 0.28:
             batch = rng.choice(("logged", "unlogged"))
             shapes.append(f"batch_{batch}")

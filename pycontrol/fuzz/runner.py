@@ -15,7 +15,7 @@ import datetime as dt
 import time
 from typing import Callable, Sequence
 
-from .. import cluster as cluster_mod, status
+from .. import cluster as cluster_mod, deploy, follows, status
 from ..errors import AsyncTriggersError, ClusterError
 from . import oracle, schema
 from .generator import History, Op
@@ -154,15 +154,18 @@ def read_sources_at_all(c: Cluster, run: int) -> None:
 
 
 def _drain(c: Cluster, flows: Sequence[str]) -> None:
-    status.wait_drained(c.session, list(flows), dt.datetime.utcnow(), timeout=c.drain_timeout_s)
+    """Waits for the flows and for the companions of those whose fan-out follows its table (the follows)."""
+    names = list(flows) + follows.companions_of(deploy.read_deployed(c.session), flows)
+    status.wait_drained(c.session, names, dt.datetime.utcnow(), timeout=c.drain_timeout_s)
 
 
-def write_fans(c: Cluster, run: int) -> None:
+def write_fans(c: Cluster, run: int, base: int) -> None:
+    """The rows of ``fans`` a run starts with, at the run's base time: the history's removals (stamped after it) win."""
     from cassandra.query import SimpleStatement
-    statement = SimpleStatement(f"INSERT INTO {c.keyspace}.fans (run, n, f) VALUES (%s, %s, %s)",
+    statement = SimpleStatement(f"INSERT INTO {c.keyspace}.fans (run, n, f) VALUES (%s, %s, %s) USING TIMESTAMP %s",
                                 consistency_level=_level("ALL"))
     for row in schema.fan_rows(run):
-        c.session.execute(statement, row, timeout=30)
+        c.session.execute(statement, row + (base,), timeout=30)
 
 
 def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], progress: Progress = lambda _: None,
@@ -178,7 +181,7 @@ def run_history(c: Cluster, history: History, run: int, flows: Sequence[str], pr
     down: int | None = None
     expires = 0.0
     try:
-        write_fans(c, run)
+        write_fans(c, run, base)
         if ran_down and fault.kind == "stop":
             _nodetool_everywhere(c, "disablehandoff")
         try:
@@ -287,7 +290,9 @@ def _start(c: Cluster, index: int, progress: Progress) -> None:
 
 def truncate(c: Cluster) -> None:
     """Empty every table of the keyspace (before a run: it is verified on tables holding its own rows only)."""
-    for table in list(c.design.tables()) + c.design.members_tables():
+    existing = c.session.cluster.metadata.keyspaces.get(c.keyspace)
+    follow = [t for t in c.design.follow_tables(c.keyspace) if existing is not None and t in existing.tables]
+    for table in list(c.design.tables()) + c.design.members_tables() + follow:
         try:
             c.session.execute(f"TRUNCATE {c.keyspace}.{table}", timeout=120)
         except Exception as e:  # noqa: BLE001 - the driver's errors: the campaign cannot go on without clean tables

@@ -121,6 +121,12 @@ class Design:
         """The aggregates' members tables (keyed by the group, not by ``run``): emptied before a run too."""
         return [f"async_members_{s.name}_totals" for s in self.sources if not s.plain and s.indexable]
 
+    def follow_tables(self, keyspace: str = KEYSPACE) -> list[str]:
+        """The join index and the copy of ``fans`` of each feed (they follow ``fans``; keyed by the match, not by
+        ``run``): the deploy creates them, and they are emptied before a run too."""
+        return [f"{prefix}{keyspace}_{s.name}_feed" for s in self.sources if not s.plain
+                for prefix in ("async_join_", "async_follows_")]
+
     def index_column(self, source: Source) -> Column:
         return source.indexable[0]
 
@@ -158,8 +164,9 @@ class Design:
         key_cols = ", ".join(["k"] + [c for c, _, _ in s.clustering])
         key_defs = [f"{c} {t}" for c, t, _ in s.clustering]
         value = next((c for c in s.columns if c.name != "n"), s.columns[0])
+        fed = feed_value(s)
         out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_feed (run bigint, f int, k int, "
-                   f"{''.join(d + ', ' for d in key_defs)}{value.name} {value.kind.cql}, "
+                   f"{''.join(d + ', ' for d in key_defs)}{fed.name} {fed.kind.cql}, "
                    f"PRIMARY KEY ((run, f), {key_cols}));")
         out.append(f"CREATE TABLE IF NOT EXISTS {ks}.{s.name}_both (run bigint, u int, k int, "
                    f"{''.join(d + ', ' for d in key_defs)}{value.name} {value.kind.cql}, "
@@ -198,10 +205,12 @@ class Design:
                         f'steps=[Write("{ks}.{s.name}_copy", {keys}{every})])'))
             if s.plain:
                 continue
+            fed = feed_value(s)
+            # follows fans: the histories add and remove its rows (a follow, an unfollow)
             out.append((f"{ks}_{s.name}_feed",
                         f'Flow(name="{ks}_{s.name}_feed", source="{ks}.{s.name}", page_size={PAGE_SIZE}, '
-                        f'steps=[FanOut("{ks}.fans", match={{"run": s.run, "n": s.n}}).write("{ks}.{s.name}_feed", '
-                        f'{keys}, f=row.f, {value.name}=s.{value.name})])'))
+                        f'steps=[FanOut("{ks}.fans", match={{"run": s.run, "n": s.n}}, follow=True).write('
+                        f'"{ks}.{s.name}_feed", {keys}, f=row.f, {fed.name}=s.{fed.name})])'))
             out.append((f"{ks}_{s.name}_both",
                         f'Flow(name="{ks}_{s.name}_both", source="{ks}.{s.name}", steps=['
                         f'Write("{ks}.{s.name}_both", {keys}, u=s.k, {value.name}=s.{value.name}), '
@@ -245,6 +254,13 @@ class Design:
         if sample.get("k") is None:
             return set()
         return {(s.name, int(sample["k"])) for s in self.sources}
+
+
+def feed_value(s: "Source") -> Column:
+    """The value a source's feed copies through its fan-out that follows ``fans``: a regular column of one cell (a
+    following fan-out refuses a non-frozen collection or UDT), ``n`` when there is no other."""
+    return next((c for c in s.columns if c.name != "n" and c.kind.collection in ("", "frozen")),
+                next(c for c in s.columns if c.name == "n"))
 
 
 def fan_rows(run: int) -> list[tuple[int, int, int]]:
@@ -305,7 +321,8 @@ def flow_shapes_of(designs) -> set[str]:
             if s.plain:
                 out.add("copy (direct)")
                 continue
-            out |= {"copy (lineage)", "fan-out of several pages", "a direct write and an index into one table"}
+            out |= {"copy (lineage)", "fan-out of several pages, following its table",
+                    "a direct write and an index into one table"}
             if s.indexable:
                 out |= {"index", "cascade", "aggregate (count, sum, min, max per group)"}
             if s.clustering:

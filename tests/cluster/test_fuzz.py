@@ -1,6 +1,7 @@
 """A short differential fuzz campaign (``ctl fuzz run``, pycontrol/fuzz) on the session's real 3-node cluster (RF 2):
 two seeded random histories of the CQL write shapes, from concurrent clients with skewed clocks, against the flows of
-a drawn design (copies, lineage indexes, a fan-out of several pages, a direct write and an index into one table, a
+a drawn design (copies, lineage indexes, a fan-out of several pages following its table while the histories add and
+remove its rows, a direct write and an index into one table, a
 cascade, a target partitioned by a clustering column; collections, UDTs, statics, empty values), the first with a
 replica stopped (hints off) and read repair after; each drained, then every flow checked by the verify job.
 ``make fuzz`` runs 50 seeds of five designs on a cluster of its own."""

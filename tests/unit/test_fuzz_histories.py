@@ -32,7 +32,7 @@ def test_should_draw_every_column_type_kind_clustering_order_and_flow_shape_over
     assert {"clustering int ASC", "clustering int DESC", "clustering text ASC", "clustering text DESC"} <= types
     assert any(t.startswith("static ") for t in types)
     assert schema.flow_shapes_of(designs) == {
-        "copy (direct)", "copy (lineage)", "index", "cascade", "fan-out of several pages",
+        "copy (direct)", "copy (lineage)", "index", "cascade", "fan-out of several pages, following its table",
         "a direct write and an index into one table", "target partitioned by a clustering column",
         "aggregate (count, sum, min, max per group)"}
 
@@ -55,6 +55,8 @@ def test_should_deploy_a_drawn_design_as_ctl_validates_it():
         assert modes["fz_s2_copy"] == ["direct"] and modes["fz_s0_copy"] == ["lineage"], modes
         assert modes["fz_s0_both"] == ["lineage", "lineage"], modes
         assert modes["fz_s1_by_c"] == ["lineage"], modes
+        # each feed follows fans (a join index before it) and has a companion on fans
+        assert modes["fz_s0_feed"] == ["lineage", "lineage"] and "fz_s0_feed_follows" in modes, modes
 
 
 def test_should_write_at_one_and_without_lightweight_transactions_while_a_replica_is_down():

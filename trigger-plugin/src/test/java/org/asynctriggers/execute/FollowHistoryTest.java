@@ -28,7 +28,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * The Twitter flow with a fan-out that follows its table (docs/design.md, "A fan-out that follows its table"),
  * against random histories of two tweets and of the follows of their authors: tweets written, edited, moved to another
- * author, deleted; follows added and removed, an author following themself (their own timeline row is also the
+ * author, deleted; follows added and removed (one at a time, or all of an author's at once), an author following themself (their own timeline row is also the
  * flow's direct row); timestamps out of order; each task of either flow run at a random later moment, some twice.
  * The oracle is the join of the tables as they are: every tweet in its author's timeline and in the timeline of
  * each of the author's followers.
@@ -79,6 +79,11 @@ class FollowHistoryTest
     /** A client's write of one tweet or one follow at {@code ts}. */
     private static Task draw(Random random, long ts)
     {
+        if (random.nextInt(25) == 0) // every follow of an author removed at once: a partition deletion
+        {
+            long author = AUTHORS[random.nextInt(AUTHORS.length)];
+            return Fixtures.task(COMPANION, Operation.DELETE, ts, List.of(bigint(author)), row("user_id", author));
+        }
         if (random.nextInt(5) < 2)
         {
             long author = AUTHORS[random.nextInt(AUTHORS.length)];
@@ -131,6 +136,8 @@ class FollowHistoryTest
 
     private static String describe(Task task)
     {
+        if (task.flow().equals(COMPANION.name) && task.key().size() == 1)
+            return "unfollow every follower of " + longOf(task.key().get(0)) + " @" + task.timestamp();
         if (task.flow().equals(COMPANION.name))
             return (task.operation() == Operation.DELETE ? "unfollow " : "follow ") + longOf(task.key().get(0)) + " by "
                    + longOf(task.key().get(1)) + " @" + task.timestamp();
