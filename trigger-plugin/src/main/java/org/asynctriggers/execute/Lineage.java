@@ -50,7 +50,8 @@ import static org.asynctriggers.execute.Statements.bigint;
  * A read at ALL that a replica down makes unavailable is made at the lineage read level instead: a write that only the
  * down replica holds reaches the others by a hint, which is a write, and its task runs then.
  * <p>
- * About 480 lines: the protocol's steps, whose ordering arguments refer to one another, in one place; the version
+ * About 550 lines: the protocol's steps, whose ordering arguments refer to one another, in one place (with the stamps
+ * and the gone join index rows of a flow that follows its fan-out table, which change those arguments); the version
  * counter ({@link LineageVersions}) and the resume position ({@link LineageResume}) are classes of their own.
  */
 final class Lineage
