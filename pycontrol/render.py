@@ -119,24 +119,22 @@ def _backup_maps(specs: Sequence[dict]) -> list[dict]:
 
 def _members_tables(specs: Sequence[dict]) -> list[dict]:
     """The members table of each aggregate of the flows (docs/design.md, "Aggregates")."""
-    out = []
-    for m in aggregates.members_tables(specs):
-        partition = ", ".join(ident(c) for c in m["partition_key"])
-        out.append({"keyspace": m["keyspace"], "table": m["table"], "aggregate": m["aggregate"],
-                    "columns": ",\n  ".join(f"{ident(c)} {t}" for c, t in m["columns"].items()),
-                    "primary_key": ", ".join([f"({partition})"] + [ident(c) for c in m["clustering"]])})
-    return out
+    return [{"keyspace": m["keyspace"], "table": m["table"], "aggregate": m["aggregate"], **_layout(m)}
+            for m in aggregates.members_tables(specs)]
 
 
 def _follow_tables(specs: Sequence[dict]) -> list[dict]:
     """The join index and the copy of the fan-out table of each following fan-out of the flows."""
-    out = []
-    for t in follows.tables(specs):
-        partition = ", ".join(ident(c) for c in t["partition_key"])
-        out.append({"keyspace": t["keyspace"], "table": t["table"], "comment": t["comment"],
-                    "columns": ",\n  ".join(f"{ident(c)} {cql_type}" for c, cql_type in t["columns"].items()),
-                    "primary_key": ", ".join([f"({partition})"] + [ident(c) for c in t["clustering"]])})
-    return out
+    return [{"keyspace": t["keyspace"], "table": t["table"], "comment": t["comment"], **_layout(t)}
+            for t in follows.tables(specs)]
+
+
+def _layout(table: Mapping) -> dict:
+    """A table the deploy creates (``columns``: name to CQL type, ``partition_key``, ``clustering``) as its CREATE
+    TABLE writes them: the column definitions and the primary key."""
+    partition = ", ".join(ident(c) for c in table["partition_key"])
+    return {"columns": ",\n  ".join(f"{ident(c)} {cql_type}" for c, cql_type in table["columns"].items()),
+            "primary_key": ", ".join([f"({partition})"] + [ident(c) for c in table["clustering"]])}
 
 
 def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),

@@ -283,7 +283,7 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=Non
         else:
             rows = derive.target_rows(target, part, fanout_dfs, list(target["columns"]), carry=(WRITETIME, TTL))
         if following is not None:
-            rows = follows.stamped(spec, target, rows, WRITETIME)
+            rows = follows.stamped(target, rows, WRITETIME)
         rows = rows.persist()
         try:
             written += rows.count()

@@ -40,7 +40,7 @@ def base(column):
     return (F.floor(column / SPACING) * SPACING).cast("long")
 
 
-def stamped(spec: Mapping, target: Mapping, rows, writetime: str):
+def stamped(target: Mapping, rows, writetime: str):
     """``rows`` of ``target`` (carrying ``writetime``, already the version) with the plugin's stamp within it: the
     change number 0 of a copied fan-out row for the following fan-out, the version's last stamp but one for the join
     index (which also gets its version), the last stamp for every other target."""

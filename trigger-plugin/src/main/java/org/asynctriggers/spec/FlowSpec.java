@@ -98,12 +98,6 @@ public final class FlowSpec
         {
             return Math.floorDiv(candidate + SPACING - 1, SPACING) * SPACING;
         }
-
-        /** The version a write at {@code stamp} was made under. */
-        public static long versionOf(long stamp)
-        {
-            return Math.floorDiv(stamp, SPACING) * SPACING;
-        }
     }
 
     /**
