@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -135,6 +135,10 @@ bench-ack: install
 # the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
 bench-backup: install
 	$(PY) -m async_triggers.benchmarks.experiments.backup_size --minutes 10
+
+# a follow, an unfollow and an aggregate update with the Twitter example: time to the last row, by the author's tweets
+bench-joins: install
+	$(PY) -m async_triggers.benchmarks.experiments.join_cost
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target dist

@@ -80,3 +80,25 @@ def verify_json(settings, *args: str) -> tuple[int, list[dict]]:
     done = verify_ctl(settings, *args)
     assert done.returncode in (0, 1), done.stdout + done.stderr
     return done.returncode, [t for line in done.stdout.strip().splitlines() for t in json.loads(line)]
+
+
+
+TWITTER_FLOWS = ("twitter_timeline", "twitter_tweet_counts")
+
+
+def deploy_twitter(settings, followers=()) -> subprocess.CompletedProcess:
+    """The Twitter example from scratch (examples/twitter/demo.py's ``empty``), deployed with the real `ctl`, then
+    ``followers`` ((user_id, follower_id) pairs) written and followed into the copy. Follows loaded before the
+    deploy would start the following flow paused until `ctl trigger backfill` (docs/design.md)."""
+    from cassandra.concurrent import execute_concurrent_with_args
+    from async_triggers.cql import connect
+    from async_triggers.examples.twitter.demo import empty
+    with connect(settings) as s:
+        empty(s)
+    result = run_ctl(settings, "trigger", "deploy", str(ROOT / "examples" / "twitter" / "flows.py"))
+    assert result.returncode == 0, result.stdout + result.stderr
+    with connect(settings) as s:
+        insert = s.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
+        execute_concurrent_with_args(s, insert, list(followers), concurrency=32, raise_on_first_error=True)
+        drain(s, "twitter_timeline_follows", timeout=600)
+    return result

@@ -1,6 +1,7 @@
-"""The integrated application: the request writes the tweet and is acknowledged; the flow deployed in Cassandra
-(examples/twitter/flows.py) fans it out inside the nodes. The application's whole job is one write, sent
-asynchronously (the load generator keeps many in flight; ``submit`` is the blocking form the lag probe uses)."""
+"""The integrated application: the request writes the tweet and is acknowledged; the flow deployed in Cassandra (the
+example's timeline flow as the report has it: benchmarks/harness/testbed.py) fans it out inside the nodes. The
+application's whole job is one write, sent asynchronously (the load generator keeps many in flight; ``submit`` is the
+blocking form the lag probe uses)."""
 from __future__ import annotations
 
 import dataclasses

@@ -27,9 +27,9 @@ from cassandra.concurrent import execute_concurrent_with_args
 from cassandra.util import uuid_from_time
 
 from async_triggers import deploy, status
-from async_triggers.benchmarks.harness.twitter_example import TWITTER_FLOWS, cluster_settings, empty_twitter
+from async_triggers.benchmarks.harness.twitter_example import cluster_settings, empty_twitter, report_flows
 from async_triggers.cql import connect
-from async_triggers.flows import Backup, load_flow_file
+from async_triggers.flows import Backup
 from async_triggers.examples.twitter.workload import INSERT_TWEET, write_tweets
 
 CELEBRITY = 1
@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)
 
     settings = cluster_settings(args.name, args.nodes, log)
-    flows = load_flow_file(TWITTER_FLOWS)
+    flows = report_flows()
     variants = {"backup": flows, "no-backup": [dataclasses.replace(f, backup=Backup(enabled=False)) for f in flows]}
     followers = list(range(2, args.followers + 2))
     rng = random.Random(1)

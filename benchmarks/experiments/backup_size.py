@@ -19,9 +19,8 @@ from pathlib import Path
 from cassandra.concurrent import execute_concurrent_with_args
 
 from async_triggers import cluster as cluster_mod, deploy, status
-from async_triggers.benchmarks.harness.twitter_example import TWITTER_FLOWS, cluster_settings, empty_twitter
+from async_triggers.benchmarks.harness.twitter_example import cluster_settings, empty_twitter, report_flows
 from async_triggers.cql import connect
-from async_triggers.flows import load_flow_file
 from async_triggers.examples.twitter.workload import INSERT_TWEET, tweet_body
 
 FLOW = "twitter_timeline"
@@ -53,7 +52,7 @@ def main(argv=None) -> int:
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         pairs = [(u, rng.randrange(USERS)) for u in range(USERS) for _ in range(FOLLOWERS_EACH)]
         execute_concurrent_with_args(session, insert, pairs, concurrency=64, raise_on_first_error=True)
-        deploy.deploy(session, load_flow_file(TWITTER_FLOWS))
+        deploy.deploy(session, report_flows())
         tweet = session.prepare(INSERT_TWEET)
         log(f"{args.rate} tweets/s for {args.minutes} min; backup map {TABLE}")
         started = time.monotonic()

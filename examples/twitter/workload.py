@@ -51,3 +51,16 @@ def write_tweets(session, authors: Sequence[int], rng: random.Random,
         session.execute(insert, values)
         latencies.append((time.perf_counter() - started) * 1000)
     return WriteStats(count=len(latencies), latencies_ms=tuple(latencies), tweet_ids=tuple(ids))
+
+
+def change_follows(session, added: Sequence[tuple[int, int]], removed: Sequence[tuple[int, int]],
+                   rng: random.Random, consistency: int = ConsistencyLevel.QUORUM) -> None:
+    """Follows (``added``) and unfollows (``removed``) as (user_id, follower_id) pairs, in a shuffled order, one at a
+    time, as the users make them."""
+    follow = session.prepare('INSERT INTO "twitter"."followers" ("user_id", "follower_id") VALUES (?, ?)')
+    unfollow = session.prepare('DELETE FROM "twitter"."followers" WHERE "user_id" = ? AND "follower_id" = ?')
+    follow.consistency_level = unfollow.consistency_level = consistency
+    changes = [(follow, pair) for pair in added] + [(unfollow, pair) for pair in removed]
+    rng.shuffle(changes)
+    for statement, pair in changes:
+        session.execute(statement, pair)

@@ -146,6 +146,9 @@ def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Pa
     return conf
 
 
+EXTENSIONS = "spark.sql.extensions"
+
+
 def build_session(master: str = "local[*]", contact_points: Iterable[str] | None = None, port: int | None = None,
                   app_name: str = "async-triggers", home: Path | None = None,
                   jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None, connection=None):
@@ -183,6 +186,12 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     from .standalone import executor_conf
     settings = {**spark_options(master, app_name, jar_paths, log_config(home)), **executor_conf(master),
                 **connector_options(connection.hosts, connection.port), **public, **(conf or {})}
+    active = SparkSession.getActiveSession()
+    wanted = settings.get(EXTENSIONS)
+    if active is not None and wanted and active.sparkContext.getConf().get(EXTENSIONS) != wanted:
+        # SQL extensions are fixed when a session starts: one started without them (the graph loader's, in the
+        # same process) would give this caller a session without writetime() and ttl()
+        active.stop()
     builder = SparkSession.builder
     for key, value in settings.items():
         builder = builder.config(key, value)

@@ -35,8 +35,9 @@ What "expected" means (the assumptions a verification can only state, not check)
 - Every current source row is the last word: the flow handled every insert, update and delete of the source
   table (``events`` covers all three). A source row deleted while a flow without ``delete`` ran leaves target
   rows that are reported as unexpected; a value updated without ``update`` is reported as a wrong value.
-- Fan-out tables did not change while the flow ran: the expected fan-out rows are the join of the *current*
-  source with the *current* fan-out table. (The demo loads the followers before the tweets.)
+- The expected fan-out rows are the join of the *current* source with the *current* fan-out table: what a fan-out
+  that follows its table (``follow=True``) keeps. A fan-out that does not follow writes the rows of the followers a
+  source row had when its task ran, so a change of its fan-out table since then shows as a difference.
 - A target row needs a non-null value in every primary key column; a source row that maps a null into one
   produces no row. This is exactly the ``lineage`` rule (index ``users`` -> ``users_by_name``: one index row per
   user whose name is set; the rows of former names must be gone), and holds for ``direct`` targets too.

@@ -148,12 +148,15 @@ def test_should_lose_nothing_while_nodes_are_added_decommissioned_and_replaced(m
         run_file(session, ROOT / "examples" / "users_index" / "schema.cql")
         for table in ("twitter.tweets", "app.users"):   # streams to and from these go through the write path
             session.execute(f"ALTER TABLE {table} WITH cdc = true")
-        insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
-        execute_concurrent_with_args(session, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
-                                     concurrency=32, raise_on_first_error=True)
     for example in ("twitter", "users_index"):
         assert run_ctl(members, "trigger", "deploy", str(ROOT / "examples" / example / "flows.py")).returncode == 0
     with connect(members) as session:   # every user exists before the renames start: each is then one write
+        # the follows after the deploy: the following fan-out copies them as they come (before it, the flow would
+        # start paused until a backfill copied them)
+        insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
+        execute_concurrent_with_args(session, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
+                                     concurrency=32, raise_on_first_error=True)
+        drain(session, FLOW + "_follows", timeout=600)
         insert = session.prepare("INSERT INTO app.users (user_id, name, email) VALUES (?, ?, ?)")
         execute_concurrent_with_args(session, insert, [(u, f"first-{i}", f"u{i}@example.org") for i, u in enumerate(users)],
                                      concurrency=32, raise_on_first_error=True)

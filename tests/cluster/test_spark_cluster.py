@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from helpers import ROOT, drain, run_ctl
+from helpers import ROOT, TWITTER_FLOWS, deploy_twitter, drain, run_ctl
 from async_triggers.examples.twitter import workload
 
 FLOW = "twitter_timeline"
@@ -43,24 +43,16 @@ def spark_cluster(cluster_settings):
 @pytest.fixture(scope="module")
 def twitter(cluster_settings):
     """The Twitter flow over 4 tweets: authors 1 and 2 have 30 followers each, author 3 none (94 timeline rows)."""
-    from cassandra.concurrent import execute_concurrent_with_args
     from async_triggers.cql import connect
-    from async_triggers.cql_script import run_file
+    deploy_twitter(cluster_settings, [(a, f) for a in (1, 2) for f in range(100, 130)])
     with connect(cluster_settings) as s:
-        run_file(s, ROOT / "examples" / "twitter" / "schema.cql")
-        for t in ("tweets", "timeline", "followers", "users"):
-            s.execute(f"TRUNCATE twitter.{t}")
-        insert = s.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
-        execute_concurrent_with_args(s, insert, [(a, f) for a in (1, 2) for f in range(100, 130)], concurrency=32,
-                                     raise_on_first_error=True)
-        deployed = run_ctl(cluster_settings, "trigger", "deploy", str(ROOT / "examples" / "twitter" / "flows.py"))
-        assert deployed.returncode == 0, deployed.stderr
         workload.write_tweets(s, [1, 2, 1, 3], random.Random(11))
         drain(s, FLOW)
     yield
-    # leave the shared cluster as this module found it: without the flow (the later modules deploy it themselves)
-    dropped = run_ctl(cluster_settings, "trigger", "drop", FLOW, "--drain")
-    assert dropped.returncode == 0, dropped.stderr
+    # leave the shared cluster as this module found it: without the flows (the later modules deploy them themselves)
+    for name in TWITTER_FLOWS:
+        dropped = run_ctl(cluster_settings, "trigger", "drop", name, "--drain")
+        assert dropped.returncode == 0, dropped.stderr
     time.sleep(3 * 2)   # every node applies it within two of its control loop's 2-s cycles
 
 

@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from helpers import ROOT, drain, run_ctl
+from helpers import ROOT, deploy_twitter, drain, run_ctl
 from async_triggers.examples.twitter import workload
 
 
@@ -14,18 +14,7 @@ FOLLOWERS = {1: list(range(100, 2600)), 2: [100, 101, 102], 3: []}   # author ->
 
 @pytest.fixture(scope="module")
 def twitter(cluster_settings):
-    from cassandra.concurrent import execute_concurrent_with_args
-    from async_triggers.cql import connect
-    from async_triggers.cql_script import run_file
-    with connect(cluster_settings) as s:
-        run_file(s, ROOT / "examples" / "twitter" / "schema.cql")
-        for t in ("tweets", "timeline", "followers"):
-            s.execute(f"TRUNCATE twitter.{t}")
-        insert = s.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
-        execute_concurrent_with_args(s, insert, [(a, f) for a, fs in FOLLOWERS.items() for f in fs],
-                                     concurrency=64, raise_on_first_error=True)
-    result = run_ctl(cluster_settings, "trigger", "deploy", str(ROOT / "examples" / "twitter" / "flows.py"))
-    assert result.returncode == 0, result.stderr
+    result = deploy_twitter(cluster_settings, [(a, f) for a, fs in FOLLOWERS.items() for f in fs])
     assert "deployed twitter_timeline" in result.stdout
 
 

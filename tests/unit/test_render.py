@@ -41,15 +41,16 @@ def test_should_bind_every_value_of_the_deploy_statements():
     specs = specs_of("twitter")
     statements = render.deploy_statements(specs, 2, version=42)
     insert = [s for s in statements if s.cql.startswith('INSERT INTO "async_triggers"."flows"')]
-    assert len(insert) == 1
+    assert [s.values[0] for s in insert] == [spec["name"] for spec in specs] == \
+        ["twitter_timeline", "twitter_timeline_follows", "twitter_tweet_counts"]   # the follow's companion among them
     name, ks, table, spec_text, version = insert[0].values
     assert (name, ks, table, version) == ("twitter_timeline", "twitter", "tweets", 42)
     assert spec_text == render.spec_json(specs[0])
-    assert "twitter_timeline" not in insert[0].cql  # values are bound, never formatted into CQL
+    assert not any(spec["name"] in s.cql for s in insert for spec in specs)  # values are bound, never formatted into CQL
     trigger = [s for s in statements if s.cql.startswith("CREATE TRIGGER")]
     assert trigger[0].cql == ('CREATE TRIGGER IF NOT EXISTS "async_triggers" ON "twitter"."tweets"\n'
                               "  USING 'org.asynctriggers.AsyncTrigger'")
-    assert all(s.values == () for s in statements if s is not insert[0])
+    assert all(s.values == () for s in statements if s not in insert)
 
 
 def test_should_quote_identifiers_and_escape_literals():
