@@ -52,6 +52,7 @@ class CampaignConfig:
     celebrity_followers: int = 10_500
     celebrity_tweets: int = 2
     tweets: int = 1_200
+    follows: int = 60                   # users of the run's own who follow an author; half unfollow again
     load_s: float = 40.0
     client_threads: int = 32
     drain_timeout_s: float = 600.0
@@ -121,16 +122,34 @@ def _setup(settings: Settings, config: CampaignConfig, progress: Progress):
                           commitlog_sync=None if existing is not None else "batch")
     session = _session(settings.with_hosts(info.contact_points).connection)
     run_text(session, workload.schema_cql(config.replication_factor))
+    if session.execute(f"SELECT user_id FROM {workload.KEYSPACE}.followers LIMIT 1").one() is None:
+        # before the deploy: a following fan-out deployed over them starts paused until the run's Spark copies
+        # them (_copy_held), instead of one task per follow
+        graph = workload.follower_graph(config.users, config.celebrity_followers, config.workload_seed)
+        from cassandra.concurrent import execute_concurrent_with_args
+        insert = session.prepare(f"INSERT INTO {workload.KEYSPACE}.followers (user_id, follower_id) VALUES (?, ?)")
+        results = execute_concurrent_with_args(session, insert, graph.edges, concurrency=64, raise_on_first_error=True)
+        progress(f"follower graph: {config.users} users, {len(results)} edges, the celebrity has "
+                 f"{config.celebrity_followers} followers")
+    else:   # a cluster an earlier campaign made: its graph, as the runs left it (each removes its own follows)
+        progress(f"follower graph: the one already in {workload.KEYSPACE}.followers")
     flow_file = config.out / "chaos_flows.py"
     flow_file.write_text(workload.FLOW_FILE)
     deploy.deploy(session, load_flow_file(flow_file), progress=lambda m: None)
-    graph = workload.follower_graph(config.users, config.celebrity_followers, config.workload_seed)
-    from cassandra.concurrent import execute_concurrent_with_args
-    insert = session.prepare(f"INSERT INTO {workload.KEYSPACE}.followers (user_id, follower_id) VALUES (?, ?)")
-    results = execute_concurrent_with_args(session, insert, graph.edges, concurrency=64, raise_on_first_error=True)
-    progress(f"follower graph: {config.users} users, {len(results)} edges, the celebrity has "
-             f"{config.celebrity_followers} followers")
     return info, session
+
+
+def _copy_held(session, spark, progress: Progress) -> None:
+    """A following flow the deploy held (its fan-out table had rows): its copy filled with Spark, then resumed, as
+    `ctl trigger backfill` does (the chaos tables hold no tweet before the first run)."""
+    from async_triggers.spark_jobs import follows as spark_follows
+    from async_triggers.spark_jobs.backfill import LINEAGE_WRITE_CONSISTENCY
+
+    paused = status.paused_flows(session)
+    for name, spec in deploy.read_deployed(session).items():
+        if name in paused and name in workload.FLOWS and spark_follows.following_target(spec) is not None:
+            spark_follows.fill_copy(spark, spec, LINEAGE_WRITE_CONSISTENCY, progress)
+            spark_follows.resume_held(session, name, progress)
 
 
 def _nodes(info) -> list[str]:
@@ -223,7 +242,9 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     _unfreeze(settings, config)
     spark = build_session(master=config.master, connection=settings.with_hosts(info.contact_points).connection,
                           app_name="chaos-check")
-    ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets)
+    _copy_held(session, spark, progress)
+    ops = workload.operations(config.workload_seed, config.tweets, config.load_s, config.users, config.celebrity_tweets,
+                              config.follows)
     campaign_base = int(time.time()) * 1_000_000_000   # a campaign's ids are its own, on a reused cluster too
     reference = config.out / "reference" if config.reference else None
     rng = random.Random(config.seed)
@@ -231,7 +252,7 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     seeds += [config.replay] if config.replay is not None else [rng.randrange(2 ** 31) for _ in range(config.runs)]
     report(f"campaign: seed {config.seed}, {len(seeds) - 1} faulty run(s) "
            + ("after the reference" if config.reference else "without a reference run") + f"; inputs: "
-           f"{len(ops)} writes of {config.tweets} tweets in {config.load_s:.0f}s (workload seed {config.workload_seed})")
+           f"{len(ops)} writes of {config.tweets} tweets and {config.follows} follows in {config.load_s:.0f}s (workload seed {config.workload_seed})")
     results = []
     forms: dict[str, str] = {}   # the stored task form a roll gave each node (nemesis.py)
     for index, fault_seed in enumerate(seeds):
@@ -275,12 +296,13 @@ def _run(settings, config, session, spark, check, ops, index, fault_seed, id_bas
     check_result = None
 
     def drain() -> None:
-        status.wait_drained(session, list(workload.FLOWS), dt.datetime.utcnow(), timeout=config.drain_timeout_s,
+        status.wait_drained(session, list(workload.DRAINED), dt.datetime.utcnow(), timeout=config.drain_timeout_s,
                             progress=lambda m: None)
 
     def check_run(write_reference: bool) -> dict:
         return check(spark, workload.FLOWS, [(f"{workload.KEYSPACE}.{t}", c) for t, c in workload.TABLES],
-                     "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=write_reference)
+                     "tweet_id", id_base, id_base + workload.ID_STRIDE, reference, write_reference=write_reference,
+                     relative={f"{workload.KEYSPACE}.{t}": cs for t, cs in workload.RUN_IDS.items()})
 
     try:
         t0 = time.monotonic()
@@ -320,7 +342,29 @@ def _run(settings, config, session, spark, check, ops, index, fault_seed, id_bas
             rows += [{**r, "when": "second check"} for r in evidence.explain(session, again)]
         except Exception as e:  # noqa: BLE001 - the evidence is a bonus: the run's verdict stands without it
             rows.append({"error": f"evidence not gathered: {e!r}"})
+    try:   # the next run starts from the same graph as the reference did
+        _unfollow(session, workload.kept_follows(ops, id_base))
+        drain()
+    except Exception as e:  # noqa: BLE001 - the run's verdict stands; the next run's check would show the rest
+        result.error = (result.error + "; " if result.error else "") + f"its follows not removed: {e}"
     result.seconds = time.monotonic() - started
     if not result.ok:
         _keep_evidence(settings, config, config.out / f"run-{index}", check_result, rows)
     return result
+
+
+def _unfollow(session, pairs, attempts: int = 20) -> None:
+    """Deletes the (user_id, follower_id) follows, each retried while the cluster is still settling."""
+    from cassandra import ConsistencyLevel
+
+    delete = session.prepare(f"DELETE FROM {workload.KEYSPACE}.followers WHERE user_id = ? AND follower_id = ?")
+    delete.consistency_level = ConsistencyLevel.QUORUM
+    for pair in pairs:
+        for attempt in range(attempts):
+            try:
+                session.execute(delete, pair, timeout=10)
+                break
+            except Exception:  # noqa: BLE001 - timeouts, Unavailable: retried
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(1.0)

@@ -47,10 +47,16 @@ def _rows(session, cql: str, values: tuple) -> list[dict]:
 
 
 def explain_row(session, flow: str, table: str, row: Mapping) -> dict:
-    """One sampled wrong row of ``table`` (a chaos table; every one holds ``tweet_id``) with what explains it."""
+    """One sampled wrong row of ``table`` (a chaos table; every one but the counts holds ``tweet_id``) with what
+    explains it."""
     ks = workload.KEYSPACE
-    tweet_id = row["tweet_id"]
     out: dict = {"flow": flow, "table": table, "row": dict(row)}
+    if "tweet_id" not in row:   # an author's count: the row as it is now, and the author's tweets
+        out["target"] = _rows(session, f"SELECT * FROM {table} WHERE author_id = %s", (row["author_id"],))
+        out["source"] = _rows(session, f"SELECT tweet_id FROM {ks}.tweets WHERE author_id = %s ALLOW FILTERING",
+                              (row["author_id"],))
+        return out
+    tweet_id = row["tweet_id"]
     source = workload.SOURCES.get(flow, "tweets")
     out["source"] = _rows(session, f"SELECT author_id, body, writetime(body) AS written FROM {ks}.{source} "
                                    "WHERE tweet_id = %s", (tweet_id,))

@@ -24,6 +24,8 @@ def run(ctx: typer.Context,
         cluster: str = typer.Option("chaos", "--cluster", help="The ccm cluster (created when missing)."),
         nodes: int = typer.Option(3, "--nodes"),
         tweets: Optional[int] = typer.Option(None, "--tweets", help="Tweets per run."),
+        follows: Optional[int] = typer.Option(None, "--follows", help="Follows per run by users of its own (half "
+                                                                      "unfollow again); default 60."),
         load_s: Optional[float] = typer.Option(None, "--load-seconds", help="Seconds of load per run."),
         out: Path = typer.Option(Path("/tmp/async-triggers-chaos"), "--out", help="Per-run lines, summary, evidence."),
         no_reference: bool = typer.Option(False, "--no-reference", help="No fault-free reference run: each run is "
@@ -47,6 +49,10 @@ def run(ctx: typer.Context,
             config = dataclasses.replace(config, kinds=chosen)
         if tweets is not None:
             config = dataclasses.replace(config, tweets=tweets)
+        if follows is not None:
+            if follows < 0:
+                raise ConfigError(f"--follows must be zero or more, found: {follows}")
+            config = dataclasses.replace(config, follows=follows)
         if load_s is not None:
             config = dataclasses.replace(config, load_s=load_s)
         if runs < 0:

@@ -3,13 +3,14 @@
 For one run's rows (the tweet ids in ``[id_from, id_to)``):
 
 - every flow is verified as ``async_triggers.spark_jobs.verify`` does (expected rows from the current source and fan-out
-  tables; missing, unexpected and wrong-value rows of each target), on that run's rows only;
-- the run's tables, ids made relative to the run, are compared with those of the campaign's fault-free
-  reference run (same inputs): rows only in the reference, rows only in this run. The reference run writes its
-  snapshot (Parquet) instead.
+  tables; missing, unexpected and wrong-value rows of each target), on that run's rows only; a flow with aggregates
+  on the whole source (a group totals every run's rows);
+- the run's tables, ids made relative to the run (the id column, and the other columns ``relative`` names where they
+  hold one of the run's ids), are compared with those of the campaign's fault-free reference run (same inputs): rows
+  only in the reference, rows only in this run. The reference run writes its snapshot (Parquet) instead.
 
     python -m async_triggers.spark_jobs.chaos_check --flows chaos_timeline,chaos_copy --tables chaos.tweets:tweet_id \\
-        --id-from 10000000 --id-to 20000000 --reference /tmp/ref --json
+        --run-ids chaos.timeline:user_id --id-from 10000000 --id-to 20000000 --reference /tmp/ref --json
 """
 from __future__ import annotations
 
@@ -30,19 +31,30 @@ def restrict(df, column: str, id_from: int, id_to: int):
 
 def verify_flow(spark, spec: Mapping, id_column: str, id_from: int, id_to: int) -> list[dict]:
     """async_triggers.spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids."""
+    from .derive import aggregate_tables
     from .session import read_table
-    from .verify import compared_columns, fanout_columns, source_columns, targets_by_table, verify_frames
+    from .verify import fanout_columns, source_columns, targets_by_table, verify_frames
+    from .verify_run import Options, read_target
+
+    whole = bool(aggregate_tables(spec))
+
+    def run_only(df, column: str = id_column):
+        return df if whole else restrict(df, column, id_from, id_to)
+
+    def id_of(group) -> str:   # the target's column that holds the source's id (a join index names it k0)
+        return next((c for c, e in group[0].get("columns", {}).items() if e == f"source.{id_column}"), id_column)
 
     src = spec["source"]
-    source_df = restrict(read_table(spark, src["keyspace"], src["table"], source_columns(spec)), id_column, id_from, id_to)
+    source_df = run_only(read_table(spark, src["keyspace"], src["table"], source_columns(spec)))
     fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols) for name, cols in fanout_columns(spec).items()}
-    actual_dfs = {name: restrict(read_table(spark, *name.split(".", 1), compared_columns(group)), id_column, id_from, id_to)
+    # as ctl verify reads them (a join index's rows kept as gone are not the flow's rows)
+    actual_dfs = {name: run_only(read_target(spark, None, spec, name, None, Options()), id_of(group))
                   for name, group in targets_by_table(spec).items()}
     return [dict(flow=spec["name"], **r.as_dict()) for r in verify_frames(spec, source_df, fanout_dfs, actual_dfs)]
 
 
 def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: int, id_to: int,
-                           reference: Path, write: bool) -> list[dict]:
+                           reference: Path, write: bool, relative: Mapping[str, Sequence[str]] = {}) -> list[dict]:
     """Each table's rows of the run, ids relative to the run; written as the reference (``write``) or compared
     with it. Returns one dict per table: rows, only_in_reference, only_in_run (and samples)."""
     from pyspark.sql import functions as F
@@ -54,6 +66,9 @@ def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: in
         keyspace, table = qualified.split(".", 1)
         df = restrict(read_table(spark, keyspace, table), column, id_from, id_to)
         df = df.withColumn(column, F.col(column) - F.lit(id_from))
+        for other in relative.get(qualified, ()):
+            run_id = (F.col(other) >= F.lit(id_from)) & (F.col(other) < F.lit(id_to))
+            df = df.withColumn(other, F.when(run_id, F.col(other) - F.lit(id_from)).otherwise(F.col(other)))
         df = df.select(*sorted(df.columns))
         path = str(reference / table)
         if write:
@@ -72,13 +87,13 @@ def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: in
 
 
 def check(spark, flows: Iterable[str], tables: Sequence[tuple[str, str]], id_column: str, id_from: int, id_to: int,
-          reference: Path | None, write_reference: bool) -> dict:
+          reference: Path | None, write_reference: bool, relative: Mapping[str, Sequence[str]] = {}) -> dict:
     """``reference`` None: no comparison with a reference run (``differs`` 0)."""
     from .specs import load_spec
 
     verified = [r for flow in flows for r in verify_flow(spark, load_spec(spark, flow), id_column, id_from, id_to)]
     compared = [] if reference is None else compare_with_reference(spark, tables, id_from, id_to, reference,
-                                                                   write_reference)
+                                                                   write_reference, relative)
     return {
         "verified": verified,
         "compared": compared,
@@ -93,6 +108,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m async_triggers.spark_jobs.chaos_check", description=__doc__.split("\n\n")[0])
     p.add_argument("--flows", required=True, help="comma-separated deployed flows")
     p.add_argument("--tables", required=True, help="comma-separated keyspace.table:id_column to compare")
+    p.add_argument("--run-ids", default="", help="comma-separated keyspace.table:column, other columns that hold a "
+                                                 "run's ids where they are in the run's range (its own users)")
     p.add_argument("--id-column", default="tweet_id")
     p.add_argument("--id-from", type=int, required=True)
     p.add_argument("--id-to", type=int, required=True)
@@ -109,6 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = _parser().parse_args(argv)
     tables = [tuple(t.split(":", 1)) for t in args.tables.split(",") if t]
+    relative: dict[str, list[str]] = {}
+    for item in filter(None, args.run_ids.split(",")):
+        table, column = item.split(":", 1)
+        relative.setdefault(table, []).append(column)
     from async_triggers.errors import exit_code_of
     from async_triggers.connection import from_arguments
     from async_triggers.errors import AsyncTriggersError
@@ -118,7 +139,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return exit_code_of(e)
     result = check(spark, args.flows.split(","), tables, args.id_column, args.id_from, args.id_to,
-                   Path(args.reference), args.write_reference)
+                   Path(args.reference), args.write_reference, relative)
     print(json.dumps(result, default=str))
     return 0 if result["missing"] == result["unexpected"] == result["wrong_value"] == result["differs"] == 0 else 1
 

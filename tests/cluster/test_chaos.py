@@ -159,6 +159,24 @@ def test_should_write_each_tweet_first_and_change_it_only_later_in_the_inputs():
     assert sum(1 for op in first.values() if op.author == 0) == 3, "the celebrity tweets"
 
 
+def test_should_follow_authors_of_the_run_and_unfollow_only_later_with_its_own_users():
+    ops = workload.operations(seed=7, tweets=500, seconds=40, users=1000, celebrity_tweets=3, follows=80)
+    tweets = [op for op in ops if op.kind not in ("follow", "unfollow")]
+    assert tweets == workload.operations(seed=7, tweets=500, seconds=40, users=1000, celebrity_tweets=3), \
+        "the tweets of a seed do not change with the follows"
+    follows = [op for op in ops if op.kind == "follow"]
+    unfollows = {op.tweet: op for op in ops if op.kind == "unfollow"}
+    assert sorted(op.tweet for op in follows) == list(range(500, 580)), "one follow per user of the run's own"
+    authors = {op.author for op in tweets if op.author is not None}
+    assert all(op.author in authors for op in follows) and any(op.author == 0 for op in follows)
+    assert 20 <= len(unfollows) <= 60 and all(unfollows[op.tweet].at > op.at for op in follows if op.tweet in unfollows)
+    kept = workload.kept_follows(ops, id_base=10_000)
+    assert kept == sorted((op.author, 10_000 + op.tweet) for op in follows if op.tweet not in unfollows)
+    assert follows[0].statement(10_000) == ("INSERT INTO chaos.followers (user_id, follower_id) VALUES (?, ?)",
+                                            (follows[0].author, 10_000 + follows[0].tweet))
+    assert ops == sorted(ops, key=lambda o: (o.at, o.tweet))
+
+
 def test_should_give_the_follower_graph_its_celebrity():
     g = workload.follower_graph(users=3000, celebrity_followers=2500, seed=1)
     followers = g.followers()

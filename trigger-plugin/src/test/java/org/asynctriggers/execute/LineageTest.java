@@ -138,18 +138,27 @@ class LineageTest
         }
     }
 
-    /** The Twitter flow as ctl renders it: both timeline targets keep lineage of the tweet's author. */
+    /** The Twitter flow as ctl renders it: both timeline targets keep lineage of the tweet's author, and the fan-out
+     *  follows its table (its follows reach the copy through the companion flow, as rendered too). */
     @Nested
     class TwitterLineage
     {
-        private final FakeGateway gateway = Fixtures.twitterGateway();
+        private final FakeGateway gateway = Fixtures.twitterGateway()
+                                                    .table("twitter", "async_join_twitter_timeline", List.of("m0"), List.of("k0"))
+                                                    .table("twitter", "async_follows_twitter_timeline", List.of("user_id"), List.of("follower_id"));
         private final FlowSpec spec = FlowSpecParser.parse(golden("twitter_timeline.json"), "twitter_timeline", 1);
+        private final FlowSpec follows = FlowSpecParser.parse(golden("twitter_timeline_follows.json"), "twitter_timeline_follows", 1);
         private final FlowExecutor executor = new FlowExecutor(spec, gateway, null, c -> null);
 
         TwitterLineage()
         {
+            FlowExecutor companion = new FlowExecutor(follows, gateway, null, c -> null);
             for (long follower = 100; follower < 107; follower++)
-                gateway.insert("twitter", "followers", row("user_id", 42L, "follower_id", follower), 1);
+            {
+                Map<String, ByteBuffer> follow = row("user_id", 42L, "follower_id", follower);
+                assertSuccess(runAll(companion, gateway.applied("twitter", "followers",
+                                                                Fixtures.task(follows, Operation.INSERT, 1, List.of(bigint(42), bigint(follower)), follow))));
+            }
         }
 
         private Task tweet(long ts)

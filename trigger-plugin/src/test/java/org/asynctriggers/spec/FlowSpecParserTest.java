@@ -14,6 +14,7 @@ import org.junit.jupiter.api.Test;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 class FlowSpecParserTest
 {
@@ -306,6 +307,13 @@ class FlowSpecParserTest
         FlowSpec timeline = FlowSpecParser.parse(java.nio.file.Files.readString(golden.resolve("twitter_timeline.json")), "twitter_timeline", 1);
         assertEquals(List.of("author_id"), timeline.targets.get(1).lineageColumns);
         assertEquals(FlowSpec.Mode.LINEAGE, timeline.targets.get(1).mode);
+        assertTrue(timeline.targets.get(1).joinIndex, "the following fan-out's join index, before the fan-out");
+        assertEquals("async_follows_twitter_timeline", timeline.targets.get(2).fanout.follow.table);
+        FlowSpec follows = FlowSpecParser.parse(java.nio.file.Files.readString(golden.resolve("twitter_timeline_follows.json")), "twitter_timeline_follows", 1);
+        assertEquals("twitter_timeline", follows.follows.flow);
+        assertTrue(follows.targets.isEmpty());
+        FlowSpec counts = FlowSpecParser.parse(java.nio.file.Files.readString(golden.resolve("twitter_tweet_counts.json")), "twitter_tweet_counts", 1);
+        assertTrue(counts.targets.stream().anyMatch(t -> t.aggregate != null && "tweets".equals(t.aggregate.count)));
         FlowSpec index = FlowSpecParser.parse(java.nio.file.Files.readString(golden.resolve("users_by_name.json")), "users_by_name", 1);
         assertEquals(List.of("name"), index.targets.get(0).lineageColumns);
     }
