@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import os
 import sys
 from pathlib import Path
 from typing import Mapping, Sequence
@@ -218,6 +219,12 @@ def load_flow_file(path: str | Path) -> list[Flow]:
     if spec is None or spec.loader is None:
         raise ConfigError(f"not a Python flow file: {path}")
     module = importlib.util.module_from_spec(spec)
+    # as Python runs a script: its folder first on the path (a module beside it imports), and the module known by
+    # its name while it runs (a dataclass defined in it looks itself up there)
+    folder = str(path.resolve().parent)
+    sys.path.insert(0, folder)
+    known = set(sys.modules)
+    sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
     except ConfigError as e:
@@ -226,6 +233,11 @@ def load_flow_file(path: str | Path) -> list[Flow]:
         raise ConfigError(f"{path}: could not load the flow file: {type(e).__name__}: {e}") from e
     finally:
         sys.modules.pop(module_name, None)
+        if folder in sys.path:
+            sys.path.remove(folder)
+        for name in set(sys.modules) - known:   # its neighbours too: another flow file may have its own of that name
+            if str(getattr(sys.modules[name], "__file__", None) or "").startswith(folder + os.sep):
+                sys.modules.pop(name, None)
     flows = getattr(module, "FLOWS", None)
     if not isinstance(flows, (list, tuple)) or not flows or not all(isinstance(f, Flow) for f in flows):
         raise ConfigError(f"{path}: must define FLOWS, a non-empty list of async_triggers.flows.Flow")

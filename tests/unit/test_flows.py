@@ -20,6 +20,24 @@ def test_should_load_flows_from_a_file(tmp_path):
     assert [fl.name for fl in load_flow_file(f)] == ["a"]
 
 
+def test_should_load_a_flow_file_that_imports_a_module_beside_it_and_defines_a_dataclass(tmp_path):
+    (tmp_path / "shared_columns.py").write_text("from async_triggers.flows import source\nCOLUMNS = dict(x=source.x)\n")
+    f = tmp_path / "f.py"
+    f.write_text("import dataclasses\n"
+                 "from async_triggers.flows import Flow, Write\n"
+                 "from shared_columns import COLUMNS\n"
+                 "@dataclasses.dataclass(frozen=True)\n"
+                 "class Names:\n"
+                 "    flow: str = 'a'\n"
+                 "FLOWS = [Flow(name=Names().flow, source='k.s', steps=[Write('k.t', **COLUMNS)])]\n")
+    import sys
+    path_before = list(sys.path)
+    [flow] = load_flow_file(f)
+    assert (flow.name, dict(flow.steps[0].columns)) == ("a", {"x": source.x})
+    assert sys.path == path_before, "the flow file's folder is on the path only while it loads"
+    assert "shared_columns" not in sys.modules, "another flow file may have a module of that name beside it"
+
+
 @pytest.mark.parametrize("text, message", [
     ("x = 1\n", "must define FLOWS, a non-empty list of async_triggers.flows.Flow"),
     ("raise RuntimeError('boom')\n", "could not load the flow file: RuntimeError: boom"),
