@@ -241,6 +241,11 @@ def load_flow_file(path: str | Path) -> list[Flow]:
     flows = getattr(module, "FLOWS", None)
     if not isinstance(flows, (list, tuple)) or not flows or not all(isinstance(f, Flow) for f in flows):
         raise ConfigError(f"{path}: must define FLOWS, a non-empty list of async_triggers.flows.Flow")
+    from .flow_types import FlowProblems, check
+    try:
+        check(flows, options=False)
+    except FlowProblems as e:
+        raise ConfigError(f"{path}: {e}") from e
     names = [f.name for f in flows]
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:

@@ -91,10 +91,6 @@ def compile_follow(flow: Flow, schema: Schema, src: TableSchema, writes: Sequenc
     """Turn the compiled target of the flow's following fan-out (if any) into a following one, in place: force it to
     lineage, give its ``fanout`` the ``follow``, and insert the join index target right before it. ``writes`` and
     ``targets`` are parallel (compile_flow's, before the aggregates)."""
-    for step in flow.steps:
-        if isinstance(step, FanOut) and not isinstance(step.follow, bool):
-            raise ValidationError(flow.name, f"'follow' of the fan-out over '{step.table}' must be True or False, "
-                                             f"found: {step.follow!r}")
     following = [i for i, (fanout, _) in enumerate(writes) if fanout is not None and fanout.follow]
     if not following:
         return

@@ -8,17 +8,13 @@ import dataclasses
 import re
 from typing import Iterable, Mapping
 
-from . import aggregates, backup_map, follows
+from . import aggregates, backup_map, flow_types, follows
 from .errors import ValidationError
 from .keyspace import KEYSPACE as RESERVED_KEYSPACE   # the plugin's own tables
-from .flows import READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, EVENTS, OVERFLOW_POLICIES, Aggregate, Backup, FanOut, Flow, Ref, Write
+from .flows import Aggregate, FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
-NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
-JAVA_CLASS_RE = re.compile(r"^([A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$][A-Za-z0-9_$]*$")
 _TYPE_ALIASES = {"varchar": "text"}
-SAFETY_NET_MIN_MS = 10_000
-JAVA_INT_MAX = 2**31 - 1
 
 
 def _is_system(keyspace: str) -> bool:
@@ -54,73 +50,6 @@ def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> 
         have = ", ".join(schema.tables_of(keyspace)) or "none"
         raise ValidationError(flow.name, f"{role} '{qualified}' does not exist (tables in '{keyspace}': {have})")
     return found
-
-
-def _check_options(flow: Flow) -> None:
-    if not isinstance(flow.name, str) or not NAME_RE.match(flow.name):
-        raise ValidationError(str(flow.name), "a flow name must be a letter followed by up to 47 letters, "
-                                              f"digits or underscores, found: {flow.name!r}")
-    bad = [e for e in flow.events if e not in EVENTS]
-    if bad or not flow.events:
-        raise ValidationError(flow.name, f"'events' must be a non-empty subset of {list(EVENTS)}, "
-                                         f"found: {list(flow.events)}")
-    for option, levels in (("read_consistency", READ_CONSISTENCY_LEVELS),
-                           ("write_consistency", WRITE_CONSISTENCY_LEVELS)):
-        value = getattr(flow, option)
-        if value not in levels:
-            raise ValidationError(flow.name, f"'{option}' must be one of {', '.join(levels)}, "
-                                             f"found: {value!r}")
-    for option, value in (("queue.capacity", flow.queue.capacity), ("queue.workers", flow.queue.workers),
-                          ("page_size", flow.page_size)):
-        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
-            raise ValidationError(flow.name, f"'{option}' must be strictly positive, found: {value!r}")
-    if not isinstance(flow.start_delay_ms, int) or isinstance(flow.start_delay_ms, bool) or flow.start_delay_ms < 0:
-        raise ValidationError(flow.name, f"'start_delay_ms' must be a non-negative integer, found: {flow.start_delay_ms!r}")
-    r = flow.retry
-    for option, value, positive in (("retry.max_attempts", r.max_attempts, True),
-                                     ("retry.initial_backoff_ms", r.initial_backoff_ms, False),
-                                     ("retry.max_age_ms", r.max_age_ms, True)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise ValidationError(flow.name, f"'{option}' must be an integer, found: {value!r}")
-        if value < (1 if positive else 0):
-            rule = "strictly positive" if positive else "a non-negative integer"
-            raise ValidationError(flow.name, f"'{option}' must be {rule}, found: {value!r}")
-    if not isinstance(r.max_backoff_ms, int) or r.max_backoff_ms < r.initial_backoff_ms:
-        raise ValidationError(flow.name, f"'retry.max_backoff_ms' must be at least 'retry.initial_backoff_ms' "
-                                         f"({r.initial_backoff_ms}), found: {r.max_backoff_ms!r}")
-    o = flow.overflow
-    if o.policy not in OVERFLOW_POLICIES:
-        raise ValidationError(flow.name, f"'overflow.policy' must be one of {', '.join(OVERFLOW_POLICIES)}, "
-                                         f"found: {o.policy!r}")
-    if not isinstance(o.block_timeout_ms, int) or isinstance(o.block_timeout_ms, bool) or o.block_timeout_ms < 0:
-        raise ValidationError(flow.name, f"'overflow.block_timeout_ms' must be a non-negative integer, "
-                                         f"found: {o.block_timeout_ms!r}")
-    if o.max_workers is not None and (not isinstance(o.max_workers, int) or o.max_workers < flow.queue.workers):
-        raise ValidationError(flow.name, f"'overflow.max_workers' must be at least 'queue.workers' "
-                                         f"({flow.queue.workers}), found: {o.max_workers!r}")
-    b = flow.backup
-    if not isinstance(b, Backup):
-        raise ValidationError(flow.name, f"'backup' must be a Backup(enabled=..., safety_net_ms=...), found: {b!r}")
-    if not isinstance(b.enabled, bool):
-        raise ValidationError(flow.name, f"'backup.enabled' must be True or False, found: {b.enabled!r}")
-    # at least 10 s: younger entries are mostly tasks still queued on a live node; at most a Java int (the plugin)
-    if (not isinstance(b.safety_net_ms, int) or isinstance(b.safety_net_ms, bool)
-            or not SAFETY_NET_MIN_MS <= b.safety_net_ms <= JAVA_INT_MAX):
-        raise ValidationError(flow.name, f"'backup.safety_net_ms' must be an integer from {SAFETY_NET_MIN_MS} to "
-                                         f"{JAVA_INT_MAX}, found: {b.safety_net_ms!r}")
-    if flow.handler is not None and flow.steps:
-        raise ValidationError(flow.name, "a flow has either steps or a handler class, not both")
-    if flow.handler is None and not flow.steps:
-        raise ValidationError(flow.name, "a flow needs at least one step (Write, FanOut or Aggregate) or a handler class")
-    if flow.handler is not None and not JAVA_CLASS_RE.match(flow.handler):
-        raise ValidationError(flow.name, f"'handler' must be a fully qualified Java class name, "
-                                         f"found: {flow.handler!r}")
-    for step in flow.steps:
-        if not isinstance(step, (Write, FanOut, Aggregate)):
-            raise ValidationError(flow.name, f"a step must be a Write, a FanOut or an Aggregate, found: {step!r}")
-        if isinstance(step, FanOut) and not step.writes:
-            raise ValidationError(flow.name, f"the fan-out over '{step.table}' writes nothing: "
-                                             "add .write(target, column=...)")
 
 
 def _ref_type(flow: Flow, ref: Ref, where: str, src: TableSchema, fan: TableSchema | None) -> str:
@@ -285,7 +214,7 @@ def _check_backup_map(flow: Flow, schema: Schema, src: TableSchema) -> None:
 
 def compile_flow(flow: Flow, schema: Schema) -> dict:
     """Validate one flow against the schema and return its specification (docs/design.md)."""
-    _check_options(flow)
+    flow_types.check([flow])
     ks, name = flow.source_table
     src = _table(flow, schema, ks, name, "source table")
     counters = sorted(c for c, t in src.columns.items() if _norm_type(t) == "counter")
@@ -356,6 +285,7 @@ def compile_all(flows: Iterable[Flow], schema: Schema, deployed: Mapping[str, Ma
     """Compile the given flows and check that, together with the deployed ones they do not replace, they are
     acyclic. Raises ValidationError before anything is changed."""
     flows = list(flows)
+    flow_types.check(flows)   # every value of the right shape, or every problem at once
     names = {getattr(f, "name", None) for f in flows}
     # a deployed companion goes with its flow: replaced, or dropped when the flow no longer follows
     others = [s for name, s in (deployed or {}).items() if name not in names and (follows.main_of(s) or name) not in names]
