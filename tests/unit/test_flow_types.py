@@ -102,3 +102,36 @@ def test_should_refuse_at_load_what_ctl_could_not_read_and_leave_the_option_rule
     f.write_text(HEADER + "FLOWS = [Flow(name='a', source='k.s', steps=[Write('k.t', x=source.x)], page_size=0)]\n")
     [flow] = load_flow_file(f)   # its page size is the deploy's to refuse
     assert flow.page_size == 0
+
+
+def _documented() -> dict[str, dict[str, str]]:
+    """docs/flows.md's option tables: per class, option -> its default cell."""
+    from pathlib import Path
+    import re
+    text = (Path(__file__).resolve().parents[2] / "docs" / "flows.md").read_text()
+    out: dict[str, dict[str, str]] = {}
+    for section in re.split(r"^## ", text, flags=re.MULTILINE)[1:]:
+        name = re.match(r"`(\w+)`", section)
+        if name:
+            rows = re.findall(r"^\| `(\w+)` \| (.+?) \|", section, flags=re.MULTILINE)
+            out[name.group(1)] = dict(rows)
+    return out
+
+
+def test_should_document_every_option_with_the_default_the_code_has():
+    import dataclasses
+    from async_triggers import flows
+    documented = _documented()
+    for cls in (flows.Flow, flows.Queue, flows.Retry, flows.Overflow, flows.Backup):
+        rows = documented[cls.__name__]
+        assert sorted(rows) == sorted(f.name for f in dataclasses.fields(cls)), cls.__name__
+        for field in dataclasses.fields(cls):
+            cell = rows[field.name]
+            if field.default is dataclasses.MISSING:
+                assert cell == "required", (cls.__name__, field.name, cell)
+                continue
+            shown = eval(cell.split("`")[1], vars(flows))
+            default = field.default
+            if isinstance(default, (list, tuple)):
+                shown, default = list(shown), list(default)
+            assert shown == default, (cls.__name__, field.name, cell)
