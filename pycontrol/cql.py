@@ -5,7 +5,7 @@ import contextlib
 import logging
 from typing import Iterator
 
-from cassandra import AuthenticationFailed
+from cassandra import AuthenticationFailed, UnresolvableContactPoints
 from cassandra.cluster import NoHostAvailable, Session
 
 from . import connection as connection_mod, connection_clients
@@ -26,7 +26,11 @@ def connect(settings, keyspace: str | None = None, timeout: float = 30.0) -> Ite
     if conn.verbose:
         for line in conn.describe():
             LOG.info("%s", line)
-    cluster = connection_clients.make_cluster(conn)
+    try:
+        cluster = connection_clients.make_cluster(conn)
+    except UnresolvableContactPoints:   # the driver's message is the empty dict of what it resolved
+        raise ConnectionFailed(f"no address for the contact point(s) {', '.join(conn.hosts)}: DNS does not know "
+                               "the host name (check --hosts, ASYNC_TRIGGERS_HOSTS or cqlshrc)") from None
     try:
         try:
             session = cluster.connect(keyspace)

@@ -5,8 +5,9 @@ from typing import Sequence
 
 import typer
 
-from ..errors import BackfillError
+from ..errors import BackfillError, ConfigError
 from ..flows import Flow
+from . import preflight
 from .exit_codes import errors_to_exit
 from .options import connection_options
 
@@ -25,8 +26,11 @@ def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, r
     from async_triggers import connection as connection_mod
     from async_triggers.spark_jobs import backfill as backfill_job
     with errors_to_exit():
+        if ranges is not None and ranges < 1:
+            raise ConfigError(f"--ranges must be at least 1, found: {ranges}")
         # the job runs in this process; its connection is ours, password included, never an argument
         conn = connection_mod.with_password(ctx.obj.connection)
+        preflight.deployed(conn, [flow])
         argv = ["--flow", flow, "--master", master, "--home", str(ctx.obj.home)]
         if ranges is not None:
             argv += ["--ranges", str(ranges)]

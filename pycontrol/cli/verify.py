@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from . import preflight
 from .exit_codes import fail, errors_to_exit
 from .options import connection_options
 
@@ -31,8 +32,11 @@ def verify(ctx: typer.Context, flows: list[str] = typer.Argument(None, help="Dep
     if bool(flows) == all_flows:
         raise fail("name the flows to verify, or --all (not both)", 2, as_json)
     with errors_to_exit():
+        from async_triggers.spark_jobs.verify_run import Options
+        Options(consistency=consistency, ranges=ranges)   # a bad option, before anything connects
         # the job runs in this process; its connection is ours, password included, never an argument
         conn = connection_mod.with_password(ctx.obj.connection)
+        preflight.deployed(conn, flows or [])
         argv = ["--all"] if all_flows else [a for f in flows for a in ("--flow", f)]
         argv += ["--master", master, "--home", str(ctx.obj.home), "--consistency", consistency,
                  "--ranges", str(ranges)] + ["--restart"] * restart + ["--repair"] * repair

@@ -9,7 +9,7 @@ import typer
 from typer.testing import CliRunner
 
 from async_triggers import cli, connection
-from async_triggers.cli import exit_codes, trigger as cli_trigger
+from async_triggers.cli import exit_codes, preflight, trigger as cli_trigger
 from async_triggers.errors import (CheckFailed, ConfigError, ConnectionFailed, DeployError, UnknownFlowError,
                                    ValidationError)
 
@@ -143,6 +143,7 @@ def test_should_hand_the_verify_job_its_connection_not_argv(monkeypatch):
         raise UnknownFlowError(["f"])
 
     monkeypatch.setattr(verify_job, "run", fake_run)
+    monkeypatch.setattr(preflight, "deployed", lambda conn, names: {})   # no cluster here (test_preflight.py)
     result = invoke("verify", "f", "--username", "u", "--json", env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     assert result.exit_code == 2, result.output
     assert got["connection"].password == SECRET and got["connection"].username == "u"
@@ -163,6 +164,7 @@ def test_should_pass_every_flow_and_option_to_the_verify_job_and_exit_with_its_v
                 for f in args.flow]
 
     monkeypatch.setattr(verify_job, "run", fake_run)
+    monkeypatch.setattr(preflight, "deployed", lambda conn, names: {})
     result = invoke("verify", "a", "b", "--consistency", "ALL", "--ranges", "8", "--restart", "--repair", "--json")
     assert result.exit_code == 1, result.output
     assert (got["flow"], got["all"], got["consistency"], got["ranges"], got["restart"], got["repair"]) == \
