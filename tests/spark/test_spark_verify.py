@@ -222,8 +222,10 @@ def test_should_name_the_compared_columns_a_table_lacks(spark, tweets):
 
 
 @pytest.mark.parametrize("golden, source_cols, fanouts, compared", [
+    # the example's fan-out follows its table: its join index (author, tweet, body) is a target too
     ("twitter_timeline.json", {"tweet_id", "author_id", "body"}, {"twitter.followers": {"user_id", "follower_id"}},
-     {"twitter.timeline": ["user_id", "tweet_id", "author_id", "body"]}),
+     {"twitter.timeline": ["user_id", "tweet_id", "author_id", "body"],
+      "twitter.async_join_twitter_timeline": ["m0", "k0", "v0"]}),
     ("users_by_name.json", {"user_id", "name", "email"}, {}, {"app.users_by_name": ["name", "user_id", "email"]}),
 ])
 def test_should_understand_the_specs_the_control_plane_renders(golden, source_cols, fanouts, compared):
