@@ -54,13 +54,6 @@ def _column(flow: Flow, target: TableSchema, column: object, role: str) -> str:
     return validate._norm_type(target.columns[column])
 
 
-def _mapping(flow: Flow, value: object, option: str) -> Mapping:
-    if not isinstance(value, Mapping):
-        raise ValidationError(flow.name, f"an aggregate's '{option}' must map a column of its table to "
-                                         f"source.<column>, found: {value!r}")
-    return value
-
-
 def compile_aggregate(flow: Flow, schema: Schema, src: TableSchema, step: Aggregate) -> dict:
     """The members target of one aggregate step, its ``aggregate`` naming the table and what it computes."""
     ks, name = step.target_table
@@ -69,7 +62,7 @@ def compile_aggregate(flow: Flow, schema: Schema, src: TableSchema, step: Aggreg
     if missing:
         raise ValidationError(flow.name, f"the aggregate into '{target.qualified}' needs every event: without "
                                          f"{', '.join(missing)} its totals would count rows that changed or went")
-    group_by = _mapping(flow, step.group_by, "group_by")
+    group_by = step.group_by   # a mapping: flow_types checked its shape
     if set(group_by) != set(target.primary_key):
         raise ValidationError(flow.name, f"the aggregate into '{target.qualified}' must group by exactly its primary "
                                          f"key ({', '.join(target.primary_key)}), found: "
@@ -96,7 +89,7 @@ def compile_aggregate(flow: Flow, schema: Schema, src: TableSchema, step: Aggreg
     written: set[str] = set()
     computed: dict[str, dict[str, str]] = {"sum": {}, "min": {}, "max": {}}
     for kind in ("sum", "min", "max"):
-        for column, ref in _mapping(flow, getattr(step, kind), kind).items():
+        for column, ref in getattr(step, kind).items():
             where = f"{kind} into column '{column}' of '{target.qualified}'"
             ref_type = _source_type(flow, src, ref, where)
             column_type = _column(flow, target, column, kind)

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from async_triggers import cluster as cluster_mod, config, deploy, follows, status
+from async_triggers import aggregates, cluster as cluster_mod, config, deploy, follows, status
 from async_triggers.cql import connect
 from async_triggers.cql_script import run_file
 from async_triggers.errors import AsyncTriggersError, VerifyError
@@ -95,7 +95,7 @@ def empty(session) -> None:
             deploy.drop(session, flow.name)
     for table in TABLES:
         session.execute(f"TRUNCATE twitter.{table}")
-    for table in (follows.join_table(FLOW), follows.copy_table(FLOW), "async_members_tweet_counts"):
+    for table in (follows.join_table(FLOW), follows.copy_table(FLOW), aggregates.members_table("tweet_counts")):
         session.execute(f"DROP TABLE IF EXISTS twitter.{table}")
 
 
