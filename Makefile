@@ -8,14 +8,14 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
 $(VENV)/.installed: pyproject.toml
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip 'setuptools<82' wheel
-	$(VENV)/bin/pip install -q -e '.[test,bench]'
+	$(VENV)/bin/pip install -q -e '.[spark,cluster,test,bench]'
 	touch $@
 
 venv: $(VENV)/.installed
@@ -36,8 +36,12 @@ $(PLUGIN_JAR): $(shell find trigger-plugin/src -type f 2>/dev/null) trigger-plug
 	@ls -l $(PLUGIN_JAR)
 
 # the bundle an operator installs on an existing cluster (dist/async-triggers-<version>/ and its .tar.gz)
-dist: venv plugin
+dist: venv plugin wheel
 	$(CTL) plugin bundle --out dist
+
+# ctl as a library: the wheel alone installs `ctl` for an existing cluster; extras [spark], [cluster], [bench]
+wheel: venv
+	$(VENV)/bin/pip wheel -q --no-deps -w dist .
 
 cassandra: venv
 	$(CTL) cluster install

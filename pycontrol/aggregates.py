@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from . import follows, validate
+from . import backup_map, follows, schema_rules
 from .errors import ValidationError
 from .flows import Aggregate, Flow, Ref
 from .schema import Schema, TableSchema
 
-PREFIX = "async_members_"
+PREFIX = schema_rules.MEMBERS_PREFIX
 COUNT_TYPES = ("bigint", "varint")
 # the type a sum of each source type is kept in: an integer sum is exact in bigint up to 2^32 rows of int values, and
 # in varint always; a sum of float or double would depend on the order of the additions
@@ -41,7 +41,7 @@ def _source_type(flow: Flow, src: TableSchema, ref: object, where: str) -> str:
     if ref.column not in src.columns:
         raise ValidationError(flow.name, f"'{ref}' ({where}): column '{ref.column}' does not exist in table "
                                          f"'{src.qualified}' (columns: {', '.join(sorted(src.columns))})")
-    return validate._norm_type(src.columns[ref.column])
+    return schema_rules.norm_type(src.columns[ref.column])
 
 
 def _column(flow: Flow, target: TableSchema, column: object, role: str) -> str:
@@ -51,13 +51,13 @@ def _column(flow: Flow, target: TableSchema, column: object, role: str) -> str:
     if column in target.primary_key:
         raise ValidationError(flow.name, f"the {role} column '{column}' of '{target.qualified}' is a key column: "
                                          "the key is the group (group_by)")
-    return validate._norm_type(target.columns[column])
+    return schema_rules.norm_type(target.columns[column])
 
 
 def compile_aggregate(flow: Flow, schema: Schema, src: TableSchema, step: Aggregate) -> dict:
     """The members target of one aggregate step, its ``aggregate`` naming the table and what it computes."""
     ks, name = step.target_table
-    target = validate._table(flow, schema, ks, name, "aggregate table")
+    target = schema_rules.table(flow, schema, ks, name, "aggregate table")
     missing = [e for e in ("insert", "update", "delete") if e not in flow.events]
     if missing:
         raise ValidationError(flow.name, f"the aggregate into '{target.qualified}' needs every event: without "
@@ -73,17 +73,17 @@ def compile_aggregate(flow: Flow, schema: Schema, src: TableSchema, step: Aggreg
     for i, key in enumerate(target.primary_key):
         ref = group_by[key]
         ref_type = _source_type(flow, src, ref, f"group_by of column '{key}' of '{target.qualified}'")
-        validate._check_same_type(flow, target, key, ref, ref_type)
+        schema_rules.check_same_type(flow, target, key, ref, ref_type)
         group[key] = f"g{i}"
         columns[f"g{i}"], types[f"g{i}"] = str(ref), ref_type
     for j, key in enumerate(src.primary_key):
-        columns[f"k{j}"], types[f"k{j}"] = f"source.{key}", validate._norm_type(src.columns[key])
+        columns[f"k{j}"], types[f"k{j}"] = f"source.{key}", schema_rules.norm_type(src.columns[key])
     values: dict[str, str] = {}      # source column -> members column
 
     def member(ref: Ref) -> str:
         if ref.column not in values:
             values[ref.column] = f"v{len(values)}"
-            columns[values[ref.column]], types[values[ref.column]] = str(ref), validate._norm_type(src.columns[ref.column])
+            columns[values[ref.column]], types[values[ref.column]] = str(ref), schema_rules.norm_type(src.columns[ref.column])
         return values[ref.column]
 
     written: set[str] = set()
@@ -138,14 +138,14 @@ def _check_members(flow: Flow, schema: Schema, ks: str, name: str, types: Mappin
                    keys: int) -> None:
     """The members table ``deploy`` creates must fit Cassandra's limits and, if a table of its name exists, be one."""
     members = members_table(name)
-    if len(members) > validate.backup_map.MAX_TABLE_NAME:
+    if len(members) > backup_map.MAX_TABLE_NAME:
         raise ValidationError(flow.name, f"the name of aggregate table '{ks}.{name}' is too long for its members "
                                          f"table '{members}' ({len(members)} characters, Cassandra allows "
-                                         f"{validate.backup_map.MAX_TABLE_NAME})")
+                                         f"{backup_map.MAX_TABLE_NAME})")
     existing = schema.table(ks, members)
     if existing is None:
         return
-    found = {c: validate._norm_type(t) for c, t in existing.columns.items()}
+    found = {c: schema_rules.norm_type(t) for c, t in existing.columns.items()}
     layout = (list(existing.partition_key), list(existing.clustering))
     want = ([f"g{i}" for i in range(groups)], [f"k{j}" for j in range(keys)])
     if found != dict(types) or layout != want:

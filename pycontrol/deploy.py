@@ -10,7 +10,7 @@ from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
 from . import backup_map, capture_index, follows, keyspace, plugin as plugin_mod, render, \
-    replication as replication_mod, schema as schema_mod, status as status_mod, validate
+    replication as replication_mod, review, schema as schema_mod, status as status_mod, validate
 from .errors import ConfigError, DeployError, UnknownFlowError
 from .flows import Flow
 
@@ -62,6 +62,7 @@ class DeployResult:
     flows: list[str]
     version: int
     statements: int
+    revisions: dict[str, int] = dataclasses.field(default_factory=dict)   # each flow's revision in its history
 
 
 def _execute(session, statement: render.Statement) -> None:
@@ -115,9 +116,22 @@ def replication_for(session, specs: Sequence[dict], replication: Mapping[str, in
     return replication_mod.mirror(metadata, sorted({s["source"]["keyspace"] for s in specs}))
 
 
-def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replication: Mapping[str, int] | None = None,
-           check_plugin: bool = True) -> DeployResult:
-    """Validate, check that every node runs the plugin, then create what the flows need and the capture.
+@dataclasses.dataclass(frozen=True)
+class DeployPlan:
+    """What a deploy would do, read from the cluster and changing nothing: the flows' specifications, the deployed
+    flows it found, the companions it drops first, the flows it deploys paused, and its statements in order."""
+    specs: list[dict]
+    deployed: dict[str, dict]
+    companions: list[str]
+    held: list[str]
+    version: int
+    statements: list[render.Statement]
+    notes: list[str]
+
+
+def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | None = None,
+            check_plugin: bool = True) -> DeployPlan:
+    """Validate, check that every node runs the plugin, and render the deploy's statements, changing nothing.
     replication: the async_triggers keyspace's per-DC factors (default: mirror the source keyspaces')."""
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
     paused = status_mod.paused_flows(session)
@@ -129,37 +143,54 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     if check_plugin:
         plugin_mod.require_everywhere(session)  # raises DeployError with the cluster untouched
     replication = replication_for(session, specs, replication)
+    notes = []
     existing = session.cluster.metadata.keyspaces.get(keyspace.KEYSPACE)
     if existing is not None:
         have = replication_mod.of_keyspace(existing, replication_mod.nodes_by_dc(session.cluster.metadata.all_hosts()))
         if have != replication:
-            progress(f"note: {keyspace.KEYSPACE} keeps its replication {have} (wanted {replication}); to change it: "
-                     f"ALTER KEYSPACE {keyspace.KEYSPACE} WITH replication = {replication_mod.cql_map(replication)}; "
-                     "then nodetool repair -full on every node")
+            notes.append(f"note: {keyspace.KEYSPACE} keeps its replication {have} (wanted {replication}); to change "
+                         f"it: ALTER KEYSPACE {keyspace.KEYSPACE} WITH replication = "
+                         f"{replication_mod.cql_map(replication)}; then nodetool repair -full on every node")
     names = {s["name"] for s in specs}
     deployed = read_deployed(session)
-    for name, spec in deployed.items():
-        # the companion of a flow redeployed without its following fan-out: before the flow's new version
-        if follows.main_of(spec) in names and name not in names:
-            progress(f"flow '{follows.main_of(spec)}' no longer follows {spec['source']['keyspace']}."
-                     f"{spec['source']['table']}: dropping its companion '{name}'")
-            _drop(session, name, deployed, progress)
-            deployed = {n: s for n, s in deployed.items() if n != name}
+    # the companion of a flow redeployed without its following fan-out: dropped before the flow's new version
+    companions = sorted(n for n, s in deployed.items() if follows.main_of(s) in names and n not in names)
+    remaining = {n: s for n, s in deployed.items() if n not in companions}
     version = int(time.time() * 1000)
     tables = sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs})
     # the other flows on the same tables stay captured: the new capture index names them too
-    others = [s for n, s in deployed.items()
+    others = [s for n, s in remaining.items()
               if n not in names and (s["source"]["keyspace"], s["source"]["table"]) in tables]
     # a flows or flow_status table made by an older deploy gets the columns today's plugin reads and writes
     # (ALTER TABLE ... ADD); the INSERT of a flow leaves its paused column as it is: a paused flow stays paused
-    held = follows.to_hold(session, specs, deployed)
-    for name in held:
-        progress(f"flow '{name}' is deployed paused: its following fan-out's table has rows to copy first; "
-                 f"ctl trigger backfill {name} copies them, backfills the flow and resumes it")
+    held = sorted(follows.to_hold(session, specs, remaining))
     statements = render.deploy_statements(specs, replication, version,
                                           flow_status_columns=flow_status_columns(session), others=others,
                                           existing_capture_indexes=capture_indexes_of(session, tables),
                                           flows_columns=table_columns(session, keyspace.FLOWS), held=held)
+    return DeployPlan(specs, deployed, companions, held, version, statements, notes)
+
+
+def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replication: Mapping[str, int] | None = None,
+           check_plugin: bool = True) -> DeployResult:
+    """Validate, check that every node runs the plugin, then create what the flows need and the capture; record
+    each flow's revision in its history (review.py)."""
+    prepared = prepare(session, flows, replication, check_plugin)
+    progress(f"deploy {', '.join(s['name'] for s in prepared.specs)} on {review.target(session)}")
+    for note in prepared.notes:
+        progress(note)
+    if prepared.companions:
+        for name in prepared.companions:
+            spec = prepared.deployed[name]
+            progress(f"flow '{follows.main_of(spec)}' no longer follows {spec['source']['keyspace']}."
+                     f"{spec['source']['table']}: dropping its companion '{name}'")
+            _drop(session, name, prepared.deployed, progress)
+            review.record(session, name, "drop", int(time.time() * 1000), None)
+        prepared = prepare(session, flows, replication, check_plugin=False)   # the capture indexes changed
+    for name in prepared.held:
+        progress(f"flow '{name}' is deployed paused: its following fan-out's table has rows to copy first; "
+                 f"ctl trigger backfill {name} copies them, backfills the flow and resumes it")
+    statements = prepared.statements
     for i, st in enumerate(statements, 1):
         progress(f"[{i}/{len(statements)}] {st.cql.splitlines()[0]}")
         try:
@@ -169,7 +200,11 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
                               "deploy is idempotent: fix the cause and run it again") from e
     if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
         raise DeployError("the nodes did not agree on the schema within 30 s after the deploy")
-    return DeployResult(flows=[s["name"] for s in specs], version=version, statements=len(statements))
+    session.cluster.refresh_schema_metadata()
+    revisions = {s["name"]: review.record(session, s["name"], "deploy", prepared.version, s)
+                 for s in prepared.specs}
+    return DeployResult(flows=[s["name"] for s in prepared.specs], version=prepared.version,
+                        statements=len(statements), revisions=revisions)
 
 
 def refuse_companion(deployed: Mapping[str, dict], name: str) -> None:
@@ -195,8 +230,10 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     companion = companion_of(deployed, name)
     if companion is not None:
         _drop(session, companion, deployed, progress)
+        review.record(session, companion, "drop", int(time.time() * 1000), None)
         deployed = {n: s for n, s in deployed.items() if n != companion}
     _drop(session, name, deployed, progress)
+    review.record(session, name, "drop", int(time.time() * 1000), None)
 
 
 def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) -> None:

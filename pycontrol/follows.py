@@ -22,13 +22,13 @@ import copy
 from collections import Counter
 from typing import Iterable, Mapping, Sequence
 
-from . import validate
+from . import backup_map, schema_rules
 from .errors import ValidationError
 from .flows import FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 
-JOIN_PREFIX = "async_join_"
-COPY_PREFIX = "async_follows_"
+JOIN_PREFIX = schema_rules.JOIN_PREFIX
+COPY_PREFIX = schema_rules.COPY_PREFIX
 COMPANION_SUFFIX = "_follows"
 # beside m*, k*, v*: the version a row was derived (or left) at, and whether it left (kept as gone for a while)
 INDEX_COLUMNS = (("async_version", "bigint"), ("async_gone", "boolean"))
@@ -69,7 +69,7 @@ def is_following(target: Mapping) -> bool:
 
 
 def _typed(schema_table: TableSchema, column: str) -> str:
-    return validate._norm_type(schema_table.columns[column])
+    return schema_rules.norm_type(schema_table.columns[column])
 
 
 def _refuse_single_cell(flow: Flow, table: TableSchema, ref: Ref, into: str, where: str) -> None:
@@ -77,7 +77,7 @@ def _refuse_single_cell(flow: Flow, table: TableSchema, ref: Ref, into: str, whe
     cql_type = table.columns[ref.column]
     if ref.column in table.static:
         what = "a static column"
-    elif validate.multi_cell(cql_type):
+    elif schema_rules.multi_cell(cql_type):
         what = f"a non-frozen collection or user-defined type ({cql_type})"
     else:
         return
@@ -102,7 +102,7 @@ def compile_follow(flow: Flow, schema: Schema, src: TableSchema, writes: Sequenc
     fanout, write = writes[i]
     target = targets[i]
     fks, fname = fanout.fanout_table
-    fan = validate._table(flow, schema, fks, fname, "fan-out table")
+    fan = schema_rules.table(flow, schema, fks, fname, "fan-out table")
     where = fan.qualified
     counters = sorted(c for c in fan.columns if _typed(fan, c) == "counter")
     if counters:
@@ -123,7 +123,7 @@ def compile_follow(flow: Flow, schema: Schema, src: TableSchema, writes: Sequenc
         raise ValidationError(flow.name, f"an aggregate of the flow writes '{write.target}', which its following "
                                          "fan-out writes: a table holds one step's rows; give the aggregate a table "
                                          "of its own")
-    validate._check_backup_map(flow, schema, fan)     # the companion's tasks are backed up beside the fan-out table
+    schema_rules.check_backup_map(flow, schema, fan)     # the companion's tasks are backed up beside the fan-out table
     ks = target["keyspace"]
     index, types = _index_target(flow, src, fan, fanout, write, ks)
     _check_table(flow, schema, ks, join_table(flow.name), {**types, **dict(INDEX_COLUMNS)},
@@ -188,14 +188,14 @@ def _check_shared_table(flow: Flow, targets: Sequence[dict], i: int) -> None:
 def _check_table(flow: Flow, schema: Schema, ks: str, name: str, types: Mapping[str, str],
                  layout: tuple[list[str], list[str]], what: str) -> None:
     """A table ``deploy`` creates must fit Cassandra's limits and, if a table of its name exists, be that table."""
-    if len(name) > validate.backup_map.MAX_TABLE_NAME:
+    if len(name) > backup_map.MAX_TABLE_NAME:
         raise ValidationError(flow.name, f"the name of its following fan-out's {what} '{ks}.{name}' is too long "
                                          f"({len(name)} characters, Cassandra allows "
-                                         f"{validate.backup_map.MAX_TABLE_NAME}); give the flow a shorter name")
+                                         f"{backup_map.MAX_TABLE_NAME}); give the flow a shorter name")
     existing = schema.table(ks, name)
     if existing is None:
         return
-    found = {c: validate._norm_type(t) for c, t in existing.columns.items()}
+    found = {c: schema_rules.norm_type(t) for c, t in existing.columns.items()}
     if found != dict(types) or (list(existing.partition_key), list(existing.clustering)) != layout:
         raise ValidationError(flow.name, f"the table '{existing.qualified}' exists but is not the {what} this "
                                          f"following fan-out needs (columns {found}, primary key "

@@ -95,7 +95,16 @@ VERIFY_PROGRESS = Table("verify_progress", (
 ), partition_key=("flow",), clustering=("run", "range_start"),
     options='WITH CLUSTERING ORDER BY ("run" DESC, "range_start" ASC)')
 
-TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, LINEAGE_VERSIONS, AGGREGATE_TIMERS, DEAD_LETTERS, DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS)
+# ``ctl trigger deploy``/``drop`` add a row per flow they deploy or drop (review.py): its revision (1, 2, ...), the
+# deploy's version (the epoch milliseconds the plugin orders by), who, through which contact point, and the
+# specification deployed; ``ctl trigger history`` and ``show --revision`` read them. The plugin never does.
+DEPLOYS = Table("deploys", (
+    ("flow", "text"), ("revision", "int"), ("version", "bigint"), ("action", "text"), ("by", "text"), ("via", "text"),
+    ("spec", "text"),
+), partition_key=("flow",), clustering=("revision",), options='WITH CLUSTERING ORDER BY ("revision" DESC)')
+
+TABLES = (FLOWS, FLOW_STATUS, LINEAGE, LINEAGE_KEYS, LINEAGE_VERSIONS, AGGREGATE_TIMERS, DEAD_LETTERS,
+          DEAD_LETTER_RETRIES, BACKFILL_PROGRESS, VERIFY_PROGRESS, DEPLOYS)
 
 
 def missing_columns(table: Table, existing: Collection[str]) -> list[tuple[str, str]]:

@@ -5,51 +5,13 @@ Pure functions: nothing here touches a cluster. Every error names the flow and t
 from __future__ import annotations
 
 import dataclasses
-import re
 from typing import Iterable, Mapping
 
-from . import aggregates, backup_map, flow_types, follows
+from . import aggregates, flow_types, follows
 from .errors import ValidationError
-from .keyspace import KEYSPACE as RESERVED_KEYSPACE   # the plugin's own tables
-from .flows import Aggregate, FanOut, Flow, Ref, Write
+from .flows import FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
-
-_TYPE_ALIASES = {"varchar": "text"}
-
-
-def _is_system(keyspace: str) -> bool:
-    return keyspace.startswith("system")
-
-
-def _norm_type(cql_type: str) -> str:
-    t = cql_type.replace(" ", "").lower()
-    return _TYPE_ALIASES.get(t, t)
-
-
-def _table(flow: Flow, schema: Schema, keyspace: str, table: str, role: str) -> TableSchema:
-    qualified = f"{keyspace}.{table}"
-    if _is_system(keyspace):
-        raise ValidationError(flow.name, f"{role} '{qualified}' is in a system keyspace; "
-                                         "flows may not read from or write into system keyspaces")
-    if keyspace == RESERVED_KEYSPACE:
-        raise ValidationError(flow.name, f"{role} '{qualified}' is in the keyspace '{RESERVED_KEYSPACE}', "
-                                         "which is reserved for the plugin")
-    if backup_map.is_backup_map(table):
-        raise ValidationError(flow.name, f"{role} '{qualified}' is named like a backup map: tables named "
-                                         f"'{backup_map.PREFIX}<table>' are reserved for the plugin")
-    for prefix, what, of in ((aggregates.PREFIX, "an aggregate's members table", "table"),
-                             (follows.JOIN_PREFIX, "a following fan-out's join index", "flow"),
-                             (follows.COPY_PREFIX, "a following fan-out's copy of its table", "flow")):
-        if table.startswith(prefix):
-            raise ValidationError(flow.name, f"{role} '{qualified}' is named like {what}: tables named "
-                                             f"'{prefix}<{of}>' are reserved for the plugin")
-    if keyspace not in schema.keyspaces:
-        raise ValidationError(flow.name, f"keyspace '{keyspace}' of {role} '{qualified}' does not exist")
-    found = schema.table(keyspace, table)
-    if found is None:
-        have = ", ".join(schema.tables_of(keyspace)) or "none"
-        raise ValidationError(flow.name, f"{role} '{qualified}' does not exist (tables in '{keyspace}': {have})")
-    return found
+from .schema_rules import check_backup_map, check_same_type, multi_cell, norm_type, table as find_table
 
 
 def _ref_type(flow: Flow, ref: Ref, where: str, src: TableSchema, fan: TableSchema | None) -> str:
@@ -70,12 +32,12 @@ def _ref_type(flow: Flow, ref: Ref, where: str, src: TableSchema, fan: TableSche
 
 def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut | None, write: Write) -> dict:
     ks, name = write.target_table
-    target = _table(flow, schema, ks, name, "target table")
+    target = find_table(flow, schema, ks, name, "target table")
     fan = None
     fanout_spec = None
     if fanout is not None:
         fks, fname = fanout.fanout_table
-        fan = _table(flow, schema, fks, fname, "fan-out table")
+        fan = find_table(flow, schema, fks, fname, "fan-out table")
         if set(fanout.match) != set(fan.partition_key):
             raise ValidationError(flow.name, f"the fan-out over '{fan.qualified}' must match its whole partition "
                                              f"key ({', '.join(fan.partition_key)}), found: "
@@ -84,7 +46,7 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
             where = f"match of column '{column}' of fan-out table '{fan.qualified}'"
             if isinstance(ref, Ref) and ref.scope != "source":
                 raise ValidationError(flow.name, f"'{ref}' ({where}): a fan-out matches on source.<column>")
-            _check_same_type(flow, fan, column, ref, _ref_type(flow, ref, where, src, None))
+            check_same_type(flow, fan, column, ref, _ref_type(flow, ref, where, src, None))
         used = sorted({r.column for r in write.columns.values() if isinstance(r, Ref) and r.scope == "row"})
         fanout_spec = {"keyspace": fks, "table": fname,
                        "match": {c: str(r) for c, r in fanout.match.items()}, "columns": used}
@@ -93,7 +55,7 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
             raise ValidationError(flow.name, f"column '{column}' does not exist in target table "
                                              f"'{target.qualified}' (columns: {', '.join(sorted(target.columns))})")
         where = f"for column '{column}' of '{target.qualified}'"
-        _check_same_type(flow, target, column, ref, _ref_type(flow, ref, where, src, fan))
+        check_same_type(flow, target, column, ref, _ref_type(flow, ref, where, src, fan))
     unset = [c for c in target.primary_key if c not in write.columns]
     if unset:
         raise ValidationError(flow.name, f"the write to '{target.qualified}' does not set its primary key "
@@ -111,19 +73,6 @@ def _compile_write(flow: Flow, schema: Schema, src: TableSchema, fanout: FanOut 
         "mode": "lineage" if moving or _rederived(flow, src, target, fanout, write) else "direct",
         "lineage_columns": moving,
     }
-
-
-NATIVE_TYPES = frozenset({"ascii", "bigint", "blob", "boolean", "counter", "date", "decimal", "double", "duration",
-                          "float", "inet", "int", "smallint", "text", "time", "timestamp", "timeuuid", "tinyint", "uuid",
-                          "varint"})
-
-
-def multi_cell(cql_type: str) -> bool:
-    """Whether a column of this type holds one cell per element: a non-frozen collection or user-defined type."""
-    t = _norm_type(cql_type)
-    if t.startswith(("set<", "list<", "map<")):
-        return True
-    return "<" not in t and t not in NATIVE_TYPES     # a UDT's name; a frozen one prints as frozen<name>
 
 
 def _rederived(flow: Flow, src: TableSchema, target: TableSchema, fanout: FanOut | None, write: Write) -> bool:
@@ -166,64 +115,18 @@ def _check_derivable(flow: Flow, src: TableSchema, target: TableSchema, write: W
                                          "delete it; add them to the target's primary key")
 
 
-def _check_same_type(flow: Flow, table: TableSchema, column: str, ref: Ref, ref_type: str) -> None:
-    column_type = table.columns[column]
-    element = re.match(r"^(?:frozen<)?(?:set|list)<(.*)>>?$", _norm_type(ref_type))
-    if column in table.primary_key and element and _norm_type(column_type) == element.group(1):
-        raise ValidationError(flow.name, f"column '{column}' of '{table.qualified}' is keyed by the elements of "
-                                         f"'{ref}' ({ref_type}): a flow derives one row per source row, not one per "
-                                         "element; key the target by the whole value (a frozen collection column), or "
-                                         "keep the elements in a table of their own and index that")
-    if _norm_type(column_type) != _norm_type(ref_type):
-        raise ValidationError(flow.name, f"type mismatch for column '{column}' of '{table.qualified}': it is "
-                                         f"{column_type}, but '{ref}' is {ref_type}")
-
-
-def _check_backup_map(flow: Flow, schema: Schema, src: TableSchema) -> None:
-    """The backup map ``deploy`` creates beside the source must fit Cassandra's limits and, if a table of its
-    name exists already, be one: same partition key types in the same order (else its rows would not live on
-    the source rows' replicas), same columns."""
-    name = backup_map.table_name(src.name)
-    if len(name) > backup_map.MAX_TABLE_NAME:
-        raise ValidationError(flow.name, f"the name of source table '{src.qualified}' is too long for its backup "
-                                         f"map: '{name}' would have {len(name)} characters, Cassandra allows "
-                                         f"{backup_map.MAX_TABLE_NAME} (so a source table name may have at most "
-                                         f"{backup_map.MAX_TABLE_NAME - len(backup_map.PREFIX)})")
-    existing = schema.table(src.keyspace, name)
-    if existing is None:
-        return
-    want = [_norm_type(src.columns[c]) for c in src.partition_key]
-    have = [_norm_type(existing.columns[c]) for c in existing.partition_key]
-    if have != want:
-        raise ValidationError(flow.name, f"the table '{existing.qualified}' exists but is not the backup map of "
-                                         f"'{src.qualified}': its partition key types are ({', '.join(have)}), "
-                                         f"the source's are ({', '.join(want)}); drop or rename it, the deploy "
-                                         "creates the backup map")
-    expected = {c: _norm_type(t) for c, t in backup_map.columns(want)}
-    found = {c: _norm_type(t) for c, t in existing.columns.items()}
-    if (found != expected or list(existing.partition_key) != [c for c, _ in backup_map.key_columns(want)]
-            or tuple(existing.clustering) != backup_map.CLUSTERING):
-        layout = lambda cols: ", ".join(f"{c} {t}" for c, t in sorted(cols.items()))
-        raise ValidationError(flow.name, f"the table '{existing.qualified}' exists but is not the backup map of "
-                                         f"'{src.qualified}': it has columns ({layout(found)}), a backup map has "
-                                         f"({layout(expected)}) with primary key "
-                                         f"(({', '.join(c for c, _ in backup_map.key_columns(want))}), "
-                                         f"{', '.join(backup_map.CLUSTERING)}); drop or rename it, the deploy "
-                                         "creates the backup map")
-
-
 def compile_flow(flow: Flow, schema: Schema) -> dict:
     """Validate one flow against the schema and return its specification (docs/design.md)."""
     flow_types.check([flow])
     ks, name = flow.source_table
-    src = _table(flow, schema, ks, name, "source table")
-    counters = sorted(c for c, t in src.columns.items() if _norm_type(t) == "counter")
+    src = find_table(flow, schema, ks, name, "source table")
+    counters = sorted(c for c, t in src.columns.items() if norm_type(t) == "counter")
     if counters:
         raise ValidationError(flow.name, f"source table '{src.qualified}' is a counter table (column(s) "
                                          f"{', '.join(counters)}): a counter's value is the sum of increments held "
                                          "apart on each replica, and no write carries it; write the events to a table "
                                          "of their own and derive from that")
-    _check_backup_map(flow, schema, src)
+    check_backup_map(flow, schema, src)
     writes = flow.writes()
     targets = [_compile_write(flow, schema, src, fanout, write) for fanout, write in writes]
     follows.compile_follow(flow, schema, src, writes, targets)   # lineage, with its join index: before the loop below

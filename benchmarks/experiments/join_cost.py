@@ -31,7 +31,7 @@ from async_triggers.benchmarks.harness.twitter_example import TWITTER_FLOWS, clu
 from async_triggers.cql import connect
 from async_triggers.examples.twitter.demo import empty
 from async_triggers.examples.twitter.workload import INSERT_TWEET, tweet_body, write_tweets
-from async_triggers.flows import load_flow_file
+from async_triggers.flow_file import load_flow_file
 
 FLOWS = ["twitter_timeline", "twitter_timeline_follows", "twitter_tweet_counts"]
 FOLLOWER_BASE = 1_000_000   # the followers of the measurement: users with no tweets and no other follow

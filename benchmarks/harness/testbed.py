@@ -109,7 +109,7 @@ class Testbed:
             from async_triggers.spark_jobs.session import build_session
             self.spark = build_session(master=self.cfg.spark_master or f"local[{self.cfg.partitions}]",
                                        connection=self.connection(),
-                                       app_name="bench")
+                                       app_name="bench", load_sender=True)
         return self.spark
 
     def flow(self):

@@ -7,7 +7,8 @@ from typing import Callable
 
 from async_triggers import cluster as cluster_mod, config
 from async_triggers.cql_script import run_file
-from async_triggers.flows import FanOut, Flow, load_flow_file
+from async_triggers.flow_file import load_flow_file
+from async_triggers.flows import FanOut, Flow
 
 TWITTER_SCHEMA = config.REPO_ROOT / "examples" / "twitter" / "schema.cql"
 TWITTER_FLOWS = config.REPO_ROOT / "examples" / "twitter" / "flows.py"

@@ -32,7 +32,8 @@ def markdown(runs: Sequence[dict], figure_paths: dict[str, Path] | None = None, 
              f"{reference.SETUP['machines']}, one machine per component; ours run on one machine: "
              f"{machine.get('cpu', 'unknown CPU')}, {machine.get('cores', '?')} cores, "
              f"{machine.get('memory_gb', '?')} GB, {machine.get('os', '')}.",
-             f"Commit(s): {', '.join(f'`{c}`' for c in commits)}. Runs: {len(runs)}"
+             ("From one commit" if len(commits) == 1 else f"From {len(commits)} commits") + " (each run's file names it)."
+             + f" Runs: {len(runs)}"
              + (f" ({reused})" if (reused := same_schedule(runs)) else "")
              + (f", in {len(repeats)} repetitions" if len(repeats) > 1 else "")
              + f"; measured {generated_docs.when_measured(runs)}."

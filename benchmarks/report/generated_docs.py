@@ -41,17 +41,17 @@ def _span(start: float, end: float) -> str:
     return f"{_day(a)} {a:%H:%M} – {_day(b)} {b:%H:%M} UTC"
 
 
-SITTING_GAP_S = 20 * 60   # no run for this long: the runs were made by separate commands (a search lasts minutes)
+PART_GAP_S = 20 * 60   # no run for this long: the runs were made by separate commands (a search lasts minutes)
 
 
-def sittings(runs: Sequence[dict]) -> list[tuple[float, float]]:
-    """When the measured runs were made, as (first start, last end) of each sitting: runs made by separate
+def parts(runs: Sequence[dict]) -> list[tuple[float, float]]:
+    """When the measured runs were made, as (first start, last end) of each part: runs made by separate
     commands (``ctl bench run`` after ``ctl bench all`` stopped) are not one span of hours."""
     measured = [r for r in runs if not r.get("projected")] or list(runs)
     spans: list[list[float]] = []
     for r in sorted(measured, key=lambda r: r["started_at"]):
         start, end = r["started_at"], r["started_at"] + (r.get("duration_s") or 0.0)
-        if spans and start - spans[-1][1] <= SITTING_GAP_S:
+        if spans and start - spans[-1][1] <= PART_GAP_S:
             spans[-1][1] = max(spans[-1][1], end)
         else:
             spans.append([start, end])
@@ -59,16 +59,17 @@ def sittings(runs: Sequence[dict]) -> list[tuple[float, float]]:
 
 
 def when_measured(runs: Sequence[dict]) -> str:
-    """``25 Nov 2026, 07:32–09:31 UTC (the first run's start to the last one's end)``, or each sitting's span."""
-    spans = sittings(runs)
+    """``25 Nov 2026, 07:32–09:31 UTC (the first run's start to the last one's end)``, or each part's span."""
+    spans = parts(runs)
     if len(spans) == 1:
         return f"{_span(*spans[0])} (the first run's start to the last one's end)"
-    return (f"in {len(spans)} sittings, " + " and ".join(_span(*s) for s in spans)
-            + " (each sitting's first run's start to its last one's end)")
+    return (f"in {len(spans)} parts made by separate commands, " + " and ".join(_span(*s) for s in spans)
+            + " (each part's first run's start to its last one's end)")
 
 
 def which_run(runs: Sequence[dict]) -> str:
-    """One line saying which run the block is: runs, repetitions, commit(s), and when, all read from the runs."""
+    """One line saying which run the block is: runs, repetitions, how many commits, and when, all read from the
+    runs (the commit itself is in each run's file, not in the docs)."""
     commits = check_commits(runs, allow_mixed=True)
     repeats = len({repetition(r) for r in runs})
     projected = sum(1 for r in runs if r.get("projected"))
@@ -77,7 +78,8 @@ def which_run(runs: Sequence[dict]) -> str:
     return (f"Run: {len(runs)} runs"
             + (f" ({'; '.join(told)})" if told else "")
             + f" in {repeats} repetition{'s' if repeats != 1 else ''}, "
-            + ("commit " if len(commits) == 1 else "commits ") + ", ".join(f"`{c}`" for c in commits)
+            + ("from one commit" if len(commits) == 1 else f"from {len(commits)} commits")
+            + " (each run's file names it)"
             + f", {when_measured(runs)}.")
 
 

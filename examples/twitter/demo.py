@@ -16,7 +16,7 @@ from async_triggers import aggregates, cluster as cluster_mod, config, deploy, f
 from async_triggers.cql import connect
 from async_triggers.cql_script import run_file
 from async_triggers.errors import AsyncTriggersError, VerifyError
-from async_triggers.flows import load_flow_file
+from async_triggers.flow_file import load_flow_file
 
 from .workload import INSERT_TWEET, WriteStats, change_follows, write_tweets
 

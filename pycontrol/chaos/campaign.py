@@ -27,7 +27,7 @@ from .. import cluster as cluster_mod, deploy, status
 from ..config import Settings
 from ..cql_script import run_text
 from ..errors import ClusterError
-from ..flows import load_flow_file
+from ..flow_file import load_flow_file
 from . import evidence, nemesis, workload
 
 Progress = Callable[[str], None]
@@ -41,6 +41,7 @@ class CampaignConfig:
     runs: int = 3                       # faulty runs, after the reference run
     seed: int = 1                       # draws each run's fault seed
     replay: int | None = None           # run only this fault seed (after the reference)
+    from_run: int = 1                   # the first faulty run to play (the draw stays the seed's: resumes a campaign)
     kinds: tuple[str, ...] = nemesis.KINDS
     master: str = "local[2]"            # the Spark master of each run's check
     faults_per_run: int | None = None   # None: one or two, drawn
@@ -251,6 +252,7 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     seeds: list[int | None] = [None]
     seeds += [config.replay] if config.replay is not None else [rng.randrange(2 ** 31) for _ in range(config.runs)]
     report(f"campaign: seed {config.seed}, {len(seeds) - 1} faulty run(s) "
+           + (f"(playing runs {config.from_run} to {len(seeds) - 1}) " if config.from_run > 1 else "")
            + ("after the reference" if config.reference else "without a reference run") + f"; inputs: "
            f"{len(ops)} writes of {config.tweets} tweets and {config.follows} follows in {config.load_s:.0f}s (workload seed {config.workload_seed})")
     results = []
@@ -258,6 +260,8 @@ def run_campaign(settings: Settings, config: CampaignConfig, progress: Progress,
     for index, fault_seed in enumerate(seeds):
         if index == 0 and not config.reference:
             continue   # run ids stay those of a campaign with its reference
+        if 0 < index < config.from_run:
+            continue   # played by an earlier part of the campaign: same seed, same run, same fault seed
         result = _run(settings, config, session, spark, check, ops, index, fault_seed,
                       campaign_base + index * workload.ID_STRIDE, reference, progress, forms)
         report(result.line())

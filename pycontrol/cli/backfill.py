@@ -8,7 +8,7 @@ import typer
 from ..errors import BackfillError, ConfigError
 from ..flows import Flow
 from . import preflight
-from .exit_codes import errors_to_exit
+from .exit_codes import errors_to_exit, exit_code_of, fail
 from .options import connection_options
 
 
@@ -22,25 +22,25 @@ def refuse_handlers(flows: Sequence[Flow]) -> None:
 
 def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, restart: bool = False,
         as_json: bool = False) -> None:
-    """Runs the job like `ctl verify` runs its own; a failure ends the command with the job's exit code."""
+    """Runs the job in this process (its connection is ours, password included, never an argument); its report on
+    stdout, a failure as the job's error with its exit code."""
+    import dataclasses
+    import json
+
     from async_triggers import connection as connection_mod
+    from async_triggers.errors import AsyncTriggersError
     from async_triggers.spark_jobs import backfill as backfill_job
     with errors_to_exit():
         if ranges is not None and ranges < 1:
             raise ConfigError(f"--ranges must be at least 1, found: {ranges}")
-        # the job runs in this process; its connection is ours, password included, never an argument
         conn = connection_mod.with_password(ctx.obj.connection)
-        preflight.deployed(conn, [flow])
-        argv = ["--flow", flow, "--master", master, "--home", str(ctx.obj.home)]
-        if ranges is not None:
-            argv += ["--ranges", str(ranges)]
-        if restart:
-            argv.append("--restart")
-        if as_json:
-            argv.append("--json")
-        code = backfill_job.main(argv, connection=conn)
-    if code:
-        raise typer.Exit(code)
+        preflight.deployed(conn, [flow], acting=f"backfill {flow}")
+        try:
+            report = backfill_job.run_backfill(flow, conn, master, str(ctx.obj.home),
+                                               ranges if ranges is not None else backfill_job.DEFAULT_RANGES, restart)
+        except AsyncTriggersError as e:
+            raise fail(str(e) if f"'{flow}'" in str(e) else f"flow '{flow}': {e}", exit_code_of(e), as_json)
+    typer.echo(json.dumps(dataclasses.asdict(report)) if as_json else report.text())
 
 
 @connection_options

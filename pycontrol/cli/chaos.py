@@ -19,6 +19,8 @@ def run(ctx: typer.Context,
         runs: int = typer.Option(3, "--runs", help="Faulty runs after the fault-free reference run."),
         seed: int = typer.Option(1, "--seed", help="Draws each run's fault seed."),
         replay: Optional[int] = typer.Option(None, "--replay", help="Run only this fault seed (from a run's line)."),
+        from_run: int = typer.Option(1, "--from-run", help="Play the seed's faulty runs from this one on (after the "
+                                                           "reference run): resumes a campaign cut short."),
         kinds: Optional[str] = typer.Option(None, "--kinds", help="Comma-separated fault kinds to draw from."),
         faults: Optional[int] = typer.Option(None, "--faults", help="Faults per run (default: one or two, drawn)."),
         cluster: str = typer.Option("chaos", "--cluster", help="The ccm cluster (created when missing)."),
@@ -57,6 +59,9 @@ def run(ctx: typer.Context,
             config = dataclasses.replace(config, load_s=load_s)
         if runs < 0:
             raise ConfigError(f"--runs must be zero or more, found: {runs}")
+        if not 1 <= from_run <= max(runs, 1) or (replay is not None and from_run != 1):
+            raise ConfigError(f"--from-run must be between 1 and --runs ({runs}) and without --replay, found: {from_run}")
+        config = dataclasses.replace(config, from_run=from_run)
         results = campaign.run_campaign(ctx.obj, config, progress=lambda m: typer.echo(m, err=True),
                                         report=(lambda m: typer.echo(m, err=True)) if as_json else typer.echo)
     if as_json:

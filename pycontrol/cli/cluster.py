@@ -11,8 +11,19 @@ from typing import List, Optional
 
 import typer
 
-from .. import cluster as cl
 from .exit_codes import errors_to_exit
+
+
+class _Cluster:
+    """async_triggers.cluster, imported at a command's first use of it: its ccm and psutil come with the 'cluster'
+    extra, and `ctl --help` works without them."""
+
+    def __getattr__(self, name: str):
+        from .. import cluster
+        return getattr(cluster, name)
+
+
+cl = _Cluster()
 
 app = typer.Typer(help="Local Cassandra clusters (ccm): install, up, status, stop/start/kill nodes, add, decommission "
                       "and replace nodes, down.",

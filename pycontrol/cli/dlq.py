@@ -7,7 +7,7 @@ import typer
 
 from .. import dlq
 from .exit_codes import errors_to_exit
-from .options import confirm, connection_options
+from .options import acting_on, confirm, connection_options
 from ..cql import connect
 
 app = typer.Typer(help="Dead letters: tasks whose retries ran out.", no_args_is_help=True)
@@ -57,7 +57,7 @@ def retry_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str
     """Queue the tasks again on the nodes that gave up on them, or on a live node when that one is not up (a letter
     goes once its task is queued)."""
     with errors_to_exit():
-        with connect(ctx.obj) as session:
+        with acting_on(ctx.obj, f"dlq retry {flow}") as session:
             sent = dlq.retry(session, flow, ids or (), everything)
     moved = [(d, node) for d, node in sent if node != d.node]
     if as_json:
@@ -79,7 +79,7 @@ def purge_cmd(ctx: typer.Context, flow: str = typer.Argument(...), ids: list[str
               as_json: bool = typer.Option(False, "--json")):
     """Delete dead letters (their tasks are then never retried; asks first)."""
     with errors_to_exit():
-        with connect(ctx.obj) as session:
+        with acting_on(ctx.obj, f"dlq purge {flow}") as session:
             held = dlq.count(session, flow) if everything else 0
             if held:
                 confirm(f"Delete all {held} dead letter(s) of {flow}? Their tasks will never run.", yes)

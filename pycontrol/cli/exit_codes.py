@@ -17,7 +17,7 @@ import sys
 import typer
 from cassandra import DriverException
 
-from .. import errors
+from .. import errors, extras
 from ..errors import BAD_INPUT, FAILED, INTERRUPTED, AsyncTriggersError
 from .click_compat import UsageError, get_current_context
 
@@ -61,6 +61,11 @@ def errors_to_exit(as_json: bool | None = None):
         raise fail(str(e), exit_code_of(e), as_json)
     except DriverException as e:   # what Cassandra answered a statement with, not a stack trace
         raise fail(f"Cassandra refused a statement: {e}", PROBLEM, as_json)
+    except ModuleNotFoundError as e:   # a part of an extra that is not installed (extras.py)
+        message = extras.missing(e)
+        if message is None:
+            raise
+        raise fail(message, PROBLEM, as_json)
     except KeyboardInterrupt:
         if as_json if as_json is not None else json_requested():
             typer.echo(json.dumps({"error": "interrupted", "exit_code": INTERRUPTED}), err=True)

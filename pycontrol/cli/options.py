@@ -7,10 +7,11 @@ cqlshrc > defaults; flags after the command win over the same flags on the root)
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -127,3 +128,15 @@ def confirm(question: str, yes: bool) -> None:
         raise NotConfirmed(f"{question} No terminal to ask: add --yes to confirm")
     if not typer.confirm(question, default=False, err=True):
         raise NotConfirmed("not confirmed: nothing was changed")
+
+
+@contextlib.contextmanager
+def acting_on(settings, what: str) -> Iterator:
+    """A session for a command that changes the cluster: it first says, on stderr, which cluster it changes and
+    through which contact point ("deploy on cluster 'prod' via 10.0.0.1:9042"), so that a default of 127.0.0.1 or a
+    stale environment variable never acts unseen."""
+    from .. import review
+    from ..cql import connect
+    with connect(settings) as session:
+        typer.echo(f"{what} on {review.target(session)}", err=True)
+        yield session

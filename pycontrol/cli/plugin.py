@@ -9,7 +9,7 @@ import typer
 from .. import bundle as bundle_mod, plugin as plugin_mod
 from ..cql import connect
 from .exit_codes import PROBLEM, errors_to_exit
-from .options import connection_options
+from .options import acting_on, connection_options
 
 app = typer.Typer(help="Install the plugin on a cluster and check it.", no_args_is_help=True)
 
@@ -73,7 +73,7 @@ def uninstall_cmd(ctx: typer.Context,
     from .. import uninstall as uninstall_mod
     from .options import confirm
     with errors_to_exit():
-        with connect(ctx.obj) as session:
+        with acting_on(ctx.obj, "plugin uninstall") as session:
             held = uninstall_mod.holdings(session)
             if held and not discard_pending:
                 raise uninstall_mod.refusal(held)

@@ -6,9 +6,11 @@ from __future__ import annotations
 from typing import Sequence
 
 
-def deployed(conn, names: Sequence[str]) -> dict[str, dict]:
-    """The deployed flows, read through the driver; ConnectionFailed or UnknownFlowError before any Spark."""
+def deployed(conn, names: Sequence[str], acting: str | None = None) -> dict[str, dict]:
+    """The deployed flows, read through the driver; ConnectionFailed or UnknownFlowError before any Spark. A
+    command that changes the cluster names itself in ``acting``: the cluster it acts on is said on stderr."""
     from async_triggers import deploy
     from async_triggers.cql import connect
-    with connect(conn) as session:
+    from .options import acting_on
+    with (acting_on(conn, acting) if acting else connect(conn)) as session:
         return deploy.require_deployed(session, names)

@@ -1,6 +1,6 @@
 """`ctl trigger ...`: render, deploy, list, status, pause, resume, wait for and drop flows; their dead letters in
 `ctl trigger dlq` (dlq.py), their backfill in `ctl trigger backfill` (backfill.py), their metrics drawn by
-`ctl trigger dashboard` (dashboard.py)."""
+`ctl trigger dashboard` (dashboard.py), `show`, `history` and `deploy --dry-run` in review.py."""
 from __future__ import annotations
 
 import datetime as dt
@@ -12,13 +12,13 @@ from typing import Sequence
 import typer
 
 from .. import aggregates, deploy as deploy_mod, dlq, follows, keyspace, pause as pause_mod, render, \
-    replication as replication_mod, status as status_mod, validate
+    replication as replication_mod, review, status as status_mod, validate
 from ..cql_schema import parse_cql_file, schema_file_of
-from . import backfill as cli_backfill, dashboard as cli_dashboard, dlq as cli_dlq
+from . import backfill as cli_backfill, dashboard as cli_dashboard, dlq as cli_dlq, review as cli_review
 from .exit_codes import errors_to_exit
-from .options import confirm, connection_options
+from .options import acting_on, confirm, connection_options
 from ..cql import connect
-from ..flows import load_flow_file
+from ..flow_file import load_flow_file
 
 app = typer.Typer(help="Define, deploy and watch flows.", no_args_is_help=True)
 app.add_typer(cli_dlq.app, name="dlq")
@@ -88,27 +88,39 @@ def deploy_cmd(ctx: typer.Context, file: Path = typer.Argument(..., help="A Pyth
                as_json: bool = typer.Option(False, "--json"),
                backfill: bool = typer.Option(False, "--backfill", help="Then backfill each deployed flow "
                                                                        "(ctl trigger backfill) with Spark."),
-               master: str = typer.Option("local[*]", help="Spark master of the backfill.")):
+               master: str = typer.Option("local[*]", help="Spark master of the backfill."),
+               dry_run: bool = typer.Option(False, "--dry-run", help="Change nothing: print each flow's specification "
+                                                                     "against the deployed one and the CQL the deploy "
+                                                                     "would run, each statement marked with what it "
+                                                                     "would do on the cluster as it is.")):
     """Check that every node runs the plugin, validate the flows against the live schema, then create what the
-    plugin needs, the capture and the triggers; with --backfill, then apply them to the rows already there."""
+    plugin needs, the capture and the triggers, and record each flow's revision (ctl trigger history); with
+    --backfill, then apply them to the rows already there."""
     with errors_to_exit():
         flows = load_flow_file(file)
         factors = replication_mod.parse(replication) if replication else None
+        if dry_run:
+            cli_review.dry_run(ctx, flows, factors, not skip_plugin_check, as_json)
+            return
         if backfill:
             cli_backfill.refuse_handlers(flows)   # before the cluster changes
-        with connect(ctx.obj) as session:
+        with connect(ctx.obj) as session:   # deploy() names the cluster once the flows are valid, before it acts
             result = deploy_mod.deploy(session, flows, progress=_progress, replication=factors,
                                        check_plugin=not skip_plugin_check)
         if as_json:
-            typer.echo(json.dumps({"deployed": result.flows, "version": result.version}))
+            typer.echo(json.dumps({"deployed": result.flows, "version": result.version,
+                                   "revisions": result.revisions}))
         else:
-            typer.echo(f"deployed {', '.join(result.flows)} (version {result.version})")
+            revisions = ", ".join(f"{n} revision {r}" if r else n for n, r in result.revisions.items())
+            typer.echo(f"deployed {revisions} ({review.describe_version(result.version)})")
     if backfill:
         for name in [f.name for f in flows]:   # a following fan-out's companion has no targets to backfill
             cli_backfill.run(ctx, name, master)
 
 
 app.command("backfill")(cli_backfill.backfill)
+app.command("show")(cli_review.show)
+app.command("history")(cli_review.history)
 app.command("dashboard")(cli_dashboard.dashboard)
 
 
@@ -122,7 +134,8 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
             paused = status_mod.paused_flows(session)
     rows = [{"name": n, "source": f"{s['source']['keyspace']}.{s['source']['table']}",
              "targets": sorted(aggregates.written_tables(s)),
-             "handler": s.get("handler"), "events": s["events"], "version": s["_version"], "paused": n in paused}
+             "handler": s.get("handler"), "events": s["events"], "version": s["_version"],
+             "deployed_at": review.describe_version(s["_version"]), "paused": n in paused}
             for n, s in sorted(deployed.items())]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))
@@ -131,8 +144,8 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
         typer.echo("no flows deployed")
     for r in rows:
         to = ", ".join(r["targets"]) or f"handler {r['handler']}"
-        typer.echo(f"{r['name']:<24} {r['source']} -> {to}  events={','.join(r['events'])}"
-                   + ("  PAUSED" if r["paused"] else ""))
+        typer.echo(f"{r['name']:<24} {r['source']} -> {to}  events={','.join(r['events'])}  "
+                   f"deployed {r['deployed_at']}" + ("  PAUSED" if r["paused"] else ""))
 
 
 def _status_sample(session, names: Sequence[str], previous: dict | None,
@@ -237,7 +250,7 @@ def wait_cmd(ctx: typer.Context, flow: list[str] = typer.Argument(...),
 
 def _set_paused(ctx: typer.Context, name: str, paused: bool, timeout: float, as_json: bool) -> None:
     with errors_to_exit():
-        with connect(ctx.obj) as session:
+        with acting_on(ctx.obj, f"{'pause' if paused else 'resume'} {name}") as session:
             result = pause_mod.set_paused(session, name, paused, timeout=timeout, progress=_progress)
             # the follows of a flow whose fan-out follows its table pause and resume with it
             for companion in follows.companions_of(deploy_mod.read_deployed(session), [name]):
@@ -290,7 +303,7 @@ def drop_cmd(ctx: typer.Context, name: str = typer.Argument(...),
     same rule; the companion alone is refused."""
     from .. import drop_guard
     with errors_to_exit():
-        with connect(ctx.obj) as session:
+        with acting_on(ctx.obj, f"drop {name}") as session:
             deployed = deploy_mod.require_deployed(session, [name])
             deploy_mod.refuse_companion(deployed, name)
             companion = deploy_mod.companion_of(deployed, name)

@@ -36,12 +36,10 @@ def verify(ctx: typer.Context, flows: list[str] = typer.Argument(None, help="Dep
         Options(consistency=consistency, ranges=ranges)   # a bad option, before anything connects
         # the job runs in this process; its connection is ours, password included, never an argument
         conn = connection_mod.with_password(ctx.obj.connection)
-        preflight.deployed(conn, flows or [])
-        argv = ["--all"] if all_flows else [a for f in flows for a in ("--flow", f)]
-        argv += ["--master", master, "--home", str(ctx.obj.home), "--consistency", consistency,
-                 "--ranges", str(ranges)] + ["--restart"] * restart + ["--repair"] * repair
-        args = verify_job._parser().parse_args(argv)
-        results = verify_job.run(args, connection=conn)
+        preflight.deployed(conn, flows or [], acting="verify --repair" if repair else None)
+        request = verify_job.Request(flows=tuple(flows or ()), all=all_flows, master=master, home=str(ctx.obj.home),
+                                     consistency=consistency.upper(), ranges=ranges, restart=restart, repair=repair)
+        results = verify_job.run(request, connection=conn)
     out, err, code = verify_job.outcome(results, as_json)
     for line in out:
         typer.echo(line)

@@ -23,7 +23,7 @@ from .. import cluster as cluster_mod, connection as connection_mod, connection_
 from ..config import Settings
 from ..cql_script import run_text
 from ..errors import ConfigError
-from ..flows import load_flow_file
+from ..flow_file import load_flow_file
 from . import generator, oracle, runner, schema, shrinker
 
 Progress = Callable[[str], None]

@@ -67,7 +67,7 @@ def check_flows(spark, flows: Iterable[str]) -> list[FlowCheck]:
         except VerifyError:
             raise
         except Exception as e:  # Py4J and analysis errors: say which flow, keep the Java cause
-            from async_triggers.spark_jobs.session import describe_error
+            from async_triggers.spark_jobs.errors import describe_error
             raise VerifyError(f"verifying flow '{flow}' failed: {describe_error(e)}") from e
         out.append(FlowCheck(flow, tuple(_jsonable(r.as_dict()) for r in results)))
     return out

@@ -38,13 +38,10 @@ from typing import Callable, Mapping, Sequence
 
 from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
+from .source_rows import (  # noqa: F401 (verify_run, repair and the tests read them here too)
+    CELLS, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_udf, with_ring_columns, with_write_options, write_rows)
 
 DEFAULT_RANGES = 16
-# the columns the connector binds to USING TIMESTAMP / USING TTL; bind markers start with a letter, hence no "__"
-WRITETIME, TTL = "backfill_writetime", "backfill_ttl"
-# a verification's repair carries it (repair_confirm): the write time of each simple dated cell of a source row
-CELLS = "backfill_cells"
-TOKEN, SOURCE_KEY = "backfill_token", "backfill_source_key"
 # writetime()/ttl() in Spark SQL come with the connector's extensions (its docs/14_data_frames.md, TTL and WRITETIME)
 SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraSparkExtensions"}
 EXIT_STOPPED = 3
@@ -87,167 +84,6 @@ def check_applicable(spec: Mapping) -> None:
         raise BackfillError(f"flow '{name}' runs the Java handler {spec['handler']}: Spark cannot apply a handler, "
                             "so this flow cannot be backfilled")
     derive.targets_by_table(spec)    # the same checks verify makes (targets present, consistent keys)
-
-
-# --- pure transforms -------------------------------------------------------------------------------------------
-
-def source_key_columns(spec: Mapping) -> list[str]:
-    src = spec["source"]
-    return list(src["partition_key"]) + list(src.get("clustering") or [])
-
-
-def timestamp_columns(spec: Mapping) -> list[str]:
-    """The non-key source columns whose cells date a row: the ones the flow reads, else every non-key column the
-    spec knows (WRITETIME is undefined on key columns)."""
-    key = source_key_columns(spec)
-    read = [c for c in derive.source_columns(spec) if c not in key]
-    return read or [c for c in spec["source"]["columns"] if c not in key]
-
-
-def simple_timestamp_columns(spec: Mapping) -> list[str]:
-    """:func:`timestamp_columns` without the non-frozen collections (CQL gives them no single WRITETIME)."""
-    types = spec["source"]["columns"]
-    return [c for c in timestamp_columns(spec)
-            if not str(types.get(c, "")).lower().startswith(("list<", "set<", "map<"))]
-
-
-def with_write_options(df, fallback_micros: int):
-    """``df`` (key and read columns plus ``wt_<i>``/``ttl_<i>`` per timestamp column) with the row's
-    ``backfill_writetime`` (newest cell, else ``fallback_micros``) and ``backfill_ttl`` (least remaining TTL, 0 for
-    none: TTL 0 means no expiry)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import ArrayType
-
-    # a collection's (or non-frozen UDT's) WRITETIME and TTL are its elements': the newest write, the least TTL
-    arrays = {f.name for f in df.schema.fields if isinstance(f.dataType, ArrayType)}
-    wts = [F.array_max(c) if c in arrays else F.col(c) for c in df.columns if c.startswith("wt_")]
-    ttls = [F.array_min(c) if c in arrays else F.col(c) for c in df.columns if c.startswith("ttl_")]
-    newest = (wts[0] if len(wts) == 1 else F.greatest(*wts)) if wts else F.lit(None)
-    least = (ttls[0] if len(ttls) == 1 else F.least(*ttls)) if ttls else F.lit(None)
-    return (df.withColumn(WRITETIME, F.coalesce(newest.cast("long"), F.lit(fallback_micros)))
-              .withColumn(TTL, F.coalesce(least.cast("int"), F.lit(0)))
-              .drop(*[c for c in df.columns if c.startswith(("wt_", "ttl_"))]))
-
-
-def _token_udf(types: Sequence[str]):
-    from pyspark.sql import functions as F
-    return F.udf(lambda *values: ring.token(values, types), "long")
-
-
-def _source_key_udf(types: Sequence[str]):
-    from pyspark.sql import functions as F
-    return F.udf(lambda *values: ring.source_key(values, types), "binary")
-
-
-def _lineage_key_udf(index: int, types: Sequence[str]):
-    from pyspark.sql import functions as F
-    return F.udf(lambda *values: ring.lineage_key(index, values, types), "binary")
-
-
-def with_ring_columns(df, spec: Mapping):
-    """Adds each row's partition token and, for flows with lineage targets, its lineage ``source_key``."""
-    from pyspark.sql import functions as F
-
-    src, types = spec["source"], spec["source"]["columns"]
-    pk = list(src["partition_key"])
-    df = df.withColumn(TOKEN, _token_udf([types[c] for c in pk])(*[F.col(c) for c in pk]))
-    if any(t.get("mode") == "lineage" for t in spec["targets"]):
-        key = source_key_columns(spec)
-        df = df.withColumn(SOURCE_KEY, _source_key_udf([types[c] for c in key])(*[F.col(c) for c in key]))
-    return df
-
-
-def in_range(df, token_range: Sequence[int]):
-    from pyspark.sql import functions as F
-    return df.where((F.col(TOKEN) > F.lit(token_range[0])) & (F.col(TOKEN) <= F.lit(token_range[1])))
-
-
-LINEAGE_WRITE_CONSISTENCY = "EACH_QUORUM"   # the plugin's Lineage.writeLevel for flows below ALL
-LINEAGE_TTL_GRACE_SECONDS = 10 * 24 * 3600  # the plugin's Lineage.EXPIRED_ROW_GRACE_SECONDS
-
-
-def lineage_rows(spec: Mapping, index: int, part):
-    """The lineage entries the plugin records for target ``index`` of each source row of ``part``: its image at the
-    row's timestamp. A row without an image (a null lineage column, or a target without a fan-out whose key is null or
-    has an empty partition key value) derives nothing: no entry."""
-    from pyspark.sql import functions as F
-
-    target, types = spec["targets"][index], spec["source"]["columns"]
-    cols = list(target.get("lineage_columns") or [])
-    known = F.lit(True)
-    for c in cols:
-        known = known & F.col(c).isNotNull()
-    if not target.get("fanout"):
-        for k in derive.primary_key(target):
-            c = derive.parse_ref(target["columns"][k])[1]
-            known = known & F.col(c).isNotNull()
-            if k in target["partition_key"]:
-                known = known & (F.length(F.col(c)) > 0)
-    key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
-    # a TTL'd row's entry lives its rows' TTL plus the grace the plugin gives it (a late older image stays away)
-    entry_ttl = F.when(F.col(TTL) > 0, F.col(TTL) + LINEAGE_TTL_GRACE_SECONDS).otherwise(F.lit(0)).alias(TTL)
-    return part.where(known).select(F.lit(spec["name"]).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
-                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME), entry_ttl)
-
-
-def lineage_key_rows(spec: Mapping, part):
-    """The rows of ``async_triggers.lineage_keys`` the plugin records for each source row of ``part`` (a clustered
-    source with lineage targets): its key under its partition, at the row's timestamp."""
-    from pyspark.sql import functions as F
-
-    types = spec["source"]["columns"]
-    pk = list(spec["source"]["partition_key"])
-    partition = F.udf(lambda *values: ring.source_key(values, [types[c] for c in pk]), "binary")
-    return part.select(F.lit(spec["name"]).alias("flow"), partition(*[F.col(c) for c in pk]).alias("source_partition"),
-                       F.col(SOURCE_KEY).alias("source_key"), F.col(WRITETIME))
-
-
-# --- against Cassandra -----------------------------------------------------------------------------------------
-
-def _quoted(column: str) -> str:
-    return "`" + column.replace("`", "``") + "`"
-
-
-def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str, str] | None = None,
-                cells: bool = False):
-    """The source table: its key columns, the columns the flow reads, their write options and ring columns.
-    ``options``: more reader options (a verification's consistency level). ``cells``: also ``backfill_cells``, the
-    write time of each of :func:`simple_timestamp_columns` (null for a null cell), in that order."""
-    from pyspark.sql import functions as F
-
-    from .session import read_table
-
-    key = source_key_columns(spec)
-    src = spec["source"]
-    table = read_table(spark, src["keyspace"], src["table"], options=options)
-    # every column of the table, not only the flow's: a row is there when SELECT * returns it, and a select of some
-    # columns leaves out a row whose marker expired and whose live cells are all in the others (a cached frame
-    # keeps the scan from being narrowed to the columns used downstream)
-    columns = list(dict.fromkeys(key + derive.source_columns(spec) + list(table.columns)))
-    dated = timestamp_columns(spec)
-    exprs = [_quoted(c) for c in columns]
-    exprs += [f"writetime({_quoted(c)}) AS wt_{i}" for i, c in enumerate(dated)]
-    exprs += [f"ttl({_quoted(c)}) AS ttl_{i}" for i, c in enumerate(dated)]
-    df = table.selectExpr(*exprs)
-    if cells:
-        simple = set(simple_timestamp_columns(spec))
-        times = [F.col(f"wt_{i}").cast("long") for i, c in enumerate(dated) if c in simple]
-        df = df.withColumn(CELLS, F.array(*(times or [F.lit(None).cast("long")])))   # [null]: no such column
-    return with_ring_columns(with_write_options(df, fallback_micros), spec)
-
-
-def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None) -> None:
-    """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
-    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it).
-    ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level)."""
-    from .session import CASSANDRA_FORMAT
-
-    options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
-    if ttl:
-        options["ttl"] = TTL
-    if consistency:
-        options["spark.cassandra.output.consistency.level"] = consistency
-    df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
 
 
 def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=None) -> int:
@@ -363,7 +199,8 @@ def run_backfill(flow: str, connection=None, master: str = "local[*]", home=None
     from async_triggers import connection as connection_mod
     from async_triggers.cql import connect
 
-    from .session import build_session, describe_error
+    from .errors import describe_error
+    from .session import build_session
     from .specs import load_spec
 
     connection = connection_mod.with_password(connection or connection_mod.resolve({}))

@@ -123,19 +123,19 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
 
     from async_triggers import keyspace
 
-    from . import backfill
+    from . import source_rows
     from .session import read_table
 
     lineage = read_table(spark, keyspace.KEYSPACE, keyspace.LINEAGE.name,
                          ["flow", "source_key", "target_key", "ts", "written"]).persist()
     try:
         lineage.count()   # the entries first: one recorded after this read belongs to a task that reads the row later
-        source = (fresh_source() if fresh_source else backfill.read_source(
+        source = (fresh_source() if fresh_source else source_rows.read_source(
             spark, spec, 0, options={"spark.cassandra.input.consistency.level": "ALL"})).persist()   # whole rows
         fresh = None
         for index, target in enumerate(spec["targets"]):
             if target.get("mode") == "lineage":
-                rows = backfill.lineage_rows(spec, index, source).select("source_key", "target_key")
+                rows = source_rows.lineage_rows(spec, index, source).select("source_key", "target_key")
                 fresh = rows if fresh is None else fresh.union(rows)
         try:
             stale = stale_entries(lineage, fresh, spec["name"]).collect() if fresh is not None else []

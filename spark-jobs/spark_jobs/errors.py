@@ -14,3 +14,23 @@ class LoadError(AsyncTriggersError):
 
 class LoadGenError(AsyncTriggersError):
     """The load generator was given a bad option, or its senders could not be made or failed outside a request."""
+
+
+def describe_error(e: BaseException, limit: int = 300) -> str:
+    """A one-line account of a Spark/connector failure: Py4J's own message ("An error occurred while calling
+    o63.load") says nothing, the Java exception and its root cause do."""
+    java = getattr(e, "java_exception", None)
+    if java is not None:
+        try:
+            top, root = java.toString(), java
+            while root.getCause() is not None and root.getCause() != root:
+                root = root.getCause()
+            cause = root.toString()
+            text = top if root == java or (root.getMessage() or cause) in top else f"{top} (cause: {cause})"
+        except Exception:
+            text = str(e)
+    else:
+        text = getattr(e, "desc", None) or str(e)
+    lines = [line for line in str(text).strip().splitlines() if line.strip()]
+    line = lines[0] if lines else type(e).__name__
+    return line if len(line) <= limit else line[:limit - 1] + "…"

@@ -91,7 +91,7 @@ def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
     its TTL (CQL reads none); returns the number of rows copied."""
     from pyspark.sql import functions as F
 
-    from . import backfill
+    from . import source_rows
     from .session import read_table
 
     target = following_target(spec)
@@ -100,10 +100,10 @@ def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
     columns = [c for c in read_table(spark, follow["keyspace"], follow["table"]).columns if c not in (CHANGE, EXPIRES, GONE)]
     df = read_table(spark, fan["keyspace"], fan["table"], columns) \
         .withColumn(CHANGE, F.lit(0).cast("long")).withColumn(EXPIRES, F.lit(0).cast("long")) \
-        .withColumn(backfill.WRITETIME, F.lit(0).cast("long")).persist()
+        .withColumn(source_rows.WRITETIME, F.lit(0).cast("long")).persist()
     try:
         n = df.count()
-        backfill.write_rows(df, follow["keyspace"], follow["table"], ttl=False, consistency=consistency)
+        source_rows.write_rows(df, follow["keyspace"], follow["table"], ttl=False, consistency=consistency)
     finally:
         df.unpersist()
     progress(f"backfill {spec['name']}: {n} rows of {fan['keyspace']}.{fan['table']} copied for its following fan-out")

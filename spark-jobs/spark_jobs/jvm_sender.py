@@ -28,6 +28,7 @@ from typing import Any, Callable, Sequence
 
 from .errors import LoadGenError, SparkSetupError
 from .schedule import Phase, check_options, schedule
+from .slots import check_cores
 from .sending import DROPPED, ERROR, LATE_AFTER_S, OK, Record
 
 SOURCES = Path(__file__).resolve().parent.parent / "jvm"
@@ -144,7 +145,6 @@ def run(spark, phases: Sequence[Phase], partitions: int, seed: int, requests: Jv
     if requests.kind not in (TWEET, QUERY) or (requests.kind == TWEET and requests.tweets is None):
         raise LoadGenError(f"a JVM sender sends tweets (kind {TWEET}, with their source) or a query (kind {QUERY}), "
                            f"found kind {requests.kind!r}" + (" without tweets" if requests.kind == TWEET else ""))
-    from .loadgen import check_cores
     sc = spark.sparkContext
     check_cores(sc, partitions)
     plans = [encode_plan(schedule(phases, partitions, task, seed, arrivals), seed, task, requests)
@@ -162,7 +162,7 @@ def run(spark, phases: Sequence[Phase], partitions: int, seed: int, requests: Jv
             in_flight, LATE_AFTER_S, -1.0 if drop_after_s is None else float(drop_after_s),
             float(requests.retry_s), float(start_delay_s))
     except Exception as e:
-        from .session import describe_error
+        from .errors import describe_error
         raise LoadGenError(f"the JVM load generator's Spark job failed: {describe_error(e)}") from e
     records = [r for task, answer in enumerate(answers) for r in decode_records(task, bytes(answer))]
     return sorted(records, key=lambda r: (r.scheduled, r.task, r.seq))

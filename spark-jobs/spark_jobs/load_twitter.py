@@ -185,7 +185,8 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    from .session import build_session, describe_error, write_table
+    from .errors import describe_error
+    from .session import build_session, write_table
 
     started = time.monotonic()
     try:

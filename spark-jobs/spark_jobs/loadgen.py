@@ -32,6 +32,7 @@ import time
 from typing import Callable, Iterable, Sequence
 
 from .errors import LoadGenError
+from .slots import check_cores, task_slots  # noqa: F401 (task_slots: part of this module's API)
 from .schedule import ARRIVALS, DEFAULT_CONCURRENCY, Phase, ScheduledRequest, check_options, schedule
 from .sending import (BEHIND_AFTER_S, DEFAULT_IN_FLIGHT, DROPPED, ERROR, LATE_AFTER_S, OK, AsyncSender, Record,
                       Sender, SenderFactory, Slot, as_sender, async_null_sender, close_senders, is_async,
@@ -85,33 +86,6 @@ def records_rdd(spark, phases: Sequence[Phase], partitions: int, seed: int, send
     return sc.parallelize(range(partitions), partitions).barrier().mapPartitions(one_task)
 
 
-def check_cores(sc, partitions: int) -> None:
-    """Every task of a barrier stage must run at once: refuse more partitions than Spark has cores."""
-    cores = task_slots(sc, partitions)
-    if partitions > cores:
-        raise LoadGenError(f"'partitions' ({partitions}) exceeds the {cores} cores Spark has "
-                           f"({sc.master}): the tasks would not all run at once, and the later ones would send "
-                           "their share late")
-
-
-def task_slots(sc, wanted: int, wait_s: float = 60.0) -> int:
-    """How many tasks can run at once: N of ``local[N]`` (the machine's cores for ``local[*]``); on a cluster
-    manager, the registered executors' cores, waiting up to ``wait_s`` for ``wanted`` of them (a standalone master
-    launches the executors one after the other: the first registers seconds before the second)."""
-    import os
-    master = sc.master
-    if master.startswith("local"):
-        n = master[len("local["):-1].split(",")[0] if master.startswith("local[") else "1"
-        return (os.cpu_count() or 1) if n == "*" else int(n)
-    per_executor = int(sc.getConf().get("spark.executor.cores", "1"))
-    deadline = time.monotonic() + wait_s
-    while True:
-        slots = max(0, sc._jsc.sc().getExecutorMemoryStatus().size() - 1) * per_executor    # minus the driver
-        if slots >= wanted or time.monotonic() > deadline:
-            return slots
-        time.sleep(0.5)
-
-
 def run(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_factory: SenderFactory,
         concurrency: int = DEFAULT_CONCURRENCY, arrivals: str = "uniform", drop_after_s: float | None = None,
         start_delay_s: float = DEFAULT_START_DELAY_S, in_flight: int = DEFAULT_IN_FLIGHT) -> list[Record]:
@@ -137,7 +111,7 @@ def _task_error(e: BaseException) -> str:
     raised = [line for line in lines if line.startswith(("async_triggers.spark_jobs.errors.LoadGenError: ", "LoadGenError: "))]
     if raised:
         return raised[-1].split(": ", 1)[1]
-    from .session import describe_error
+    from .errors import describe_error
     return describe_error(e)
 
 

@@ -151,7 +151,8 @@ EXTENSIONS = "spark.sql.extensions"
 
 def build_session(master: str = "local[*]", contact_points: Iterable[str] | None = None, port: int | None = None,
                   app_name: str = "async-triggers", home: Path | None = None,
-                  jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None, connection=None):
+                  jars: Iterable[Path] | None = None, conf: Mapping[str, str] | None = None, connection=None,
+                  load_sender: bool = False):
     """Start (or return the running) Spark session with the connector.
 
     ``connection`` (async_triggers.connection.Connection) says how to reach Cassandra; without it, the
@@ -159,8 +160,9 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     Secret settings (the password, the key stores' passwords) are set on the running session only: PySpark puts
     every launch setting into the JVM's command line.
 
-    ``jars=None`` resolves the connector (see :func:`connector_jars`) and adds the load generator's JVM sender
-    (:func:`jvm_sender.build_jar`, compiled on first use); ``jars=()`` starts Spark without them,
+    ``jars=None`` resolves the connector (see :func:`connector_jars`); ``load_sender=True`` adds the load
+    generator's JVM sender (:func:`jvm_sender.build_jar`, compiled with javac from the checkout's Java sources on
+    first use: the benchmarks' sessions, not verify's or backfill's); ``jars=()`` starts Spark without them,
     for pure transforms. ``conf`` overrides any setting. Only the first session of a process fixes the JVM's
     class path and memory: later calls reuse it.
     """
@@ -174,9 +176,10 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     connection = connection_mod.with_password(connection)
     public, secret = connection_clients.spark_conf(connection)
     if jars is None:
-        from .jvm_sender import build_jar
         jar_paths = connector_jars(home)
-        jar_paths = [*jar_paths, build_jar(home or default_home(), jar_paths)]   # the load generator's JVM sender
+        if load_sender:
+            from .jvm_sender import build_jar
+            jar_paths = [*jar_paths, build_jar(home or default_home(), jar_paths)]
     else:
         jar_paths = list(jars)
     # the launcher reads this before any conf: without it Spark warns about the host's loopback name
@@ -217,26 +220,6 @@ def connector_loaded(spark) -> bool:
         return source.getName().startswith("org.apache.spark.sql.cassandra")
     except Exception:
         return False
-
-
-def describe_error(e: BaseException, limit: int = 300) -> str:
-    """A one-line account of a Spark/connector failure: Py4J's own message ("An error occurred while calling
-    o63.load") says nothing, the Java exception and its root cause do."""
-    java = getattr(e, "java_exception", None)
-    if java is not None:
-        try:
-            top, root = java.toString(), java
-            while root.getCause() is not None and root.getCause() != root:
-                root = root.getCause()
-            cause = root.toString()
-            text = top if root == java or (root.getMessage() or cause) in top else f"{top} (cause: {cause})"
-        except Exception:
-            text = str(e)
-    else:
-        text = getattr(e, "desc", None) or str(e)
-    lines = [line for line in str(text).strip().splitlines() if line.strip()]
-    line = lines[0] if lines else type(e).__name__
-    return line if len(line) <= limit else line[:limit - 1] + "…"
 
 
 def read_table(spark, keyspace: str, table: str, columns: Iterable[str] | None = None,

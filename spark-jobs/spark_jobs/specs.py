@@ -13,7 +13,8 @@ def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_trigge
     read through the connector; an UnknownFlowError naming every flow not deployed."""
     from async_triggers.errors import UnknownFlowError
 
-    from .session import describe_error, read_table
+    from .errors import describe_error
+    from .session import read_table
     try:
         rows = {r["name"]: r["spec"] for r in read_table(spark, keyspace, "flows", ["name", "spec"]).collect()}
     except Exception as e:

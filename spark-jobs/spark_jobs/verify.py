@@ -107,7 +107,8 @@ def run_verify(spec: Mapping, contact_points: Iterable[str] | None = None, maste
                consistency: str = DEFAULT_CONSISTENCY) -> list[Result]:
     """Starts a Spark session with the connector and verifies ``spec``. Raises VerifyError when the verification
     cannot run; differences are a result, not an error."""
-    from .session import build_session, describe_error
+    from .errors import describe_error
+    from .session import build_session
 
     spark = build_session(master=master, contact_points=contact_points, port=port, connection=connection,
                           app_name=f"verify-{spec.get('name', 'flow')}", home=home, conf=SESSION_CONF)
@@ -166,32 +167,53 @@ def _stderr(msg: str) -> None:
     print(msg, file=sys.stderr, flush=True)
 
 
-def run(args, connection=None, progress=_stderr) -> list:
-    """Verifies what ``args`` (the parsed command line) names; ``connection`` replaces its connection options.
-    Returns a FlowReport, Failure or Skipped per flow; raises our errors when nothing can run (bad options, an
-    unknown flow, no Spark, no cluster)."""
+@dataclasses.dataclass(frozen=True)
+class Request:
+    """What a verification checks and how: flows by name, or every deployed one (``all``), or a specification
+    file (``spec``); the read consistency, token ranges, restart and repair of verify_run.Options."""
+    flows: tuple[str, ...] = ()
+    all: bool = False
+    spec: str | None = None
+    master: str = "local[*]"
+    home: str | None = None
+    consistency: str = DEFAULT_CONSISTENCY
+    ranges: int = 1
+    restart: bool = False
+    repair: bool = False
+
+    @classmethod
+    def from_arguments(cls, args) -> "Request":
+        return cls(flows=tuple(args.flow or ()), all=args.all, spec=args.spec, master=args.master, home=args.home,
+                   consistency=args.consistency, ranges=args.ranges, restart=args.restart, repair=args.repair)
+
+
+def run(request: Request, connection=None, progress=_stderr) -> list:
+    """Verifies what ``request`` names, connecting as ``connection`` says (default: the ASYNC_TRIGGERS_*
+    environment and the cqlshrc file). Returns a FlowReport, Failure or Skipped per flow; raises our errors when
+    nothing can run (bad options, an unknown flow, no Spark, no cluster)."""
     import contextlib
 
-    from async_triggers.connection import from_arguments
+    from async_triggers.connection import resolve
     from async_triggers.cql import connect
 
-    from .session import build_session, describe_error
+    from .errors import describe_error
+    from .session import build_session
 
-    options = Options(consistency=args.consistency, ranges=args.ranges, restart=args.restart, repair=args.repair)
-    connection = connection or from_arguments(args)
+    options = Options(consistency=request.consistency, ranges=request.ranges, restart=request.restart, repair=request.repair)
+    connection = connection or resolve({})
     spec = None
-    if args.spec:
+    if request.spec:
         try:
-            with open(args.spec) as f:
+            with open(request.spec) as f:
                 spec = json.load(f)
         except (OSError, ValueError) as e:
             from async_triggers.errors import ConfigError
-            raise ConfigError(f"cannot read the specification {args.spec}: {e}") from e
-    label = spec.get("name", args.spec) if spec else ("all" if args.all else "-".join(args.flow))
-    spark = build_session(master=args.master, connection=connection, app_name=f"verify-{label}", home=args.home,
+            raise ConfigError(f"cannot read the specification {request.spec}: {e}") from e
+    label = spec.get("name", request.spec) if spec else ("all" if request.all else "-".join(list(request.flows)))
+    spark = build_session(master=request.master, connection=connection, app_name=f"verify-{label}", home=request.home,
                           conf=SESSION_CONF)
     try:
-        specs = {label: spec} if spec else load_specs(spark, None if args.all else args.flow)
+        specs = {label: spec} if spec else load_specs(spark, None if request.all else list(request.flows))
     except AsyncTriggersError:
         raise
     except Exception as e:
@@ -202,10 +224,10 @@ def run(args, connection=None, progress=_stderr) -> list:
     needs_driver = options.ranges > 1 or options.repair
     with (connect(connection) if needs_driver and specs else contextlib.nullcontext()) as session:
         for name, s in specs.items():
-            if args.all and s.get("handler"):
+            if request.all and s.get("handler"):
                 out.append(Skipped(name, f"runs the Java handler {s['handler']}, whose rows Spark cannot derive"))
                 continue
-            if args.all and follows.is_companion(s):
+            if request.all and follows.is_companion(s):
                 out.append(Skipped(name, f"the companion of flow '{s['follows']['flow']}', verified with it"))
                 continue
             refusal = follows.companion_refusal(s, "verify") or (
@@ -250,9 +272,11 @@ def outcome(results: Sequence, as_json: bool) -> tuple[list[str], list[str], int
 def main(argv: Sequence[str] | None = None, connection=None) -> int:
     from async_triggers.errors import exit_code_of
 
+    from async_triggers.connection import from_arguments
+
     args = _parser().parse_args(argv)
     try:
-        results = run(args, connection)
+        results = run(Request.from_arguments(args), connection or from_arguments(args))
     except AsyncTriggersError as e:
         print(json.dumps({"error": str(e), "exit_code": exit_code_of(e)}) if args.json else f"error: {e}",
               file=sys.stderr)

@@ -86,7 +86,7 @@ def _with_token(df, columns: Sequence[str], types: Sequence[str], name: str):
 
     pos = [derive.position(df, c, "the table") for c in columns]
     renamed = derive.renamed(df, "_")
-    token = backfill._token_udf(list(types))(*[F.col(f"_{p}") for p in pos])
+    token = backfill.token_udf(list(types))(*[F.col(f"_{p}") for p in pos])
     return renamed.withColumn(name, token).toDF(*df.columns, name)
 
 
@@ -119,12 +119,12 @@ def read_target(spark, session, spec: Mapping, table: str, traced: Sequence[str]
     if joined:   # a join index keeps the rows its source rows left as gone for a while: they are not the flow's rows
         df = df.where(F.col(follows.GONE).isNull() | ~F.col(follows.GONE))
         if not options.repair:
-            df = df.select(*[F.col(backfill._quoted(c)) for c in columns])
+            df = df.select(*[F.col(backfill.quoted(c)) for c in columns])
     if options.repair:
         dated = repair.dated_columns(session, keyspace, name)
-        times = [F.expr(f"writetime({backfill._quoted(c)})") for c in dated]
+        times = [F.expr(f"writetime({backfill.quoted(c)})") for c in dated]
         newest = (times[0] if len(times) == 1 else F.greatest(*times)) if times else F.lit(None)
-        df = df.select(*[F.col(backfill._quoted(c)) for c in columns], newest.cast("long").alias(FOUND_WRITETIME))
+        df = df.select(*[F.col(backfill.quoted(c)) for c in columns], newest.cast("long").alias(FOUND_WRITETIME))
     if traced is not None and options.ranges > 1:
         types = spec["source"]["columns"]
         df = _with_token(df, traced, [types[p] for p in spec["source"]["partition_key"]], TRACE_TOKEN)
@@ -192,7 +192,7 @@ def compare_aggregate(table: str, aggregate: Mapping, source, fanouts: Mapping, 
     from pyspark.sql import functions as F
 
     expected = derive.aggregate_rows(aggregate, source, fanouts)
-    found = found.select(*[F.col(backfill._quoted(c)) for c in derive.compared_columns([aggregate])])
+    found = found.select(*[F.col(backfill.quoted(c)) for c in derive.compared_columns([aggregate])])
     classified, layout = compare.classify(expected, found, derive.primary_key(aggregate), table=table)
     classified = classified.persist()
     try:

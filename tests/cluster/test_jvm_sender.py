@@ -30,7 +30,7 @@ SCRIPT = textwrap.dedent(f"""
     from async_triggers.spark_jobs.session import build_session
 
     conn = connection.resolve()
-    spark = build_session(master="local[2]", app_name="jvm-sender-test", connection=conn)
+    spark = build_session(master="local[2]", app_name="jvm-sender-test", connection=conn, load_sender=True)
     target = Target(tuple(conn.hosts), port=conn.port, keyspace="{KS}", write_consistency="QUORUM")
     out = {{}}
     for name, app in (("tweets", IntegratedApp(StoreFactory(target), {USERS}, jvm=True)),

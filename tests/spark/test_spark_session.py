@@ -68,7 +68,7 @@ def test_should_load_the_connector_in_a_session_with_the_resolved_jars(jar_home)
         from pathlib import Path
         from async_triggers.spark_jobs import session
         t = time.monotonic()
-        spark = session.build_session(master="local[1]", home=Path({str(jar_home)!r}))
+        spark = session.build_session(master="local[1]", home=Path({str(jar_home)!r}), load_sender=True)
         print("started", round(time.monotonic() - t, 1), flush=True)
         print("loaded", session.connector_loaded(spark), flush=True)
         reader = spark.read.format(session.CASSANDRA_FORMAT).options(keyspace="ks", table="t")

@@ -249,7 +249,7 @@ class FakeSession:
         self.indexes = indexes
         self.source_dropped = source_dropped
         self.executed = []
-        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}),
+        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": SimpleNamespace(tables={})}),
                                        control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True))
 
     def execute(self, query, params=None):

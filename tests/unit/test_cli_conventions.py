@@ -2,6 +2,7 @@
 precedence and environment variables, --json errors and exit codes, trigger wait on an unknown flow, the password
 kept out of every output."""
 import contextlib
+import dataclasses
 import json
 
 import pytest
@@ -138,16 +139,16 @@ def test_should_hand_the_verify_job_its_connection_not_argv(monkeypatch):
     from async_triggers.spark_jobs import verify as verify_job
     got = {}
 
-    def fake_run(args, connection=None):
-        got["args"], got["connection"] = vars(args), connection
+    def fake_run(request, connection=None):
+        got["request"], got["connection"] = request, connection
         raise UnknownFlowError(["f"])
 
     monkeypatch.setattr(verify_job, "run", fake_run)
-    monkeypatch.setattr(preflight, "deployed", lambda conn, names: {})   # no cluster here (test_preflight.py)
+    monkeypatch.setattr(preflight, "deployed", lambda conn, names, acting=None: {})   # no cluster here (test_preflight.py)
     result = invoke("verify", "f", "--username", "u", "--json", env={"ASYNC_TRIGGERS_PASSWORD": SECRET})
     assert result.exit_code == 2, result.output
     assert got["connection"].password == SECRET and got["connection"].username == "u"
-    assert SECRET not in repr(got["args"])
+    assert SECRET not in repr(got["request"])
     assert json.loads(result.stderr)["error"] == "no deployed flow named 'f' (deployed: none)"
 
 
@@ -157,18 +158,18 @@ def test_should_pass_every_flow_and_option_to_the_verify_job_and_exit_with_its_v
     from async_triggers.spark_jobs.verify_run import FlowReport
     got = {}
 
-    def fake_run(args, connection=None):
-        got.update(vars(args))
+    def fake_run(request, connection=None):
+        got.update(dataclasses.asdict(request))
         return [FlowReport(f, (Result("ks.t", ("k",), expected=1, present=1 if f == "a" else 0,
-                                      missing=0 if f == "a" else 1, unexpected=0),), 1.0, args.consistency)
-                for f in args.flow]
+                                      missing=0 if f == "a" else 1, unexpected=0),), 1.0, request.consistency)
+                for f in request.flows]
 
     monkeypatch.setattr(verify_job, "run", fake_run)
-    monkeypatch.setattr(preflight, "deployed", lambda conn, names: {})
+    monkeypatch.setattr(preflight, "deployed", lambda conn, names, acting=None: {})
     result = invoke("verify", "a", "b", "--consistency", "ALL", "--ranges", "8", "--restart", "--repair", "--json")
     assert result.exit_code == 1, result.output
-    assert (got["flow"], got["all"], got["consistency"], got["ranges"], got["restart"], got["repair"]) == \
-           (["a", "b"], False, "ALL", 8, True, True)
+    assert (got["flows"], got["all"], got["consistency"], got["ranges"], got["restart"], got["repair"]) == \
+           (("a", "b"), False, "ALL", 8, True, True)
     assert [json.loads(line)[0]["flow"] for line in result.stdout.splitlines()] == ["a", "b"]
     result = invoke("verify", "a", "--all")
     assert result.exit_code == 2 and "name the flows to verify, or --all" in result.stderr

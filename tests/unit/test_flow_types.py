@@ -8,7 +8,8 @@ import pytest
 from async_triggers import schema, validate
 from async_triggers.errors import AsyncTriggersError, ConfigError, ValidationError
 from async_triggers.flow_types import JAVA_INT_MAX, MAX_WORKERS, FlowProblems
-from async_triggers.flows import Aggregate, FanOut, Flow, Queue, Write, load_flow_file, row, source
+from async_triggers.flow_file import load_flow_file
+from async_triggers.flows import Aggregate, FanOut, Flow, Queue, Write, row, source
 
 SCHEMA = schema.of(schema.TableSchema("k", "s", ("id",), (), {"id": "bigint", "x": "text", "g": "text"}),
                    schema.TableSchema("k", "t", ("id",), (), {"id": "bigint", "x": "text"}),

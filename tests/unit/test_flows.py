@@ -2,7 +2,8 @@
 import pytest
 
 from async_triggers.errors import ConfigError
-from async_triggers.flows import FanOut, Flow, Ref, Write, load_flow_file, row, source
+from async_triggers.flow_file import load_flow_file
+from async_triggers.flows import FanOut, Flow, Ref, Write, row, source
 
 
 def test_should_build_references_and_steps():

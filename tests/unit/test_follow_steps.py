@@ -296,8 +296,11 @@ class FakeSession:
     def __init__(self, specs):
         self.specs = specs
         self.executed = []
-        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": object()}),
-                                       control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True))
+        self.cluster = SimpleNamespace(metadata=SimpleNamespace(keyspaces={"async_triggers": SimpleNamespace(tables={})},
+                                                                cluster_name="fake"),
+                                       contact_points=["127.0.0.1"], port=9042,
+                                       control_connection=SimpleNamespace(wait_for_schema_agreement=lambda **_: True),
+                                       refresh_schema_metadata=lambda: None)
 
     def execute(self, query, params=None, timeout=None):
         text = getattr(query, "query_string", query)
@@ -360,7 +363,7 @@ def drop_command(monkeypatch, held: dict, *args):
     """`ctl trigger drop` on the compiled Twitter flow, with what each flow holds; returns (result, calls)."""
     specs = {s["name"]: s for s in validate.compile_all([flow()], SCHEMA)}
     calls = []
-    monkeypatch.setattr(cli_trigger, "connect", contextlib.contextmanager(lambda settings: (yield object())))
+    monkeypatch.setattr(cli_trigger, "acting_on", contextlib.contextmanager(lambda settings, what: (yield object())))
     monkeypatch.setattr(deploy, "require_deployed", lambda session, names: specs)
     monkeypatch.setattr(drop_guard, "read_holdings", lambda session, name: (
         calls.append(("read", name)), drop_guard.Holdings(name, {}, held.get(name, 0)))[1])

@@ -41,7 +41,7 @@ def test_should_deploy_a_drawn_design_as_ctl_validates_it():
     # the design's schema and flows pass the deploy's validation (the types, the lineage rules)
     from async_triggers import validate
     from async_triggers.cql_schema import parse_cql_file
-    from async_triggers.flows import load_flow_file
+    from async_triggers.flow_file import load_flow_file
     import tempfile
     from pathlib import Path
     for d in range(5):

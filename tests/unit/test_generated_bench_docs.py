@@ -34,7 +34,9 @@ def test_should_say_which_run_from_the_results():
     runs = load_runs(generated_docs.COMMITTED_RESULTS)
     line = generated_docs.which_run(runs)
     assert line.startswith(f"Run: {len(runs)} runs")
-    assert all(f"`{c}`" in line for c in {str(r["commit"]) for r in runs})
+    commits = {str(r["commit"]) for r in runs}
+    assert ("from one commit" if len(commits) == 1 else f"from {len(commits)} commits") in line
+    assert not any(c in line for c in commits)   # the docs speak to a reader: the hash stays in the run files
 
 
 def test_should_replace_only_what_lies_between_the_markers(tmp_path):
@@ -70,19 +72,19 @@ def _run(started_at: float, duration_s: float = 60.0, **extra) -> dict:
     return {"started_at": started_at, "duration_s": duration_s, **extra}
 
 
-def test_should_give_one_span_for_runs_made_in_one_sitting():
+def test_should_give_one_span_for_runs_made_by_one_command():
     start = 1_764_281_760.0   # 27 Nov 2025, 22:16 UTC
-    runs = [_run(start), _run(start + 600), _run(start + 600 + generated_docs.SITTING_GAP_S, 120),
-            _run(start + 9 * 3600, projected=True)]   # a projection was not made then: it is no sitting
-    assert generated_docs.sittings(runs) == [(start, start + 600 + generated_docs.SITTING_GAP_S + 120)]
+    runs = [_run(start), _run(start + 600), _run(start + 600 + generated_docs.PART_GAP_S, 120),
+            _run(start + 9 * 3600, projected=True)]   # a projection was not made then: it is no part
+    assert generated_docs.parts(runs) == [(start, start + 600 + generated_docs.PART_GAP_S + 120)]
     assert generated_docs.when_measured(runs) == ("27 Nov 2025, 22:16–22:48 UTC "
                                                   "(the first run's start to the last one's end)")
 
 
-def test_should_name_each_sitting_when_the_runs_were_made_by_separate_commands():
-    start = 1_764_281_760.0   # 27 Nov 2025, 22:16 UTC; the second sitting crosses midnight
+def test_should_name_each_part_when_the_runs_were_made_by_separate_commands():
+    start = 1_764_281_760.0   # 27 Nov 2025, 22:16 UTC; the second part crosses midnight
     runs = [_run(start + 900), _run(start), _run(start + 25 * 3600), _run(start + 25 * 3600 + 600, 3000)]
-    assert generated_docs.sittings(runs) == [(start, start + 960), (start + 25 * 3600, start + 26 * 3600)]
+    assert generated_docs.parts(runs) == [(start, start + 960), (start + 25 * 3600, start + 26 * 3600)]
     assert generated_docs.when_measured(runs) == (
-        "in 2 sittings, 27 Nov 2025, 22:16–22:32 UTC and 28 Nov 2025 23:16 – 29 Nov 2025 00:16 UTC "
-        "(each sitting's first run's start to its last one's end)")
+        "in 2 parts made by separate commands, 27 Nov 2025, 22:16–22:32 UTC and 28 Nov 2025 23:16 – 29 Nov 2025 00:16 UTC "
+        "(each part's first run's start to its last one's end)")

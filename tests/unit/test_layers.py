@@ -103,3 +103,73 @@ def test_should_print_nothing_from_library_code():
             if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "print":
                 printing.append(f"{path}:{node.lineno}")
     assert printing == []
+
+
+def module_imports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The modules of ``known`` that ``name`` imports (inside functions too): ``from pkg import mod`` counts mod,
+    not pkg; ``from mod import f`` counts mod."""
+    package = name.split(".") if path.name == "__init__.py" else name.split(".")[:-1]
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names if a.name in known}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(package[:len(package) - node.level + 1] + ([node.module] if node.module else []))
+            for alias in node.names:
+                if f"{base}.{alias.name}" in known:
+                    out.add(f"{base}.{alias.name}")
+                elif base in known:
+                    out.add(base)
+    return out - {name}
+
+
+def import_cycles(packages: dict[str, Path]) -> list[list[str]]:
+    """Every set of modules that import each other round a circle (strongly connected components of more than one
+    module), each sorted."""
+    found = modules(packages)
+    graph = {name: module_imports(name, path, set(found)) for name, path in found.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(v: str) -> None:      # Tarjan's algorithm
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(cycles)
+
+
+def test_should_find_no_import_cycle():
+    """A module can be read, tested and moved with what it imports below it: no two modules need each other."""
+    assert import_cycles(PACKAGES) == []
+
+
+def test_should_find_a_planted_import_cycle(tmp_path):
+    core = tmp_path / "pycontrol"
+    core.mkdir()
+    (core / "__init__.py").write_text("")
+    (core / "flows.py").write_text("def load():\n    from .flow_types import check\n")
+    (core / "flow_types.py").write_text("from .flows import load\n")
+    (core / "errors.py").write_text("from . import flows\n")     # one way only: no cycle
+    assert import_cycles({"async_triggers": core}) == [["async_triggers.flow_types", "async_triggers.flows"]]

@@ -25,6 +25,7 @@ def empty_cluster(monkeypatch):
         yield NoKeyspaceSession()
 
     monkeypatch.setattr(cli_trigger, "connect", connect)
+    monkeypatch.setattr(cli_trigger, "acting_on", lambda settings, what: connect(settings))
 
 
 @pytest.mark.parametrize("command", ["pause", "resume"])

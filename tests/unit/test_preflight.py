@@ -16,7 +16,7 @@ def no_spark(monkeypatch):
     def reached(*args, **kwargs):
         raise AssertionError("the Spark job was reached")
     monkeypatch.setattr(verify_job, "run", reached)
-    monkeypatch.setattr(backfill_job, "main", reached)
+    monkeypatch.setattr(backfill_job, "run_backfill", reached)
 
 
 def run(*args: str):

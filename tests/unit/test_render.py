@@ -7,7 +7,7 @@ import pytest
 from async_triggers import render, validate
 from async_triggers.cql_schema import parse_cql_file, schema_file_of
 from async_triggers.errors import ConfigError
-from async_triggers.flows import load_flow_file
+from async_triggers.flow_file import load_flow_file
 
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
