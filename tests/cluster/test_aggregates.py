@@ -186,3 +186,23 @@ def test_should_backfill_again_after_the_flow_is_dropped_and_deployed_again(flow
     assert {w[0] for w in want} >= {20, 21, 22}
     assert totals(session, "old_by_customer", "customer_id, orders, amount") == want
     assert verifier.problems("totals_old") == []
+
+
+def test_should_backfill_exactly_after_the_flow_was_dropped_while_rows_changed(flow, verifier, session,
+                                                                               cluster_settings, tmp_path_factory):
+    """Dropped, then orders deleted and moved to other customers while no flow runs, then deployed anew and
+    backfilled: what the plugin kept of the old deploy (its members) must not count rows that are gone or moved."""
+    dropped = run_ctl(cluster_settings, "trigger", "drop", "totals_old", "--drain")
+    assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+    for i in range(0, 90, 4):
+        execute(session, f"DELETE FROM {KS}.old_orders WHERE order_id = %s", (i,))
+    for i in range(1, 90, 4):
+        execute(session, f"UPDATE {KS}.old_orders SET customer_id = 30 WHERE order_id = %s", (i,))
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("totals_old_third"), LATE_FLOWS)
+    done = run_ctl(cluster_settings, "trigger", "backfill", "totals_old", "--master", "local[2]", timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    execute(session, f"UPDATE {KS}.old_orders SET amount = 5 WHERE order_id = 2")   # a task after the backfill
+    drain(session, "totals_old")
+    want = group_by(session, "old_orders", ("customer_id",), "amount")
+    assert totals(session, "old_by_customer", "customer_id, orders, amount") == want
+    assert verifier.problems("totals_old") == []

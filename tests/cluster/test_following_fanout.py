@@ -184,3 +184,34 @@ def test_should_backfill_a_following_flow_deployed_over_existing_rows(flow, veri
     want, got = joined(session, "old_"), timeline(session, "old_")
     assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
     assert verifier.problems("joins_old") == []
+
+
+def test_should_backfill_exactly_after_the_flow_was_dropped_while_follows_changed(flow, verifier, session,
+                                                                                  cluster_settings, tmp_path_factory):
+    """Dropped, then follows and tweets change while no flow runs (unfollows, follows, a tweet moved to another
+    author, tweets deleted), then deployed anew and backfilled: what the plugin kept for the old deploy (its copy of
+    the follows, its join index) must not bring back what changed, in the backfill or in the tasks after it."""
+    dropped = run_ctl(cluster_settings, "trigger", "drop", "joins_old", "--drain")
+    assert dropped.returncode == 0, dropped.stdout + dropped.stderr
+    follows = sorted((r.user_id, r.follower_id)
+                     for r in execute(session, f"SELECT user_id, follower_id FROM {KS}.old_followers", consistency="ALL"))
+    assert len(follows) > 10
+    for user, follower in follows[::3]:   # unfollowed while no flow runs
+        execute(session, f"DELETE FROM {KS}.old_followers WHERE user_id = %s AND follower_id = %s", (user, follower))
+    execute(session, f"INSERT INTO {KS}.old_followers (user_id, follower_id) VALUES (1, 99)")
+    tweets = sorted(r.tweet_id for r in execute(session, f"SELECT tweet_id FROM {KS}.old_tweets", consistency="ALL"))
+    for t in tweets[::4]:
+        execute(session, f"DELETE FROM {KS}.old_tweets WHERE tweet_id = %s", (t,))
+    execute(session, f"UPDATE {KS}.old_tweets SET author_id = 2 WHERE tweet_id = %s", (tweets[1],))
+    # the target is the user's: what the old deploy wrote there goes as after any drop, and the backfill fills it
+    execute(session, f"TRUNCATE {KS}.old_timeline", consistency="ALL")
+    deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("joins_old_again"), flows("joins_old", "old_"))
+    done = run_ctl(cluster_settings, "trigger", "backfill", "joins_old", "--master", "local[2]", timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for i, author in enumerate(AUTHORS):   # new tweets fan out through what the plugin keeps now
+        execute(session, f"INSERT INTO {KS}.old_tweets (tweet_id, author_id, body) VALUES (%s, %s, 'after')",
+                (1000 + i, author))
+    drain(session, "joins_old", "joins_old_follows")
+    want, got = joined(session, "old_"), timeline(session, "old_")
+    assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
+    assert verifier.problems("joins_old") == []
