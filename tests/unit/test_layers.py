@@ -173,3 +173,28 @@ def test_should_find_a_planted_import_cycle(tmp_path):
     (core / "flow_types.py").write_text("from .flows import load\n")
     (core / "errors.py").write_text("from . import flows\n")     # one way only: no cycle
     assert import_cycles({"async_triggers": core}) == [["async_triggers.flow_types", "async_triggers.flows"]]
+
+
+def depths(packages: dict[str, Path]) -> dict[str, int]:
+    """Each module's height: 0 for one that imports none of ours, else one more than the highest it imports (the
+    graph has no cycle, test above)."""
+    found = modules(packages)
+    graph = {name: module_imports(name, path, set(found)) for name, path in found.items()}
+    memo: dict[str, int] = {}
+
+    def height(v: str) -> int:
+        if v not in memo:
+            memo[v] = 1 + max((height(w) for w in graph[v]), default=-1)
+        return memo[v]
+
+    return {v: height(v) for v in sorted(graph)}
+
+
+if __name__ == "__main__":   # the tree as this test sees it: per layer, the modules by height
+    heights = depths(PACKAGES)
+    for number in sorted(NAMES, reverse=True):
+        print(f"layer {number}: {NAMES[number]}")
+        mods = [m for m in heights if layer(m) == number]
+        for h in sorted({heights[m] for m in mods}, reverse=True):
+            names = sorted(m.removeprefix("async_triggers.") or "async_triggers" for m in mods if heights[m] == h)
+            print(f"  {h:>2}  {', '.join(names)}")
