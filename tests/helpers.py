@@ -32,9 +32,17 @@ def create_schema(settings, cql: str) -> None:
 
 def create_empty(settings, cql: str, keyspace: str, tables) -> None:
     """The schema, then its tables emptied: a kept cluster (ASYNC_TRIGGERS_KEEP_CLUSTER) holds an earlier session's
-    rows, sources and targets alike (TRUNCATE is no write, so it leaves derived rows: docs/design.md, "Write shapes")."""
+    rows, sources and targets alike (TRUNCATE is no write, so it leaves derived rows: docs/design.md, "Write shapes").
+    Only the tables that were there before are truncated (each TRUNCATE flushes and snapshots on every node): a new
+    cluster's are empty."""
+    from async_triggers.cql import connect
+    with connect(settings) as s:
+        existing = s.cluster.metadata.keyspaces.get(keyspace)
+        there = set(existing.tables) if existing is not None else set()
     create_schema(settings, cql)
-    create_schema(settings, "\n".join(f"TRUNCATE {keyspace}.{t};" for t in tables))
+    kept = [t for t in tables if t in there]
+    if kept:
+        create_schema(settings, "\n".join(f"TRUNCATE {keyspace}.{t};" for t in kept))
 
 
 def deploy_flow_text(settings, folder: Path, text: str) -> None:
