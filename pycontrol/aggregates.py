@@ -165,6 +165,24 @@ def written_tables(spec: Mapping) -> list[str]:
     return list(dict.fromkeys(tables + follows.written_tables(spec)))
 
 
+def kept_tables(spec: Mapping) -> list[tuple[str, str]]:
+    """The tables the plugin keeps for a flow and a backfill rebuilds, as (keyspace, table): its aggregates' members
+    tables, its following fan-out's join index and its copy of the fan-out table (a companion's copy too). They
+    say what the flow saw while it ran: a drop removes them, and a deploy removes those an earlier deploy left."""
+    out = []
+    for t in spec["targets"]:
+        if t.get("aggregate") or t.get("join_index"):
+            out.append((t["keyspace"], t["table"]))
+        follow = (t.get("fanout") or {}).get("follow")
+        if isinstance(follow, Mapping):
+            out.append((follow["keyspace"], follow["table"]))
+    companion = spec.get("follows")
+    if companion:
+        copied = companion["target"]["fanout"]["follow"]
+        out.append((copied["keyspace"], copied["table"]))
+    return list(dict.fromkeys(out))
+
+
 def members_tables(specs) -> list[dict]:
     """The members tables of the flows' aggregates as the deploy template creates them."""
     out = []

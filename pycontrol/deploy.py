@@ -9,7 +9,7 @@ from typing import Callable, Mapping, Sequence
 from cassandra import ConsistencyLevel
 from cassandra.query import SimpleStatement
 
-from . import backup_map, capture_index, follows, keyspace, plugin as plugin_mod, render, \
+from . import aggregates, backup_map, capture_index, follows, keyspace, plugin as plugin_mod, render, \
     replication as replication_mod, review, schema as schema_mod, status as status_mod, validate
 from .errors import ConfigError, DeployError, UnknownFlowError
 from .flows import Flow
@@ -168,7 +168,27 @@ def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | Non
                                           flow_status_columns=flow_status_columns(session), others=others,
                                           existing_capture_indexes=capture_indexes_of(session, tables),
                                           flows_columns=table_columns(session, keyspace.FLOWS), held=held)
+    stale = stale_kept_tables(session.cluster.metadata, specs, remaining)
+    for ks, table in stale:
+        notes.append(f"{ks}.{table} was kept by an earlier deploy and is not used by any deployed flow: its rows say "
+                     "what that deploy saw, so it is dropped and made anew (a backfill fills it)")
+    statements = [render.Statement(f"DROP TABLE IF EXISTS {render.ident(ks)}.{render.ident(t)}", ())
+                  for ks, t in stale] + statements
     return DeployPlan(specs, deployed, companions, held, version, statements, notes)
+
+
+def stale_kept_tables(metadata, specs: Sequence[dict], deployed: Mapping[str, dict]) -> list[tuple[str, str]]:
+    """The tables the plugin keeps (aggregates.kept_tables) that ``specs`` use, that exist, and that no deployed
+    flow uses now: left by a deploy since dropped or changed, their rows are stale (members of rows since deleted, a
+    copy of follows since removed) and would count or fan out to what is gone."""
+    in_use = {t for s in deployed.values() for t in aggregates.kept_tables(s)}
+    out = []
+    for spec in specs:
+        for ks, table in aggregates.kept_tables(spec):
+            exists = ks in metadata.keyspaces and table in metadata.keyspaces[ks].tables
+            if exists and (ks, table) not in in_use:
+                out.append((ks, table))
+    return list(dict.fromkeys(out))
 
 
 def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replication: Mapping[str, int] | None = None,
@@ -262,6 +282,11 @@ def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) 
     session.execute(SimpleStatement(f'DELETE FROM {ks}.{render.ident(keyspace.FLOWS.name)} WHERE "name" = %s',
                                     consistency_level=ConsistencyLevel.LOCAL_QUORUM), (name,))
     progress(f"removed flow '{name}'")
+    in_use = {t for n, s in deployed.items() if n != name for t in aggregates.kept_tables(s)}
+    for kept_ks, kept in aggregates.kept_tables(spec):
+        if (kept_ks, kept) not in in_use:   # what the flow saw while it ran: a later deploy starts afresh
+            session.execute(f"DROP TABLE IF EXISTS {render.ident(kept_ks)}.{render.ident(kept)}")
+            progress(f"dropped {kept_ks}.{kept}, kept by the plugin for '{name}'")
     if not others:
         if source_exists:
             session.execute(f"DROP TRIGGER IF EXISTS {render.ident(render.TRIGGER_NAME)} ON {table}")

@@ -30,6 +30,10 @@ class ConfigError(AsyncTriggersError):
     outcome = BAD_INPUT
 
 
+class MissingExtra(AsyncTriggersError):
+    """A command needs a part of an extra that is not installed (async_triggers.extras): the install, not the input."""
+
+
 class ValidationError(AsyncTriggersError):
     """A flow does not fit the live schema or the rules; names the flow and the culprit."""
     outcome = BAD_INPUT

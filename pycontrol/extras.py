@@ -18,3 +18,18 @@ def missing(error: ModuleNotFoundError) -> str | None:
         return None
     return (f"this command needs the '{extra}' extra ({module} is not installed): "
             f"pip install 'async-triggers[{extra}]'")
+
+
+def require(extra: str) -> None:
+    """MissingExtra naming the extra unless each module it installs imports: a command checks it before it
+    connects or starts anything (``ctl verify`` without pyspark fails at once, not after it found the flows)."""
+    import importlib
+
+    from .errors import MissingExtra
+    for module, of in PROVIDED_BY.items():
+        if of != extra:
+            continue
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as e:
+            raise MissingExtra(missing(e) or str(e)) from None

@@ -34,6 +34,7 @@ _CREATE_INDEX = re.compile(r'CREATE CUSTOM INDEX IF NOT EXISTS (?P<i>"(?:[^"]|""
 _DROP_INDEX = re.compile(r'DROP INDEX IF EXISTS (?P<ks>"(?:[^"]|"")+"|\w+)\.(?P<i>"(?:[^"]|"")+"|\w+)', re.I)
 _CREATE_TRIGGER = re.compile(r'CREATE TRIGGER IF NOT EXISTS (?P<i>"(?:[^"]|"")+"|\w+) ON '
                              r'(?P<ks>"(?:[^"]|"")+"|\w+)\.(?P<t>"(?:[^"]|"")+"|\w+)', re.I)
+_DROP_TABLE = re.compile(r'DROP TABLE IF EXISTS (?P<ks>"(?:[^"]|"")+"|\w+)\.(?P<t>"(?:[^"]|"")+"|\w+)', re.I)
 _INSERT_FLOW = re.compile(r'INSERT INTO \S+\."flows"', re.I)
 
 
@@ -61,6 +62,8 @@ def effect(metadata, deployed: Mapping[str, dict], statement: render.Statement) 
         keyspace_meta = metadata.keyspaces.get(_unquote(m["ks"]))
         there = keyspace_meta is not None and _unquote(m["i"]) in keyspace_meta.indexes
         return CREATED if there else PRESENT
+    if m := _DROP_TABLE.search(cql):
+        return CREATED if _table(metadata, m["ks"], m["t"]) is not None else PRESENT
     if m := _CREATE_TRIGGER.search(cql):
         table = _table(metadata, m["ks"], m["t"])
         return PRESENT if table is not None and _unquote(m["i"]) in table.triggers else CREATED

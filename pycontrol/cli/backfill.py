@@ -27,10 +27,11 @@ def run(ctx: typer.Context, flow: str, master: str, ranges: int | None = None, r
     import dataclasses
     import json
 
-    from async_triggers import connection as connection_mod
+    from async_triggers import connection as connection_mod, extras
     from async_triggers.errors import AsyncTriggersError
-    from async_triggers.spark_jobs import backfill as backfill_job
     with errors_to_exit():
+        extras.require("spark")
+        from async_triggers.spark_jobs import backfill as backfill_job
         if ranges is not None and ranges < 1:
             raise ConfigError(f"--ranges must be at least 1, found: {ranges}")
         conn = connection_mod.with_password(ctx.obj.connection)

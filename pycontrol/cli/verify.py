@@ -27,11 +27,12 @@ def verify(ctx: typer.Context, flows: list[str] = typer.Argument(None, help="Dep
     unexpected and wrong-value rows, with samples. Exit 0 when nothing differs (after --repair: when everything
     found was repaired), 1 when something differs or the check could not run, 2 for a flow that is not deployed
     or a bad option."""
-    from async_triggers import connection as connection_mod
-    from async_triggers.spark_jobs import verify as verify_job
+    from async_triggers import connection as connection_mod, extras
     if bool(flows) == all_flows:
         raise fail("name the flows to verify, or --all (not both)", 2, as_json)
     with errors_to_exit():
+        extras.require("spark")
+        from async_triggers.spark_jobs import verify as verify_job
         from async_triggers.spark_jobs.verify_run import Options
         Options(consistency=consistency, ranges=ranges)   # a bad option, before anything connects
         # the job runs in this process; its connection is ours, password included, never an argument

@@ -53,7 +53,7 @@ def test_should_review_deploy_show_and_keep_the_history_of_a_flow(review_schema,
 
     changed = ok(run_ctl(cluster_settings, "trigger", "deploy", "--dry-run", flow_file(tmp_path, 4)))
     assert "flow review_copy: changed" in changed.stdout
-    assert '-      "workers": 2' in changed.stdout and '+      "workers": 4' in changed.stdout
+    assert '-    "workers": 2' in changed.stdout and '+    "workers": 4' in changed.stdout
     assert "~ INSERT INTO" in changed.stdout
 
     ok(run_ctl(cluster_settings, "trigger", "deploy", flow_file(tmp_path, 4)))
@@ -63,7 +63,7 @@ def test_should_review_deploy_show_and_keep_the_history_of_a_flow(review_schema,
     old = json.loads(ok(run_ctl(cluster_settings, "trigger", "show", "review_copy", "--revision", "1", "--json")).stdout)
     assert old["spec"]["queue"]["workers"] == 2
     since = ok(run_ctl(cluster_settings, "trigger", "show", "review_copy", "--diff", "1")).stdout
-    assert "changes since revision 1:" in since and '+      "workers": 4' in since
+    assert "changes since revision 1:" in since and '+    "workers": 4' in since
     missing = run_ctl(cluster_settings, "trigger", "show", "review_copy", "--revision", "9")
     assert missing.returncode == 2 and "flow 'review_copy' has no revision 9 (its revisions: 1, 2)" in missing.stderr
 
