@@ -81,12 +81,14 @@ def _comparable(spec: Mapping) -> dict:
     return {k: v for k, v in spec.items() if not k.startswith("_")}
 
 
-def spec_diff(before: Mapping | None, after: Mapping, name: str) -> list[str]:
-    """A unified diff of a flow's specification, deployed (``before``; None: not deployed) against ``after``."""
+def spec_diff(before: Mapping | None, after: Mapping, name: str, labels: tuple[str, str] = ("deployed", "this deploy")
+              ) -> list[str]:
+    """A unified diff of a flow's specification, deployed (``before``; None: not deployed) against ``after``;
+    ``labels`` name the two sides."""
     old = render.spec_json(_comparable(before)).splitlines() if before is not None else []
     new = render.spec_json(_comparable(after)).splitlines()
-    return list(difflib.unified_diff(old, new, fromfile=f"{name} (deployed)" if before is not None else "/dev/null",
-                                     tofile=f"{name} (this deploy)", lineterm=""))
+    return list(difflib.unified_diff(old, new, fromfile=f"{name} ({labels[0]})" if before is not None else "/dev/null",
+                                     tofile=f"{name} ({labels[1]})", lineterm=""))
 
 
 def dry_run_lines(metadata, deployed: Mapping[str, dict], specs: Sequence[dict],
@@ -144,7 +146,7 @@ class Revision:
 
     def line(self) -> str:
         what = "dropped" if self.action == "drop" else "deployed"
-        return f"{self.flow:<24} revision {self.revision:<3} {what} {describe_version(self.version)} by {self.by} via {self.via}"
+        return f"{self.flow:<24} revision {self.revision:<3} {what} {describe_version(self.version)} by {self.by} on {self.via}"
 
     def as_dict(self) -> dict:
         return {"flow": self.flow, "revision": self.revision, "version": self.version, "action": self.action,

@@ -74,7 +74,9 @@ def show(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed fl
             indexes = deploy_mod.capture_indexes_of(session, [(spec["source"]["keyspace"], spec["source"]["table"])])
     spec = {k: v for k, v in spec.items() if not k.startswith("_")}
     source = f"{spec['source']['keyspace']}.{spec['source']['table']}"
-    changes = review.spec_diff(since.spec, spec, flow) if since is not None and since.spec is not None else []
+    shown = f"revision {current.revision}" if current is not None else "deployed"
+    changes = review.spec_diff(since.spec, spec, flow, (f"revision {since.revision}", shown)) \
+        if since is not None and since.spec is not None else []
     facts = {"name": flow, "source": source, "targets": sorted(_targets(spec)),
              "revision": current.revision if current else None,
              "deployed_at": current.at.strftime("%Y-%m-%d %H:%M:%S UTC") if current else None,
@@ -87,7 +89,7 @@ def show(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed fl
         return
     typer.echo(f"flow {flow}: {source} -> {', '.join(facts['targets']) or 'handler ' + str(spec.get('handler'))}")
     if current is not None:
-        typer.echo(f"  revision {current.revision}, deployed {facts['deployed_at']} by {current.by} via {current.via}")
+        typer.echo(f"  revision {current.revision}, deployed {facts['deployed_at']} by {current.by} on {current.via}")
     else:
         typer.echo("  deployed before this cluster kept a deploy history")
     if paused is not None:
