@@ -25,6 +25,29 @@ OWN_CLUSTERS_FIRST = {"test_cluster_integration.py", "test_own_cluster.py", "tes
 TIERS = {"unit": "unit", "cluster": "cluster", "spark": "spark", "bench": "bench"}
 
 
+LOCAL_NODES = {f"127.0.0.{i}" for i in range(1, 9)}
+
+
+@pytest.fixture(autouse=True)
+def _unit_tier_reaches_no_cluster(request, monkeypatch):
+    """Unit tests run without a cluster: one that reached for a session would talk to whatever answers on 127.0.0.1
+    (a developer's cluster, a campaign's), so there the driver's connect to a local node's address fails, naming the
+    test's mistake. Tests of unreachable clusters use 127.0.0.9 or a host DNS does not know, where no node runs."""
+    if TIERS.get(request.node.path.parent.name) != "unit":
+        return
+    from cassandra.cluster import Cluster
+    connect = Cluster.connect
+
+    def guarded(self, *args, **kwargs):
+        points = {str(p).rsplit(":", 1)[0] if str(p).count(":") == 1 else str(p) for p in self.contact_points}
+        if points & LOCAL_NODES:
+            raise AssertionError(f"a unit test connected to {sorted(points)}, where a node of a local cluster may "
+                                 "run: replace the command's connect (or acting_on)")
+        return connect(self, *args, **kwargs)
+
+    monkeypatch.setattr(Cluster, "connect", guarded)
+
+
 def pytest_collection_modifyitems(session, config, items):
     """Every test gets its folder's marker, and the cluster tests listed in tests/extended.py the marker
     ``extended``. Modules that make and remove a cluster of their own on 127.0.0.x run

@@ -1,4 +1,4 @@
-"""The unit tier's guard (conftest.py) holds: a command that would connect to a local node fails the test instead of
+"""The unit tier's guard (tests/conftest.py) holds: a command that would connect to a local node fails the test instead of
 changing a cluster that happens to run on this machine."""
 from typer.testing import CliRunner
 
