@@ -91,6 +91,13 @@ def spec_diff(before: Mapping | None, after: Mapping, name: str, labels: tuple[s
                                      tofile=f"{name} ({labels[1]})", lineterm=""))
 
 
+def flow_change(deployed: Mapping[str, dict], spec: Mapping) -> tuple[str, list[str]]:
+    """What a deploy does to one flow: ("new" | "changed" | "unchanged", its specification's diff)."""
+    name = spec["name"]
+    diff = spec_diff(deployed.get(name), spec, name)
+    return ("new" if name not in deployed else "changed" if diff else "unchanged"), diff
+
+
 def dry_run_lines(metadata, deployed: Mapping[str, dict], specs: Sequence[dict],
                   statements: Sequence[render.Statement], companions: Sequence[str] = (),
                   held: Sequence[str] = ()) -> list[str]:
@@ -99,13 +106,9 @@ def dry_run_lines(metadata, deployed: Mapping[str, dict], specs: Sequence[dict],
     out = []
     for spec in specs:
         name = spec["name"]
-        diff = spec_diff(deployed.get(name), spec, name)
-        if name not in deployed:
-            out.append(f"flow {name}: new")
-        elif not diff:
-            out.append(f"flow {name}: unchanged (deployed {describe_version(deployed[name].get('_version'))})")
-        else:
-            out.append(f"flow {name}: changed (deployed {describe_version(deployed[name].get('_version'))})")
+        state, diff = flow_change(deployed, spec)
+        out.append(f"flow {name}: {state}" if state == "new" else
+                   f"flow {name}: {state} (deployed {describe_version(deployed[name].get('_version'))})")
         out += ["  " + line for line in diff]
         if name in held:
             out.append(f"  deployed paused: its following fan-out's table has rows to copy first "

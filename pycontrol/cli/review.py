@@ -20,22 +20,20 @@ def dry_run(ctx: typer.Context, flows: Sequence[Flow], replication: Mapping[str,
     with connect(ctx.obj) as session:
         plan = deploy_mod.prepare(session, flows, replication, check_plugin)
         metadata = session.cluster.metadata
-        lines = review.dry_run_lines(metadata, plan.deployed, plan.specs, plan.statements, plan.companions,
-                                     plan.held)
         target = review.target(session)
         if as_json:
+            changes = {s["name"]: review.flow_change(plan.deployed, s) for s in plan.specs}
             typer.echo(json.dumps({
                 "cluster": target,
-                "flows": [{"name": s["name"],
-                           "state": "new" if s["name"] not in plan.deployed else
-                                    ("changed" if review.spec_diff(plan.deployed[s["name"]], s, s["name"]) else "unchanged"),
-                           "diff": review.spec_diff(plan.deployed.get(s["name"]), s, s["name"]),
-                           "held": s["name"] in plan.held} for s in plan.specs],
+                "flows": [{"name": name, "state": state, "diff": diff, "held": name in plan.held}
+                          for name, (state, diff) in changes.items()],
                 "dropped_companions": plan.companions,
                 "statements": [{"effect": review.effect(metadata, plan.deployed, st), "cql": st.cql}
                                for st in plan.statements],
                 "notes": plan.notes}, indent=2))
             return
+        lines = review.dry_run_lines(metadata, plan.deployed, plan.specs, plan.statements, plan.companions,
+                                     plan.held)
     typer.echo(f"dry run on {target}: nothing was changed")
     for note in plan.notes:
         typer.echo(note)
