@@ -80,7 +80,7 @@ public final class Node
         DeadLetters deadLetters = new DeadLetters(b.gateway, b.nodeName, b.wallClockMillis);
         FlowFactory factory = new FlowFactory(new FlowExecutors(b.gateway, b.columnTypes, b.handlerLoader, b.threadFactory),
                                               new FlowWorkers(b.threadFactory, b.nanoClock, b.wallClockMillis, b.retrySchedulers,
-                                                              b.jitter, b.sleeper, deadLetters),
+                                                              b.jitter, b.sleeper, deadLetters).schemaSettling(b.schemaSettling),
                                               b.spillDirs, b.backupTables, held, new Handover(ownership, held));
         this.mbeans = b.mbeans;
         this.flows = new Flows(factory, b.mbeans, new CassandraMetrics(b.metricsRegistry, backlog::liveEntries),
@@ -158,6 +158,7 @@ public final class Node
         private Function<FlowSpec, BackupTable> backupTables = spec -> null;
         private Takeover.Scanner scanner;
         private boolean gossip;
+        private BooleanSupplier schemaSettling = () -> false;
         /** whether this node fires the aggregate timers of a flow's hour (AggregateTimers); a unit test's node fires all */
         private java.util.function.BiPredicate<String, Long> timerOwner = (flow, hour) -> true;
 
@@ -184,6 +185,7 @@ public final class Node
         Builder backupTables(Function<FlowSpec, BackupTable> v) { backupTables = v; return this; }
         Builder scanner(Takeover.Scanner v) { scanner = v; return this; }
         Builder gossip(boolean v) { gossip = v; return this; }
+        Builder schemaSettling(BooleanSupplier v) { schemaSettling = v; return this; }
         Builder timerOwner(java.util.function.BiPredicate<String, Long> v) { timerOwner = v; return this; }
 
         Node build()
@@ -236,6 +238,7 @@ public final class Node
                 .backupTables(Node::backupTableOf)
                 .scanner(BackupTable::scan)
                 .gossip(true)
+                .schemaSettling(org.asynctriggers.work.SchemaWatch.ofNode()::settling)
                 .timerOwner(Node::executesTimers)
                 .build();
             node.start();

@@ -70,7 +70,8 @@ public final class Flow
         this.queue = new BoundedFlowQueue(spec.queueCapacity);
         this.metrics = new FlowMetrics(queue, spec.workers, nanoClock, workers.wallClockMillis, propagationLag);
         this.retryScheduler = workers.retrySchedulers.create(spec.name);
-        this.retries = new Retries(spec.name, spec.retry, workers.jitter, retryScheduler, queue, metrics, workers.deadLetters, nanoClock);
+        this.retries = new Retries(spec.name, spec.retry, workers.jitter, retryScheduler, queue, metrics, workers.deadLetters, nanoClock,
+                                   workers.schemaSettling);
         FlowSpec.Overflow overflow = spec.overflow;
         boolean elastic = overflow.policy == FlowSpec.Overflow.Policy.ELASTIC;
         this.processor = new TaskProcessor(executor, metrics, retries, workers.sleeper, nanoClock, spec.startDelayMillis);

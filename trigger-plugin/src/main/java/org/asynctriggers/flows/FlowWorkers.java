@@ -1,6 +1,7 @@
 package org.asynctriggers.flows;
 
 import java.util.concurrent.ThreadFactory;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 import org.asynctriggers.spec.RetryPolicy;
@@ -22,6 +23,8 @@ public final class FlowWorkers
     final DeadLetters deadLetters;
     /** how long an elastic pool's extra worker idles before it ends */
     final long idleWorkerMillis;
+    /** whether the cluster's schema is settling, when a replica's failure costs a task no attempt */
+    final BooleanSupplier schemaSettling;
 
     public FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, RetryScheduler.Factory retrySchedulers,
                        RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper, DeadLetters deadLetters)
@@ -34,13 +37,14 @@ public final class FlowWorkers
                        DeadLetters deadLetters)
     {
         this(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters,
-             WorkerPool.DEFAULT_IDLE_MILLIS);
+             WorkerPool.DEFAULT_IDLE_MILLIS, () -> false);
     }
 
     private FlowWorkers(ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis,
                         RetryScheduler.Factory retrySchedulers, RetryPolicy.Jitter jitter, TaskProcessor.Sleeper sleeper,
-                        DeadLetters deadLetters, long idleWorkerMillis)
+                        DeadLetters deadLetters, long idleWorkerMillis, BooleanSupplier schemaSettling)
     {
+        this.schemaSettling = schemaSettling;
         this.threadFactory = threadFactory;
         this.nanoClock = nanoClock;
         this.wallClockMillis = wallClockMillis;
@@ -54,6 +58,14 @@ public final class FlowWorkers
     /** The same, with extra workers ending after {@code millis} idle. */
     FlowWorkers idleWorkerMillis(long millis)
     {
-        return new FlowWorkers(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters, millis);
+        return new FlowWorkers(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters, millis,
+                               schemaSettling);
+    }
+
+    /** The same, asking {@code settling} whether the schema settles (a {@link org.asynctriggers.work.SchemaWatch}). */
+    public FlowWorkers schemaSettling(BooleanSupplier settling)
+    {
+        return new FlowWorkers(threadFactory, nanoClock, wallClockMillis, retrySchedulers, jitter, sleeper, deadLetters,
+                               idleWorkerMillis, settling);
     }
 }

@@ -4,10 +4,13 @@ import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 
 import org.apache.cassandra.exceptions.CasWriteUnknownResultException;
 import org.apache.cassandra.exceptions.OverloadedException;
+import org.apache.cassandra.exceptions.RequestFailureException;
+import org.apache.cassandra.exceptions.RequestFailureReason;
 import org.apache.cassandra.exceptions.RequestTimeoutException;
 import org.apache.cassandra.exceptions.UnavailableException;
 import org.asynctriggers.backup.TaskEntries;
@@ -43,6 +46,8 @@ public final class Retries
     private final FlowCounters metrics;
     private final DeadLetters deadLetters;
     private final LongSupplier nanoClock;
+    /** whether the cluster's schema is settling ({@link SchemaWatch}) */
+    private final BooleanSupplier schemaSettling;
     private volatile TaskEntries entries = TaskEntries.NONE;
     /** scheduled and not yet queued: what a stop must leave to the backup entries (or, without them, dead-letter) */
     private final Set<Pending> pending = ConcurrentHashMap.newKeySet();
@@ -50,6 +55,13 @@ public final class Retries
     public Retries(String flow, RetryPolicy policy, RetryPolicy.Jitter jitter, RetryScheduler scheduler, FlowQueue queue,
             FlowCounters metrics, DeadLetters deadLetters, LongSupplier nanoClock)
     {
+        this(flow, policy, jitter, scheduler, queue, metrics, deadLetters, nanoClock, () -> false);
+    }
+
+    public Retries(String flow, RetryPolicy policy, RetryPolicy.Jitter jitter, RetryScheduler scheduler, FlowQueue queue,
+            FlowCounters metrics, DeadLetters deadLetters, LongSupplier nanoClock, BooleanSupplier schemaSettling)
+    {
+        this.schemaSettling = schemaSettling;
         this.flow = flow;
         this.policy = policy;
         this.jitter = jitter;
@@ -109,12 +121,13 @@ public final class Retries
     /**
      * Called by a worker after a failed execution; never blocks, never throws. A failure of the cluster rather than
      * of the task (replicas unavailable, a timeout, an overloaded node: a node restarting, the whole cluster
-     * restarting) costs no attempt: the task waits {@link #UNAVAILABLE_WAIT_MILLIS} and tries again, until
-     * {@code max_age_ms}, so an outage does not turn healthy tasks into dead letters.
+     * restarting; a replica that failed a read or write while the schema settles) costs no attempt: the task waits
+     * {@link #UNAVAILABLE_WAIT_MILLIS} and tries again, until {@code max_age_ms}, so an outage or a schema change does
+     * not turn healthy tasks into dead letters.
      */
     void failed(Task task, Throwable cause)
     {
-        boolean clusterFailure = isClusterFailure(cause);
+        boolean clusterFailure = isClusterFailure(cause, schemaSettling);
         int attempts = clusterFailure ? task.attempts() : task.attempts() + 1;
         if (attempts >= policy.maxAttempts)
         {
@@ -213,13 +226,30 @@ public final class Retries
         }
     }
 
-    static boolean isClusterFailure(Throwable cause)
+    static boolean isClusterFailure(Throwable cause, BooleanSupplier schemaSettling)
     {
         for (Throwable t = cause; t != null; t = t.getCause() == t ? null : t.getCause())
+        {
             if (t instanceof UnavailableException || t instanceof RequestTimeoutException || t instanceof OverloadedException
                 || t instanceof CasWriteUnknownResultException) // a lineage version's Paxos round cut short by a node down
                 return true;
+            if (t instanceof RequestFailureException && isSchemaFailure((RequestFailureException) t, schemaSettling))
+                return true;
+        }
         return false;
+    }
+
+    /**
+     * A replica's failure that a schema change explains: one that says its schema is not the coordinator's, or one
+     * without a reason ("UNKNOWN": a replica's read or write threw, as one does between a column's change and its
+     * arrival everywhere) while the schema settles. Any other reason (too many tombstones, a read too large) is the
+     * task's and spends an attempt.
+     */
+    private static boolean isSchemaFailure(RequestFailureException failure, BooleanSupplier schemaSettling)
+    {
+        if (failure.failureReasonByEndpoint.containsValue(RequestFailureReason.INCOMPATIBLE_SCHEMA))
+            return true;
+        return failure.failureReasonByEndpoint.containsValue(RequestFailureReason.UNKNOWN) && schemaSettling.getAsBoolean();
     }
 
     int pending()

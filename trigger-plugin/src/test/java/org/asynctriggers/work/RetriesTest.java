@@ -241,6 +241,58 @@ public class RetriesTest
     }
 
     @Test
+    void shouldWaitOutAReplicasFailureWhileTheSchemaSettlesButSpendAnAttemptOtherwise() throws Exception
+    {
+        // a replica that has not applied an ALTER TABLE yet fails the task's read: "INCOMPATIBLE_SCHEMA" always, and a
+        // failure without a reason while the schema settles, cost no attempt; the same failure on a settled schema
+        // and any other reason are the task's
+        boolean[] settling = { true };
+        Retries watching = new Retries(spec.name, spec.retry, (min, max) -> min, scheduler, queue, metrics,
+                                       new DeadLetters(gateway, () -> "10.0.0.1", () -> 1_234L, () -> deadLetterId),
+                                       () -> nowNanos, () -> settling[0]);
+        java.net.InetAddress replica = java.net.InetAddress.getByName("127.0.0.2");
+        Task task = user(7, 70);
+        for (org.apache.cassandra.exceptions.RequestFailureReason reason : List.of(
+                org.apache.cassandra.exceptions.RequestFailureReason.UNKNOWN,
+                org.apache.cassandra.exceptions.RequestFailureReason.INCOMPATIBLE_SCHEMA))
+        {
+            watching.failed(task, new RuntimeException(readFailure(replica, reason)));
+            assertEquals(1, scheduler.runDue());
+            task = queue.poll(0, TimeUnit.MILLISECONDS);
+            assertEquals(0, task.attempts(), reason.toString());
+        }
+        assertEquals(java.util.Collections.nCopies(2, Retries.UNAVAILABLE_WAIT_MILLIS), scheduler.delays);
+
+        settling[0] = false;
+        watching.failed(task, readFailure(replica, org.apache.cassandra.exceptions.RequestFailureReason.INCOMPATIBLE_SCHEMA));
+        assertEquals(1, scheduler.runDue());
+        task = queue.poll(0, TimeUnit.MILLISECONDS);
+        assertEquals(0, task.attempts());
+        for (org.apache.cassandra.exceptions.RequestFailureReason reason : List.of(
+                org.apache.cassandra.exceptions.RequestFailureReason.UNKNOWN,
+                org.apache.cassandra.exceptions.RequestFailureReason.READ_TOO_MANY_TOMBSTONES))
+        {
+            int before = task.attempts();
+            watching.failed(task, readFailure(replica, reason));
+            assertEquals(1, scheduler.runDue());
+            task = queue.poll(0, TimeUnit.MILLISECONDS);
+            assertEquals(before + 1, task.attempts(), reason.toString());
+        }
+        settling[0] = true; // too many tombstones is the task's even then: its third attempt makes the dead letter
+        watching.failed(task, readFailure(replica, org.apache.cassandra.exceptions.RequestFailureReason.READ_TOO_MANY_TOMBSTONES));
+        assertEquals(0, scheduler.runDue());
+        assertEquals(1, gateway.rows(Cql.KEYSPACE, "dead_letters").size());
+    }
+
+    private static org.apache.cassandra.exceptions.ReadFailureException readFailure(
+            java.net.InetAddress replica, org.apache.cassandra.exceptions.RequestFailureReason reason)
+    {
+        return new org.apache.cassandra.exceptions.ReadFailureException(
+            ConsistencyLevel.QUORUM, 1, 2, true,
+            java.util.Map.of(org.apache.cassandra.locator.InetAddressAndPort.getByAddress(replica), reason));
+    }
+
+    @Test
     void shouldRetryATaskWhoseHandlerThrowsAnError() throws Exception
     {
         // a LinkageError from a handler's missing dependency is the task's failure: retried, not lost with the worker
