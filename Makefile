@@ -134,7 +134,7 @@ fuzz: install
 	$(CTL) fuzz run --seeds 50 --seed 0 --out /tmp/async-triggers-fuzz $(FUZZ_ARGS)
 
 bench-ack: install
-	$(PY) -m async_triggers.benchmarks.experiments.ack_latency
+	$(PY) -m async_triggers.benchmarks.experiments.ack_latency --out benchmarks/results --profile /tmp/async-triggers-ack-jfr
 
 # the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
 bench-backup: install

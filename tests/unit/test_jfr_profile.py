@@ -1,0 +1,23 @@
+"""The profile breakdown of benchmarks/harness/jfr_profile.py: which samples are the write path's, which of them
+the plugin's (named by the hook Cassandra called and the innermost frame of ours), which its background work."""
+from benchmarks.harness.jfr_profile import Breakdown
+
+INDEXER = "org.asynctriggers.CaptureIndex$Indexer.insertRow"
+EXTRACT = "org.asynctriggers.capture.TaskExtractor.extract"
+APPLY = "org.apache.cassandra.db.Keyspace.applyInternal"
+STATEMENT = "org.apache.cassandra.cql3.statements.ModificationStatement.executeWithoutCondition"
+
+
+def test_should_count_the_plugins_share_of_the_write_path_by_hook_and_innermost_frame():
+    b = Breakdown()
+    b.add(["java.nio.ByteBuffer.get", EXTRACT, INDEXER, "org.apache.cassandra.index.SecondaryIndexManager.x", APPLY])
+    b.add(["org.apache.cassandra.db.memtable.Trie.put", APPLY])
+    b.add(["org.apache.cassandra.net.Message.serialize", "org.apache.cassandra.service.StorageProxy.mutate", STATEMENT])
+    b.add(["org.asynctriggers.execute.FanoutPages.next", "org.asynctriggers.work.TaskProcessor.accept",
+           "java.lang.Thread.run"])
+    b.add(["java.lang.Thread.sleep"])
+    assert (b.samples, b.write_path, b.plugin_in_write_path, b.plugin_background) == (5, 3, 1, 1)
+    assert b.by_hook == {INDEXER: 1} and b.by_leaf == {EXTRACT: 1}
+    assert b.background_by_leaf == {"org.asynctriggers.execute.FanoutPages.next": 1}
+    assert abs(b.share() - 1 / 3) < 1e-9
+    assert "of which the plugin's: 1 (33.3%)" in b.text()
