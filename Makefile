@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backfill bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -135,6 +135,10 @@ fuzz: install
 
 bench-ack: install
 	$(PY) -m async_triggers.benchmarks.experiments.ack_latency --out benchmarks/results --profile /tmp/async-triggers-ack-jfr
+
+# a backfill's rate against the bulk writer's on an idle cluster, each result verified
+bench-backfill: install
+	$(PY) -m async_triggers.benchmarks.experiments.backfill_rate
 
 # the replica backup map under 10 minutes of steady load: bounded, no tombstone warnings
 bench-backup: install

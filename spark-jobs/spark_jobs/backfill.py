@@ -42,6 +42,9 @@ from .source_rows import (  # noqa: F401 (verify_run, repair and the tests read 
     CELLS, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_udf, with_ring_columns, with_write_options, write_rows)
 
 DEFAULT_RANGES = 16
+# writes in flight per Spark task, for the rows and lineage entries a backfill writes (the bulk writer keeps 64;
+# the session's default, 4, suits verify's repairs)
+WRITE_CONCURRENCY = 32
 # writetime()/ttl() in Spark SQL come with the connector's extensions (its docs/14_data_frames.md, TTL and WRITETIME)
 SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraSparkExtensions"}
 EXIT_STOPPED = 3
@@ -68,7 +71,7 @@ class Report:
         return (f"backfill {self.flow}: {self.ranges} token ranges ({self.skipped} done before, "
                 f"{self.ranges - self.skipped} now), {self.source_rows} source rows, {self.written} derived rows "
                 f"written, {self.lineage_removed} older lineage images removed, in {self.seconds:.1f} s "
-                f"(run {self.run})")
+                f"({self.source_rows / max(self.seconds, 1e-3):.0f} source rows/s; run {self.run})")
 
 
 class Stopped(Exception):
@@ -103,11 +106,11 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=Non
         if target.get("mode") == "lineage":
             # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
             write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
-                       consistency=LINEAGE_WRITE_CONSISTENCY)
+                       consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
     if spec["source"].get("clustering") and any(t.get("mode") == "lineage" for t in spec["targets"]):
         # the rows a range or partition deletion of the source covers are found in lineage_keys
         write_rows(lineage_key_rows(spec, part), keyspace.KEYSPACE, keyspace.LINEAGE_KEYS.name, ttl=False,
-                   consistency=LINEAGE_WRITE_CONSISTENCY)
+                   consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
     written = 0
     for target in spec["targets"]:
         clash = {WRITETIME, TTL} & set(target["columns"])
@@ -123,7 +126,7 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=Non
         rows = rows.persist()
         try:
             written += rows.count()
-            write_rows(rows, target["keyspace"], target["table"])
+            write_rows(rows, target["keyspace"], target["table"], concurrency=WRITE_CONCURRENCY)
         finally:
             rows.unpersist()
     return written
@@ -131,10 +134,13 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=Non
 
 def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_RANGES, restart: bool = False,
                           progress: Progress = _stderr, stop_after: int | None = None,
-                          hold_while: str | None = None) -> Report:
+                          hold_while: str | None = None, wave_ranges: int | None = None) -> Report:
     """Backfills ``spec`` through the Spark session (rows) and the driver session (checkpoints, convergence).
-    ``stop_after`` and ``hold_while`` are test hooks: stop as a crash would after that many ranges; wait after
-    reading the source while that file exists."""
+    The pending token ranges are written in waves of ``wave_ranges`` (default: all of them in one), each wave's
+    ranges recorded once all its writes were acknowledged: a crash redoes at most one wave (its writes are
+    idempotent: the same cells at the same timestamps). ``stop_after`` and ``hold_while`` are test hooks: stop as a
+    crash would after that many ranges (written one per wave); wait after reading the source while that file
+    exists."""
     from pyspark import StorageLevel
 
     from . import aggregate_recompute, backfill_lineage
@@ -160,17 +166,26 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
         if pending:
             progress(f"backfill {flow}: {source.count()} source rows read")
         _hold(hold_while)
-        for i, token_range in enumerate(pending, 1):
-            part = in_range(source, token_range)
-            n_source = part.count()
+        size = 1 if stop_after is not None else max(1, wave_ranges or len(pending))
+        done = len(run.ranges) - len(pending)
+        for wave in [pending[i:i + size] for i in range(0, len(pending), size)]:
+            wave_started = time.monotonic()
+            part = source if len(wave) == len(run.ranges) else in_ranges(source, wave)
+            counts = range_counts(part, wave)
+            n_source = sum(counts.values())
             n_rows = write_range(spec, part, fanout_dfs, spark) if n_source else 0
-            checkpoints.record(session, run, token_range, n_source, n_rows)
-            total_source, written = total_source + n_source, written + n_rows
-            progress(f"backfill {flow}: ranges {len(run.ranges) - len(pending) + i}/{len(run.ranges)} done "
-                     f"(token range ({token_range[0]}, {token_range[1]}]: {n_source} source rows, {n_rows} rows "
-                     f"written); {written} rows written by this run")
-            if stop_after is not None and i >= stop_after and i < len(pending):
-                raise Stopped(f"stopped after {i} token ranges (--stop-after-ranges)")
+            # a range's own derived rows are known only when it was written alone
+            checkpoints.record_many(session, run, [(r, counts[r[0]], n_rows if len(wave) == 1 else None)
+                                                   for r in wave])
+            total_source, written, done = total_source + n_source, written + n_rows, done + len(wave)
+            what = (f"token range ({wave[0][0]}, {wave[0][1]}]" if len(wave) == 1
+                    else f"{len(wave)} token ranges at once")
+            rate = n_source / max(time.monotonic() - wave_started, 1e-3)
+            progress(f"backfill {flow}: ranges {done}/{len(run.ranges)} done ({what}: {n_source} source rows, "
+                     f"{n_rows} rows written, {rate:.0f} source rows/s); {written} rows written by this run")
+            if stop_after is not None and done - (len(run.ranges) - len(pending)) >= stop_after \
+                    and done < len(run.ranges):
+                raise Stopped(f"stopped after {stop_after} token ranges (--stop-after-ranges)")
         removed = backfill_lineage.converge(spark, session, spec, progress) \
             if any(t.get("mode") == "lineage" for t in spec["targets"]) else 0
         aggregate_recompute.recompute_all(spark, session, spec, source, fanout_dfs, progress)
@@ -180,6 +195,25 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
             df.unpersist()
     return Report(flow, str(run.started), len(run.ranges), len(run.ranges) - len(pending), total_source, written,
                   removed, time.monotonic() - started)
+
+
+def in_ranges(df, token_ranges: Sequence[Sequence[int]]):
+    """The rows of ``df`` whose token falls in one of ``token_ranges`` (each ``(start, end]``)."""
+    from functools import reduce
+
+    from pyspark.sql import functions as F
+    inside = [(F.col(TOKEN) > F.lit(a)) & (F.col(TOKEN) <= F.lit(b)) for a, b in token_ranges]
+    return df.where(reduce(lambda x, y: x | y, inside))
+
+
+def range_counts(part, token_ranges: Sequence[Sequence[int]]) -> dict[int, int]:
+    """Source rows of ``part`` per range of ``token_ranges`` (by range start), in one Spark job."""
+    from pyspark.sql import functions as F
+    which = F.lit(None).cast("long")
+    for a, b in reversed(token_ranges):
+        which = F.when((F.col(TOKEN) > F.lit(a)) & (F.col(TOKEN) <= F.lit(b)), F.lit(a)).otherwise(which)
+    found = {r[0]: r[1] for r in part.groupBy(which.alias("range_start")).count().collect() if r[0] is not None}
+    return {a: found.get(a, 0) for a, _ in token_ranges}
 
 
 def _hold(path: str | None, timeout: float = 300) -> None:

@@ -100,7 +100,14 @@ def deployed_at(session, flow: str) -> dt.datetime | None:
     return dt.datetime.utcfromtimestamp(rows[0].version / 1000)
 
 
-def record(session, run: Run, token_range: Sequence[int], source_rows: int, rows: int) -> None:
+def record_many(session, run: Run, done: Sequence[tuple[Sequence[int], int, int | None]]) -> None:
+    """Marks ranges of ``run`` completed (each ``(token_range, source_rows, rows)``; ``rows`` None when the range
+    was written together with others and its own count is unknown), after everything they write was acknowledged."""
+    for token_range, source_rows, rows in done:
+        record(session, run, token_range, source_rows, rows)
+
+
+def record(session, run: Run, token_range: Sequence[int], source_rows: int, rows: int | None) -> None:
     """Marks a range of ``run`` completed, after everything it writes was acknowledged."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement

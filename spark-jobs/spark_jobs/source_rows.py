@@ -161,10 +161,12 @@ def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
-def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None) -> None:
+def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
+               concurrency: int | None = None) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
     per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it).
-    ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level)."""
+    ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level);
+    ``concurrency``: writes in flight per Spark task instead of the session's."""
     from .session import CASSANDRA_FORMAT
 
     options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
@@ -172,4 +174,6 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
         options["ttl"] = TTL
     if consistency:
         options["spark.cassandra.output.consistency.level"] = consistency
+    if concurrency:
+        options["spark.cassandra.output.concurrent.writes"] = str(concurrency)
     df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()

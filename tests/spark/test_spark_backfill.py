@@ -62,3 +62,12 @@ def test_should_date_a_row_by_its_collections_elements_too(spark):
     df = spark.createDataFrame([(1, 10, [5, 40], None, [300, None])],
                                "user_id int, wt_0 long, wt_1 array<long>, ttl_0 int, ttl_1 array<int>")
     assert_same_rows(backfill.with_write_options(df, fallback_micros=99), [(1, 40, 300)])
+
+
+def test_should_count_a_waves_source_rows_per_token_range_and_keep_only_its_ranges(spark):
+    # ranges (start, end]: a token on a range's end is that range's; one outside every range of the wave is left out
+    df = spark.createDataFrame([(1, -100), (2, -50), (3, 0), (4, 1), (5, 99), (6, 100), (7, 500)],
+                               f"user_id int, {backfill.TOKEN} long")
+    wave = [(-100, 0), (0, 100), (200, 300)]
+    assert backfill.range_counts(df, wave) == {-100: 2, 0: 3, 200: 0}
+    assert sorted(r["user_id"] for r in backfill.in_ranges(df, wave).collect()) == [2, 3, 4, 5, 6]
