@@ -7,12 +7,12 @@ are validate.py's, after these.
 """
 from __future__ import annotations
 
+import datetime as dt
 import re
 from typing import Any, Iterable, Mapping
 
 from .errors import ValidationError
-from .flows import (EVENTS, OVERFLOW_POLICIES, READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, Aggregate, Backup,
-                    FanOut, Flow, Overflow, Queue, Retry, Write)
+from .flows import (EVENTS, OVERFLOW_POLICIES, READ_CONSISTENCY_LEVELS, WRITE_CONSISTENCY_LEVELS, Aggregate, Backup, FanOut, Flow, Overflow, Queue, Retry, Write, MAX_TTL_SECONDS, Recent, Ref)
 
 NAME_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_]{0,47}$")
 JAVA_CLASS_RE = re.compile(r"^([A-Za-z_$][A-Za-z0-9_$]*\.)*[A-Za-z_$][A-Za-z0-9_$]*$")
@@ -54,6 +54,24 @@ def _mapping(out: list[str], field: str, value: Any) -> None:
         out.append(f"'{field}' must be a mapping of column name to source.<column> or row.<column>, found: {value!r}")
 
 
+def _recent(out: list[str], at: str, step: FanOut) -> None:
+    recent = step.recent
+    if recent is None:
+        return
+    if not isinstance(recent, Recent):
+        out.append(f"'{at}.recent' must be Recent(source.<time key column>, timedelta(...)) or None, found: {recent!r}")
+        return
+    if not (isinstance(recent.by, Ref) and recent.by.scope == "source"):
+        out.append(f"'{at}.recent.by' must be source.<column> (a timeuuid or timestamp key column of the source), "
+                   f"found: {recent.by!r}")
+    w = recent.within
+    if isinstance(w, bool) or not isinstance(w, (int, dt.timedelta)):
+        out.append(f"'{at}.recent.within' must be a timedelta or a number of seconds, found: {w!r}")
+    elif not 1 <= recent.seconds <= MAX_TTL_SECONDS:
+        out.append(f"'{at}.recent.within' must be between 1 second and 20 years (Cassandra's longest TTL), found: "
+                   f"{recent.seconds} s")
+
+
 def _step_shape(out: list[str], at: str, step: Any) -> None:
     if isinstance(step, Write):
         _table(out, f"{at}.target", step.target)
@@ -63,6 +81,7 @@ def _step_shape(out: list[str], at: str, step: Any) -> None:
         _mapping(out, f"{at}.match", step.match)
         if not isinstance(step.follow, bool):
             out.append(f"'follow' of the fan-out over '{step.table}' must be True or False, found: {step.follow!r}")
+        _recent(out, at, step)
         for j, write in enumerate(step.writes):
             _step_shape(out, f"{at}.writes[{j}]", write)
     elif isinstance(step, Aggregate):

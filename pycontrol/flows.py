@@ -21,6 +21,7 @@ deleted. A flow may name a Java class (``handler=``) instead of steps.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from typing import Mapping, Sequence
 
 from .errors import ConfigError
@@ -81,6 +82,25 @@ class Write:
         return _table_name(self.target, "a write target")
 
 
+MAX_TTL_SECONDS = 20 * 365 * 24 * 3600   # Cassandra's longest TTL
+
+
+@dataclasses.dataclass(frozen=True)
+class Recent:
+    """The recency bound of a fan-out that follows its table: its target holds the rows whose source time ``by`` lies
+    within ``within`` (a ``timedelta`` or seconds) of now, as a home timeline keeps the last days. ``by`` is a
+    ``timeuuid`` or ``timestamp`` primary key column of the source that the target's primary key holds too (a tweet's
+    ``tweet_id``). A follow then brings only the followee's rows within the bound, and each row leaves the target by
+    itself when it grows older (a TTL: time + ``within``)."""
+    by: Ref
+    within: dt.timedelta | int
+
+    @property
+    def seconds(self) -> int:
+        w = self.within
+        return int(w.total_seconds()) if isinstance(w, dt.timedelta) else int(w)
+
+
 @dataclasses.dataclass(frozen=True)
 class FanOut:
     """Read the rows of ``table`` whose partition key equals the ``match`` references; write per row.
@@ -93,11 +113,13 @@ class FanOut:
     flow, ``<flow>_follows``, keeps from the writes to ``table``; dropping the flow drops it too. Cost: a follow of a
     row whose match value M source rows share writes M target rows (and an unfollow deletes them); each source row
     writes one join index row besides its targets, as a lineage target. One following fan-out per flow, which copies
-    single-cell values only (no static column, non-frozen collection or UDT of the source or of ``table``)."""
+    single-cell values only (no static column, non-frozen collection or UDT of the source or of ``table``).
+    ``recent=Recent(source.<time key>, timedelta(days=7))`` bounds what it keeps (:class:`Recent`; with ``follow``)."""
     table: str
     match: Mapping[str, Ref]
     writes: tuple[Write, ...] = ()
     follow: bool = False
+    recent: Recent | None = None
 
     def write(self, target: str, columns: Mapping[str, Ref] | None = None, **kw: Ref) -> "FanOut":
         return dataclasses.replace(self, writes=self.writes + (Write(target, columns, **kw),))

@@ -91,6 +91,11 @@ def compile_follow(flow: Flow, schema: Schema, src: TableSchema, writes: Sequenc
     """Turn the compiled target of the flow's following fan-out (if any) into a following one, in place: force it to
     lineage, give its ``fanout`` the ``follow``, and insert the join index target right before it. ``writes`` and
     ``targets`` are parallel (compile_flow's, before the aggregates)."""
+    for fanout, write in writes:
+        if fanout is not None and fanout.recent is not None and not fanout.follow:
+            raise ValidationError(flow.name, f"the fan-out over '{fanout.table}' into '{write.target}' has a recency "
+                                             "bound (recent=) but does not follow its table: the bound is kept for a "
+                                             "fan-out with follow=True")
     following = [i for i, (fanout, _) in enumerate(writes) if fanout is not None and fanout.follow]
     if not following:
         return
@@ -139,7 +144,32 @@ def compile_follow(flow: Flow, schema: Schema, src: TableSchema, writes: Sequenc
                  (list(fan.partition_key), list(fan.clustering)), "copy of the fan-out table")
     target["mode"] = "lineage"
     target["fanout"]["follow"] = {"index": i, "keyspace": ks, "table": copy_table(flow.name)}
+    if fanout.recent is not None:
+        target["fanout"]["follow"]["recent"] = _recent(flow, src, fanout, write, target)
     targets.insert(i, index)
+
+
+RECENT_TYPES = ("timeuuid", "timestamp")
+
+
+def _recent(flow: Flow, src: TableSchema, fanout: FanOut, write: Write, target: Mapping) -> dict:
+    """The recency bound's spec: the source's time key column (and its type), the target's key column holding it,
+    the seconds a row stays."""
+    column = fanout.recent.by.column
+    where = f"the recency bound of the fan-out over '{fanout.table}'"
+    if column not in src.primary_key or _typed(src, column) not in RECENT_TYPES:
+        found = "not a column of it" if column not in src.columns else f"{_typed(src, column)}" + (
+            "" if column in src.primary_key else ", not in its primary key")
+        raise ValidationError(flow.name, f"{where} counts from source.{column}, which must be a timeuuid or timestamp "
+                                         f"column of the primary key of '{src.qualified}' (found: {found}): a row's "
+                                         "time must never change, so that every write of its rows ends at one time")
+    held = [c for c in target["partition_key"] + target["clustering"] if write.columns.get(c) == fanout.recent.by]
+    if not held:   # a lineage target's key holds the source's (validate refuses one that does not): a safeguard
+        raise ValidationError(flow.name, f"{where} counts from source.{column}, which no primary key column of "
+                                         f"'{write.target}' holds: map it into the target's key (as a timeline holds "
+                                         "tweet_id), so a row's age can be read from the target too")
+    return {"column": column, "type": _typed(src, column), "target_column": held[0],
+            "seconds": fanout.recent.seconds}
 
 
 def _index_target(flow: Flow, src: TableSchema, fan: TableSchema, fanout: FanOut, write: Write,

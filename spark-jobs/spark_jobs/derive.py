@@ -223,13 +223,18 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
 
 
 def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
-                  carry: Sequence[str] = ()) -> "OrderedDict[str, object]":
+                  carry: Sequence[str] = (), since_s: float | None = None) -> "OrderedDict[str, object]":
     """Per target table (``"keyspace.table"``), the distinct rows the flow should have written: the union of
     :func:`target_rows` over the targets writing that table, on :func:`compared_columns` (then ``carry``).
 
     ``source_df`` holds the source table (at least :func:`source_columns`); ``fanout_dfs`` maps each fan-out
-    table's qualified name to its DataFrame (at least :func:`fanout_columns`).
+    table's qualified name to its DataFrame (at least :func:`fanout_columns`). A following fan-out with a recency
+    bound keeps the rows within it at ``since_s`` (epoch seconds; default: now), less a slack (recent.within_bound).
     """
+    import time
+
+    from . import recent
+    since_s = time.time() if since_s is None else since_s
     out: OrderedDict[str, object] = OrderedDict()
     for name, group in targets_by_table(spec).items():
         if is_aggregate(group[0]):
@@ -237,7 +242,7 @@ def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
         cols = compared_columns(group)
         df = None
         for t in group:
-            part = target_rows(t, source_df, fanout_dfs, cols, carry)
+            part = recent.within_bound(t, target_rows(t, source_df, fanout_dfs, cols, carry), since_s)
             df = part if df is None else df.union(part)     # by position: the parts have the same columns
         out[name] = distinct(df)
     return out

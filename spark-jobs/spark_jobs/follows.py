@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Mapping
 
+from . import recent as recent_mod
+from .recent import recent_of  # noqa: F401 (the backfill and verify read it here too)
+
 # the plugin's FlowSpec.Follow.SPACING: a source row's versions are multiples of it in a following flow
 SPACING = 1 << 20
 VERSION, GONE, CHANGE, EXPIRES = "async_version", "async_gone", "async_n", "async_expires"
@@ -78,10 +81,16 @@ def following_rows(spark, target: Mapping, part, writetime: str, ttl: str):
     extended = dict(target, columns={**target["columns"], cap: f"row.{EXPIRES}"})
     rows = derive.target_rows(extended, part, {derive.qualified(target["fanout"]): copy_frame(spark, target)},
                               list(target["columns"]) + [cap], carry=(writetime, ttl))
+    recent = recent_of(target)
+    if recent is not None:   # the recency bound ends a row too: the earlier of the two ends
+        ends = F.floor(recent_mod.time_millis(recent["target_column"], recent["type"]) / 1000).cast("long") \
+            + recent["seconds"]
+        rows = rows.withColumn(cap, F.when(F.col(cap) > 0, F.least(F.col(cap), ends)).otherwise(ends))
     left = (F.col(cap) - F.lit(int(time.time()))).cast("int")
     capped = F.when(F.col(cap) > 0, F.when((F.col(ttl) > 0) & (F.col(ttl) < left), F.col(ttl)).otherwise(left)) \
         .otherwise(F.col(ttl))
-    # a fan-out row expired since the copy was read derives nothing (TTL 0 would mean no expiry)
+    # a fan-out row expired since the copy was read, or a row past the recency bound, derives nothing (TTL 0 would
+    # mean no expiry)
     return rows.where((F.col(cap) == 0) | (left > 0)).withColumn(ttl, capped).drop(cap)
 
 

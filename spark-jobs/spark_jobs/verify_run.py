@@ -25,7 +25,7 @@ import datetime as dt
 import time
 from typing import Callable, Mapping, Sequence
 
-from . import backfill, compare, derive, follows, repair, verify_progress
+from . import backfill, compare, derive, follows, recent, repair, verify_progress
 from .compare import Result
 from .repair import FOUND_WRITETIME, Repaired
 
@@ -139,9 +139,11 @@ def in_range(df, column: str, unit):
 # --- the units -------------------------------------------------------------------------------------------------
 
 def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping, traced: Mapping,
-                 options: Options, session=None, fallback_micros: int = 0):
+                 options: Options, session=None, fallback_micros: int = 0, started_s: float | None = None):
     """Compares (and repairs) one unit: WHOLE, a token range, or verify_progress.FINAL. Returns the Result per table
-    and, with a repair, the Repaired per table."""
+    and, with a repair, the Repaired per table. ``started_s``: when the verification started reading (epoch
+    seconds; default: now), from which a recency bound's edge is reckoned (recent.without_edge)."""
+    started_s = time.time() if started_s is None else started_s
     from pyspark.sql import functions as F
 
     # a repair reads each row back and its source row again (repair_confirm): the source key and cells ride along
@@ -150,7 +152,7 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
     found = (FOUND_WRITETIME,) if options.repair else ()
     final = unit == verify_progress.FINAL
     part = source if unit is WHOLE or final else in_range(source, backfill.TOKEN, unit)
-    expected = derive.expected_rows(spec, part, fanouts, carry)
+    expected = derive.expected_rows(spec, part, fanouts, carry, since_s=started_s)
     results, repaired = {}, {}
     if unit is WHOLE or final:   # a group's total comes from source rows of every range: compared once, whole
         for table, aggregate in derive.aggregate_tables(spec).items():
@@ -175,7 +177,10 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
         classified, layout = compare.classify(exp, act, derive.primary_key(group[0]), carry=carry, found=found,
                                               newest=backfill.WRITETIME if options.repair else None, table=table,
                                               join=join)
-        classified = classified.where(F.col("kind").isin(*kinds)).persist()
+        cached = classified = classified.where(F.col("kind").isin(*kinds)).persist()
+        if any(recent.recent_of(t) for t in group):   # read whole first: the edge moved while it was read
+            cached.count()
+            classified = recent.without_edge(group, cached, derive.primary_key(group[0]), started_s, time.time())
         try:
             results[table] = compare.summarize(classified, layout, table, options.sample_size, kinds)
             if options.repair:
@@ -183,7 +188,7 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
                                                       options.consistency, fallback_micros) \
                     if not results[table].ok else Repaired(table)
         finally:
-            classified.unpersist()
+            cached.unpersist()
     return results, repaired
 
 
@@ -227,7 +232,7 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
 
     from .session import read_table
 
-    started = time.monotonic()
+    started, started_s = time.monotonic(), time.time()
     flow = spec["name"]
     groups = derive.targets_by_table(spec)
     if options.repair:
@@ -265,7 +270,8 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
         total = len(run.units) if run is not None else 1
         done = total - len(units)
         for unit in units:
-            results, repaired = compare_unit(spec, unit, source, fanouts, targets, traced, options, session, fallback)
+            results, repaired = compare_unit(spec, unit, source, fanouts, targets, traced, options, session, fallback,
+                                             started_s)
             if run is not None:
                 verify_progress.record(session, run, unit, {
                     "tables": [r.as_dict() for r in results.values()],

@@ -415,3 +415,33 @@ def test_should_refuse_turning_follow_on_or_off_for_a_deployed_flow():
         validate.compile_all([flow()], SCHEMA, deployed={plain_spec["name"]: plain_spec})
     # the same follow again: accepted
     assert len(validate.compile_all([flow()], SCHEMA, deployed={main["name"]: main, companion["name"]: companion})) == 2
+
+
+def test_should_compile_a_recency_bound_and_refuse_one_that_could_not_be_kept():
+    import datetime as dt
+
+    from async_triggers.flows import Recent
+    week = Recent(source.tweet_id, dt.timedelta(days=7))
+    bounded = dataclasses.replace(following(), recent=week)
+    main, companion = validate.compile_all([flow(Write("twitter.timeline", user_id=source.author_id, **COLUMNS),
+                                                 bounded)], SCHEMA)
+    recent = {"column": "tweet_id", "type": "timeuuid", "target_column": "tweet_id", "seconds": 7 * 86400}
+    assert main["targets"][2]["fanout"]["follow"]["recent"] == recent
+    assert companion["follows"]["target"]["fanout"]["follow"]["recent"] == recent
+    # the bound only on a fan-out that follows, from a time that is the source's key (which a lineage target's key holds)
+    rejects(flow(dataclasses.replace(bounded, follow=False)),
+            "flow 'twitter_timeline': the fan-out over 'twitter.followers' into 'twitter.timeline' has a recency bound "
+            "(recent=) but does not follow its table: the bound is kept for a fan-out with follow=True")
+    rejects(flow(dataclasses.replace(bounded, recent=Recent(source.created_at, 60))),
+            "flow 'twitter_timeline': the recency bound of the fan-out over 'twitter.followers' counts from "
+            "source.created_at, which must be a timeuuid or timestamp column of the primary key of 'twitter.tweets' "
+            "(found: timestamp, not in its primary key): a row's time must never change, so that every write of its "
+            "rows ends at one time")
+    for bad, says in ((Recent(source.tweet_id, 0), "between 1 second and 20 years"),
+                      (Recent(source.tweet_id, "7d"), "must be a timedelta or a number of seconds"),
+                      (Recent(row.follower_id, 60), "'steps[1].recent.by' must be source.<column>"),
+                      ("7 days", "must be Recent(source.<time key column>, timedelta(...)) or None")):
+        with pytest.raises(ValidationError) as e:
+            validate.compile_all([flow(Write("twitter.timeline", user_id=source.author_id, **COLUMNS),
+                                       dataclasses.replace(bounded, recent=bad))], SCHEMA)
+        assert says in str(e.value), str(e.value)

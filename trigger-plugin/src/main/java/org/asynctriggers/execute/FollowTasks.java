@@ -100,6 +100,12 @@ final class FollowTasks
         return n == null || n.remaining() != 8 ? 0 : longOf(n);
     }
 
+    /** Whether a row that the recency bound ends at {@code expiresAt} (s; 0: no bound) is past it at {@code nowMillis}. */
+    static boolean pastBound(long expiresAt, long nowMillis)
+    {
+        return expiresAt != 0 && Expiry.remaining(expiresAt, nowMillis).expired;
+    }
+
     /** When a fan-out row expires as the copy holds it, local time in seconds; 0: never. */
     static long expiresAt(Map<String, ByteBuffer> copyRow)
     {
@@ -207,8 +213,12 @@ final class FollowTasks
             }
             else
             {
-                writeTargetRow(targetKey, values, cells, fanoutRow, version + change, earliest(versionCell.expiresAt, followExpiresAt),
-                               followExpiresAt);
+                long recentExpiresAt = follows.target.fanout.follow.recentExpiresAt(values);
+                if (pastBound(recentExpiresAt, nowMillis.getAsLong()))
+                    continue; // older than the recency bound: not brought
+                long capped = earliest(followExpiresAt, recentExpiresAt);
+                writeTargetRow(targetKey, values, cells, fanoutRow, version + change, earliest(versionCell.expiresAt, capped),
+                               capped);
             }
             rows[0]++;
         }

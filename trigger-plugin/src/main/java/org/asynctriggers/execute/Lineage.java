@@ -267,8 +267,12 @@ final class Lineage
         {
             if (FollowTasks.gone(fanoutRow))
                 return; // a fan-out row the copy keeps as gone: its rows were deleted, and are deleted below a newer version
-            // a row of a fan-out row that expires lives no longer than it (the copy's async_expires)
-            long followExpiresAt = FollowTasks.expiresAt(fanoutRow);
+            // a row of a fan-out row that expires lives no longer than it (the copy's async_expires), nor past the
+            // recency bound: a row already past it is not written (every write of it ended at that time: it is gone)
+            long recentExpiresAt = target.fanout.follow.recentExpiresAt(sync.values);
+            if (FollowTasks.pastBound(recentExpiresAt, nowMillis.getAsLong()))
+                return;
+            long followExpiresAt = earliest(FollowTasks.expiresAt(fanoutRow), recentExpiresAt);
             imageExpiresAt = earliest(imageExpiresAt, followExpiresAt);
             rowExpiresAt = earliest(rowExpiresAt, followExpiresAt);
         }

@@ -85,13 +85,52 @@ public final class FlowSpec
         public final int index;
         public final String keyspace;
         public final String table;
+        /** the recency bound: the source's time key column (null: none), its CQL type, and the seconds a row stays */
+        public final String recentColumn;
+        public final String recentType;
+        public final long recentSeconds;
 
         Follow(int index, String keyspace, String table)
+        {
+            this(index, keyspace, table, null, null, 0);
+        }
+
+        Follow(int index, String keyspace, String table, String recentColumn, String recentType, long recentSeconds)
         {
             this.index = index;
             this.keyspace = keyspace;
             this.table = table;
+            this.recentColumn = recentColumn;
+            this.recentType = recentType;
+            this.recentSeconds = recentSeconds;
         }
+
+        /**
+         * When the rows of the source row with these values leave the target by the recency bound: its time (the
+         * time key column's, whole seconds) plus the bound, a local expiration time in seconds; 0 without a bound.
+         */
+        public long recentExpiresAt(Map<String, java.nio.ByteBuffer> sourceValues)
+        {
+            if (recentColumn == null)
+                return 0;
+            java.nio.ByteBuffer value = sourceValues.get(recentColumn);
+            if (value == null || !value.hasRemaining())
+                return 0; // a key column always has a value; nothing to bound otherwise
+            return Math.floorDiv(timeMillis(recentType, value), 1000) + recentSeconds;
+        }
+
+        /** The time a timeuuid or timestamp value stands for, in milliseconds since the epoch. */
+        public static long timeMillis(String type, java.nio.ByteBuffer value)
+        {
+            if ("timestamp".equals(type))
+                return value.getLong(value.position());
+            long msb = value.getLong(value.position());
+            long uuidTime = ((msb & 0x0FFFL) << 48) | (((msb >>> 16) & 0xFFFFL) << 32) | (msb >>> 32);
+            return Math.floorDiv(uuidTime - UUID_EPOCH_OFFSET, 10_000);
+        }
+
+        /** 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch */
+        static final long UUID_EPOCH_OFFSET = 0x01B21DD213814000L;
 
         /** The version a task takes: the least multiple of {@link #SPACING} that is at least {@code candidate}. */
         public static long versionAtLeast(long candidate)

@@ -336,6 +336,9 @@ public final class FlowSpecParser
         Map<String, Expression> match = expressions(ctx, node.get("match"), option + ".match", source, null);
         List<String> columns = ctx.stringList(node, "columns", option + ".columns", true);
         FlowSpec.Follow follow = FollowParser.parseFollow(ctx, node.get("follow"), option + ".follow");
+        if (follow != null && follow.recentColumn != null && !source.primaryKey().contains(follow.recentColumn))
+            throw ctx.error("'" + option + ".follow.recent.column' must be a primary key column of the source, found: "
+                            + follow.recentColumn);
         return new FlowSpec.Fanout(keyspace, table, match, columns, follow);
     }
 

@@ -23,9 +23,26 @@ final class FollowParser
         JsonNode index = node.get("index");
         if (index == null || !index.isInt() || index.intValue() < 0)
             throw ctx.error("'" + option + ".index' must be the position of the flow's join index in 'targets', found: " + index);
-        return new FlowSpec.Follow(index.intValue(), ctx.requiredString(node, "keyspace", option + ".keyspace"),
-                                   ctx.requiredString(node, "table", option + ".table"));
+        String keyspace = ctx.requiredString(node, "keyspace", option + ".keyspace");
+        String table = ctx.requiredString(node, "table", option + ".table");
+        JsonNode recent = node.get("recent");
+        if (recent == null || recent.isNull())
+            return new FlowSpec.Follow(index.intValue(), keyspace, table);
+        if (!recent.isObject())
+            throw ctx.error("'" + option + ".recent' must be an object or null, found: " + recent);
+        String type = ctx.requiredString(recent, "type", option + ".recent.type");
+        if (!type.equals("timeuuid") && !type.equals("timestamp"))
+            throw ctx.error("'" + option + ".recent.type' must be timeuuid or timestamp, found: " + type);
+        JsonNode seconds = recent.get("seconds");
+        if (seconds == null || !seconds.canConvertToLong() || seconds.longValue() < 1 || seconds.longValue() > MAX_RECENT_SECONDS)
+            throw ctx.error("'" + option + ".recent.seconds' must be a whole number of seconds from 1 to " + MAX_RECENT_SECONDS
+                            + " (Cassandra's longest TTL), found: " + seconds);
+        return new FlowSpec.Follow(index.intValue(), keyspace, table, ctx.requiredString(recent, "column", option + ".recent.column"),
+                                   type, seconds.longValue());
     }
+
+    /** Cassandra's longest TTL, 20 years: a recency bound is a TTL */
+    static final long MAX_RECENT_SECONDS = 20L * 365 * 24 * 60 * 60;
 
     static boolean joinIndex(OptionReader ctx, JsonNode target, String at, FlowSpec.Mode mode, FlowSpec.Fanout fanout)
     {

@@ -76,4 +76,31 @@ class FollowSpecTest
         assertEquals(2 * k, FlowSpec.Follow.versionAtLeast(2 * k));
         assertTrue(FlowSpec.Follow.MAX_CHANGE < k - 1, "a row through a fan-out row stays below the other steps' rows of its version");
     }
+    @Test
+    void shouldEndARowAtItsTimeKeyPlusTheRecencyBound()
+    {
+        String bounded = fanout(0, "lineage").replace("\"table\": \"async_follows_tl\"}",
+            "\"table\": \"async_follows_tl\", \"recent\": {\"column\": \"tweet_id\", \"type\": \"timestamp\", \"seconds\": 60}}");
+        FlowSpec.Follow follow = main(INDEX + ", " + bounded).targets.get(1).fanout.follow;
+        assertEquals("tweet_id", follow.recentColumn);
+        // 1,700,000,000,500 ms: whole seconds 1,700,000,000, plus 60
+        java.nio.ByteBuffer at = java.nio.ByteBuffer.allocate(8).putLong(0, 1_700_000_000_500L);
+        assertEquals(1_700_000_060L, follow.recentExpiresAt(java.util.Map.of("tweet_id", at)));
+        assertEquals(0, new FlowSpec.Follow(0, "tw", "c").recentExpiresAt(java.util.Map.of("tweet_id", at)), "no bound");
+
+        // a timeuuid's time, as Cassandra makes one for a millisecond and a tenth of a microsecond in it
+        for (long millis : new long[]{ 0L, 1_700_000_000_123L, 4_102_444_800_000L })
+        {
+            java.nio.ByteBuffer uuid = org.apache.cassandra.utils.TimeUUID.Generator.atUnixMillis(millis, 7).toBytes();
+            assertEquals(millis, FlowSpec.Follow.timeMillis("timeuuid", uuid), "millis " + millis);
+        }
+
+        String notKey = bounded.replace("\"column\": \"tweet_id\"", "\"column\": \"body\"");
+        FlowSpecException e = assertThrows(FlowSpecException.class, () -> main(INDEX + ", " + notKey));
+        assertEquals("flow 'tl': 'targets[1].fanout.follow.recent.column' must be a primary key column of the source, found: body",
+                     e.getMessage());
+        String zero = bounded.replace("\"seconds\": 60", "\"seconds\": 0");
+        e = assertThrows(FlowSpecException.class, () -> main(INDEX + ", " + zero));
+        assertTrue(e.getMessage().contains("'targets[1].fanout.follow.recent.seconds' must be a whole number of seconds"), e.getMessage());
+    }
 }
