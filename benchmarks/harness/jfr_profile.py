@@ -5,13 +5,14 @@ every millisecond, and a breakdown of its execution samples that says what share
         ...                                   # the measured writes
     print(breakdown(rec.files).text())
 
-A sample is on the *write path* when its stack holds a frame of Cassandra's handling of a write: the coordinator's
-statement (``ModificationStatement.execute``), its ``StorageProxy.mutate``, or a replica's ``Keyspace.apply`` (a
-mutation from another node applied by the mutation stage). Of those, a sample is the *plugin's* when one of its
-frames is ours (``org.asynctriggers``); it is named by the outermost such frame (the hook Cassandra called: the
-capture index's indexer, the trigger) and by the innermost one (where the time is spent). Samples outside the write
-path with a frame of ours are the plugin's background work: the flows' workers, scans, the control loop. JFR
-samples threads running Java code; time blocked (locks, I/O, the network) is not in it.
+A sample is the plugin's *capture* when a frame of its write-path hooks is on its stack (the capture index and its
+indexer, ``capture``, the trigger): what a client's write pays for. A sample with another frame of ours is its
+*background work* (the flows' workers and their derived writes, scans, the control loop). A sample is on the *write
+path* when its stack holds a frame of Cassandra's handling of a write (the coordinator's statement,
+``ModificationStatement.execute``, its ``StorageProxy.mutate``, or a replica's ``Keyspace.apply``) and it is not
+background work. The capture is named by its outermost frame (the hook Cassandra called) and its innermost frame of
+ours (where the time is spent). JFR samples threads running Java code; time blocked (locks, I/O, the network) is
+not in it.
 """
 from __future__ import annotations
 
@@ -26,6 +27,7 @@ WRITE_PATH = ("org.apache.cassandra.cql3.statements.ModificationStatement.execut
               "org.apache.cassandra.service.StorageProxy.mutate",
               "org.apache.cassandra.db.Keyspace.apply")
 PLUGIN = "org.asynctriggers."
+CAPTURE = ("org.asynctriggers.CaptureIndex", "org.asynctriggers.capture.", "org.asynctriggers.AsyncTrigger")
 SAMPLE_PERIOD = "1 ms"
 _FRAME = re.compile(r"^\s+([\w$.<>]+)\(")
 
@@ -99,15 +101,16 @@ class Breakdown:
     def add(self, frames: list[str]) -> None:
         self.samples += 1
         ours = [f for f in frames if f.startswith(PLUGIN)]
-        if any(f.startswith(WRITE_PATH) for f in frames):
+        capture = any(f.startswith(CAPTURE) for f in ours)
+        if ours and not capture:
+            self.plugin_background += 1
+            self.background_by_leaf[ours[0]] += 1
+        elif any(f.startswith(WRITE_PATH) for f in frames):
             self.write_path += 1
-            if ours:
+            if capture:
                 self.plugin_in_write_path += 1
                 self.by_hook[ours[-1]] += 1
                 self.by_leaf[ours[0]] += 1
-        elif ours:
-            self.plugin_background += 1
-            self.background_by_leaf[ours[0]] += 1
 
     def share(self) -> float:
         return self.plugin_in_write_path / self.write_path if self.write_path else 0.0
