@@ -177,11 +177,16 @@ def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | Non
     return DeployPlan(specs, deployed, companions, held, version, statements, notes)
 
 
+def kept_tables_in_use(deployed: Mapping[str, dict], without: str | None = None) -> set[tuple[str, str]]:
+    """The tables the plugin keeps (aggregates.kept_tables) for the deployed flows, but flow ``without``."""
+    return {t for name, spec in deployed.items() if name != without for t in aggregates.kept_tables(spec)}
+
+
 def stale_kept_tables(metadata, specs: Sequence[dict], deployed: Mapping[str, dict]) -> list[tuple[str, str]]:
     """The tables the plugin keeps (aggregates.kept_tables) that ``specs`` use, that exist, and that no deployed
     flow uses now: left by a deploy since dropped or changed, their rows are stale (members of rows since deleted, a
     copy of follows since removed) and would count or fan out to what is gone."""
-    in_use = {t for s in deployed.values() for t in aggregates.kept_tables(s)}
+    in_use = kept_tables_in_use(deployed)
     out = []
     for spec in specs:
         for ks, table in aggregates.kept_tables(spec):
@@ -282,7 +287,7 @@ def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) 
     session.execute(SimpleStatement(f'DELETE FROM {ks}.{render.ident(keyspace.FLOWS.name)} WHERE "name" = %s',
                                     consistency_level=ConsistencyLevel.LOCAL_QUORUM), (name,))
     progress(f"removed flow '{name}'")
-    in_use = {t for n, s in deployed.items() if n != name for t in aggregates.kept_tables(s)}
+    in_use = kept_tables_in_use(deployed, without=name)
     for kept_ks, kept in aggregates.kept_tables(spec):
         if (kept_ks, kept) not in in_use:   # what the flow saw while it ran: a later deploy starts afresh
             session.execute(f"DROP TABLE IF EXISTS {render.ident(kept_ks)}.{render.ident(kept)}")
