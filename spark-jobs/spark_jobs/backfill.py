@@ -39,7 +39,7 @@ from typing import Callable, Mapping, Sequence
 from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
 from .source_rows import (  # noqa: F401 (verify_run, repair and the tests read them here too)
-    CELLS, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_udf, with_ring_columns, with_write_options, write_rows)
+    CELLS, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_in, token_udf, with_ring_columns, with_write_options, write_rows)
 
 DEFAULT_RANGES = 16
 # writes in flight per Spark task, for the rows and lineage entries a backfill writes (the bulk writer keeps 64;
@@ -200,18 +200,15 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
 def in_ranges(df, token_ranges: Sequence[Sequence[int]]):
     """The rows of ``df`` whose token falls in one of ``token_ranges`` (each ``(start, end]``)."""
     from functools import reduce
-
-    from pyspark.sql import functions as F
-    inside = [(F.col(TOKEN) > F.lit(a)) & (F.col(TOKEN) <= F.lit(b)) for a, b in token_ranges]
-    return df.where(reduce(lambda x, y: x | y, inside))
+    return df.where(reduce(lambda x, y: x | y, [token_in(r) for r in token_ranges]))
 
 
 def range_counts(part, token_ranges: Sequence[Sequence[int]]) -> dict[int, int]:
     """Source rows of ``part`` per range of ``token_ranges`` (by range start), in one Spark job."""
     from pyspark.sql import functions as F
     which = F.lit(None).cast("long")
-    for a, b in reversed(token_ranges):
-        which = F.when((F.col(TOKEN) > F.lit(a)) & (F.col(TOKEN) <= F.lit(b)), F.lit(a)).otherwise(which)
+    for token_range in reversed(token_ranges):
+        which = F.when(token_in(token_range), F.lit(token_range[0])).otherwise(which)
     found = {r[0]: r[1] for r in part.groupBy(which.alias("range_start")).count().collect() if r[0] is not None}
     return {a: found.get(a, 0) for a, _ in token_ranges}
 

@@ -82,9 +82,14 @@ def with_ring_columns(df, spec: Mapping):
     return df
 
 
-def in_range(df, token_range: Sequence[int]):
+def token_in(token_range: Sequence[int]):
+    """Whether a row's token falls in ``token_range`` (``(start, end]``), as a Spark column."""
     from pyspark.sql import functions as F
-    return df.where((F.col(TOKEN) > F.lit(token_range[0])) & (F.col(TOKEN) <= F.lit(token_range[1])))
+    return (F.col(TOKEN) > F.lit(token_range[0])) & (F.col(TOKEN) <= F.lit(token_range[1]))
+
+
+def in_range(df, token_range: Sequence[int]):
+    return df.where(token_in(token_range))
 
 
 LINEAGE_WRITE_CONSISTENCY = "EACH_QUORUM"   # the plugin's Lineage.writeLevel for flows below ALL
