@@ -96,8 +96,9 @@ def following_rows(spark, target: Mapping, part, writetime: str, ttl: str):
 
 def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
     """Writes every row of the fan-out table to the copy at change number 0 and write time 0: a companion task's
-    write (number 1 and up) wins over it whichever lands first. A fan-out table of key columns only is copied without
-    its TTL (CQL reads none); returns the number of rows copied."""
+    write (number 1 and up) wins over it whichever lands first. Copied without TTLs (CQL reads none of a row
+    marker): the rows that carry one were made companion tasks by the deploy, which give the copy their expiry
+    (docs/design.md, "A fan-out that follows its table"); returns the number of rows copied."""
     from pyspark.sql import functions as F
 
     from . import source_rows

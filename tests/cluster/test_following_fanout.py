@@ -49,6 +49,7 @@ FLOWS = [Flow(name="{name}", source="{KS}.{prefix}tweets", steps=[
 AUTHORS = range(1, 6)
 READERS = range(1, 16)   # authors among them: some follow themselves or each other
 TTL = 8
+LONG_TTL = 120   # seconds: longer than a backfill takes here
 
 
 @pytest.fixture(scope="module")
@@ -166,6 +167,13 @@ def test_should_backfill_a_following_flow_deployed_over_existing_rows(flow, veri
     rng = random.Random(7)
     for _ in range(300):
         write(session, rng, 0, "old_")
+    # follows that outlive the copy and expire after it (CQL reads no TTL of a row of key columns only): their
+    # timeline rows, the backfill's and a later tweet's, must leave with them
+    for follower in (600, 601):
+        execute(session, f"INSERT INTO {KS}.old_followers (user_id, follower_id) VALUES (1, %s) USING TTL {LONG_TTL}",
+                (follower,))
+    expired_at = time.time() + LONG_TTL
+    execute(session, f"INSERT INTO {KS}.old_tweets (tweet_id, author_id, body) VALUES (900, 1, 'before')")
     deploy_flow_text(cluster_settings, tmp_path_factory.mktemp("joins_old"), flows("joins_old", "old_"))
     from async_triggers import status
     # its fan-out table has rows: paused until the backfill has copied them (its tasks wait in the backup maps)
@@ -181,6 +189,17 @@ def test_should_backfill_a_following_flow_deployed_over_existing_rows(flow, veri
     assert "joins_old" not in status.paused_flows(session)
     drain(session, "joins_old", "joins_old_follows")
     time.sleep(TTL + 2)
+    want, got = joined(session, "old_"), timeline(session, "old_")
+    assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
+    assert verifier.problems("joins_old") == []
+    assert time.time() < expired_at - 5, "the backfill outlasted the follows meant to expire after it"
+    execute(session, f"INSERT INTO {KS}.old_tweets (tweet_id, author_id, body) VALUES (901, 1, 'after')")
+    drain(session, "joins_old")
+    readers = lambda t: {r.user_id for r in execute(
+        session, f"SELECT user_id FROM {KS}.old_timeline WHERE tweet_id = %s ALLOW FILTERING", (t,), consistency="ALL")}
+    assert {600, 601} <= readers(900) and {600, 601} <= readers(901)
+    time.sleep(max(0.0, expired_at - time.time()) + 2)
+    assert not {600, 601} & (readers(900) | readers(901)), "rows through an expired follow stayed"
     want, got = joined(session, "old_"), timeline(session, "old_")
     assert got == want, f"unexpected {sorted(got - want)[:8]}, missing {sorted(want - got)[:8]}"
     assert verifier.problems("joins_old") == []

@@ -26,6 +26,7 @@ import org.asynctriggers.backup.Ownership;
 import org.asynctriggers.backup.PeerStatus;
 import org.asynctriggers.backup.ScanSchedule;
 import org.asynctriggers.backup.Takeover;
+import org.asynctriggers.capture.ExpiringRows;
 import org.asynctriggers.cql.ColumnTypes;
 import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.cql.QueryProcessorGateway;
@@ -34,6 +35,7 @@ import org.asynctriggers.execute.HandlerClassLoader;
 import org.asynctriggers.flows.ControlLoop;
 import org.asynctriggers.flows.FlowFactory;
 import org.asynctriggers.flows.FlowWorkers;
+import org.asynctriggers.flows.FollowSweep;
 import org.asynctriggers.flows.Flows;
 import org.asynctriggers.flows.Intake;
 import org.asynctriggers.flows.ScanView;
@@ -71,9 +73,12 @@ public final class Node
     private final Intake intake;
     private final ControlLoop control;
     private final NodeStatus status;
+    private final FollowSweep sweep;
 
     private Node(Builder b)
     {
+        this.sweep = new FollowSweep(b.expiringRows, (keyspace, token, tasks, withEntries) ->
+            intake().captured(keyspace, token, tasks, withEntries), b.threadFactory, b.nanoClock, b.wallClockMillis);
         this.held = new HeldTasks(b.wallClockMillis);
         Backlog backlog = new Backlog(b.wallClockMillis);
         Ownership ownership = new Ownership(b.executors, new PeerStatus(b.gateway, b.wallClockMillis));
@@ -87,6 +92,7 @@ public final class Node
                                b.drainMillis, held, started -> {
             intake().unpark(started);
             control().applied(started);
+            sweep.applied(started, control().isReady());
         }, b.wallClockMillis);
         FlowConfigSource config = new FlowConfigSource(b.gateway, flows);
         ScanSchedule scans = b.scanner == null ? null : new ScanSchedule(
@@ -161,6 +167,8 @@ public final class Node
         private BooleanSupplier schemaSettling = () -> false;
         /** whether this node fires the aggregate timers of a flow's hour (AggregateTimers); a unit test's node fires all */
         private java.util.function.BiPredicate<String, Long> timerOwner = (flow, hour) -> true;
+        /** the rows of a table held here that carry a TTL (a node's read them from its memtables and sstables) */
+        private FollowSweep.Rows expiringRows = (keyspace, table) -> List.of();
 
         Builder(CqlGateway gateway)
         {
@@ -187,6 +195,7 @@ public final class Node
         Builder gossip(boolean v) { gossip = v; return this; }
         Builder schemaSettling(BooleanSupplier v) { schemaSettling = v; return this; }
         Builder timerOwner(java.util.function.BiPredicate<String, Long> v) { timerOwner = v; return this; }
+        Builder expiringRows(FollowSweep.Rows v) { expiringRows = v; return this; }
 
         Node build()
         {
@@ -237,6 +246,7 @@ public final class Node
                 .nodeReady(Node::serves)
                 .backupTables(Node::backupTableOf)
                 .scanner(BackupTable::scan)
+                .expiringRows(ExpiringRows::of)
                 .gossip(true)
                 .schemaSettling(org.asynctriggers.work.SchemaWatch.ofNode()::settling)
                 .timerOwner(Node::executesTimers)

@@ -10,32 +10,19 @@ import java.util.UUID;
 import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.CassandraWriteContext;
 import org.apache.cassandra.db.ColumnFamilyStore;
-import org.apache.cassandra.db.DataRange;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.db.WriteContext;
 import org.apache.cassandra.db.commitlog.CommitLog;
 import org.apache.cassandra.db.commitlog.CommitLogPosition;
-import org.apache.cassandra.db.filter.ColumnFilter;
-import org.apache.cassandra.db.lifecycle.SSTableSet;
-import org.apache.cassandra.db.lifecycle.View;
-import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
 import org.apache.cassandra.db.rows.Cell;
-import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.RowIterator;
-import org.apache.cassandra.io.sstable.SSTableReadsListener;
-import org.apache.cassandra.io.sstable.format.SSTableReader;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.utils.FBUtilities;
-import org.apache.cassandra.utils.concurrent.OpOrder;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.cql.InternalConsistency;
+import org.asynctriggers.cql.LocalRows;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -215,50 +202,25 @@ public final class BackupTable
                         keyspace, companionOf(sourceTable));
             return;
         }
-        long nowInSec = FBUtilities.nowInSeconds();
-        ColumnFilter columns = ColumnFilter.all(metadata);
-        DataRange range = DataRange.allData(metadata.partitioner);
-        try (OpOrder.Group op = cfs.readOrdering.start();
-             ColumnFamilyStore.RefViewFragment view = cfs.selectAndReference(View.selectFunction(SSTableSet.LIVE)))
-        {
-            List<UnfilteredPartitionIterator> sources = new ArrayList<>();
-            for (Memtable memtable : view.memtables)
-                sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            for (SSTableReader sstable : view.sstables)
-                sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            if (sources.isEmpty())
+        LocalRows.scan(cfs, (key, row) -> {
+            if (row.isStatic())
                 return;
-            try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
-                     UnfilteredPartitionIterators.merge(sources, UnfilteredPartitionIterators.MergeListener.NOOP), nowInSec))
+            Cell<?> task = row.getCell(taskColumn);
+            if (task == null)
+                return; // only a late resume update survived the delete: nothing to run
+            Cell<?> captured = row.getCell(capturedColumn);
+            Cell<?> resume = resumeColumn == null ? null : row.getCell(resumeColumn);
+            try
             {
-                while (partitions.hasNext())
-                {
-                    try (RowIterator rows = partitions.next())
-                    {
-                        DecoratedKey key = rows.partitionKey();
-                        while (rows.hasNext())
-                        {
-                            Row row = rows.next();
-                            Cell<?> task = row.getCell(taskColumn);
-                            if (task == null)
-                                continue; // only a late resume update survived the delete: nothing to run
-                            Cell<?> captured = row.getCell(capturedColumn);
-                            Cell<?> resume = resumeColumn == null ? null : row.getCell(resumeColumn);
-                            try
-                            {
-                                visitor.visit(new Entry(Task.deserialize(task.buffer()), key,
-                                                        captured == null ? 0 : captured.buffer().getLong(captured.buffer().position()),
-                                                        resume == null ? null : decodeResume(resume.buffer())));
-                            }
-                            catch (IllegalArgumentException e)
-                            {
-                                logger.warn("Backup map {}.{}: unreadable entry skipped: {}", keyspace, companionOf(sourceTable), e.getMessage());
-                            }
-                        }
-                    }
-                }
+                visitor.visit(new Entry(Task.deserialize(task.buffer()), key,
+                                        captured == null ? 0 : captured.buffer().getLong(captured.buffer().position()),
+                                        resume == null ? null : decodeResume(resume.buffer())));
             }
-        }
+            catch (IllegalArgumentException e)
+            {
+                logger.warn("Backup map {}.{}: unreadable entry skipped: {}", keyspace, companionOf(sourceTable), e.getMessage());
+            }
+        });
     }
 
     static ByteBuffer encodeResume(int target, ByteBuffer paging)

@@ -50,6 +50,8 @@ public final class Flow
     private volatile boolean paused;
     /** wall-clock millis of its last resume here; Long.MIN_VALUE: never paused */
     private volatile long resumedAtMillis = Long.MIN_VALUE;
+    /** set by {@link Flows}: no version of its name ran here before it; taken once ({@link FollowSweep}) */
+    private final java.util.concurrent.atomic.AtomicBoolean firstVersionHere = new java.util.concurrent.atomic.AtomicBoolean();
 
     /**
      * @param executor what runs its tasks (its {@link org.asynctriggers.execute.FlowExecutor}'s {@code execute})
@@ -112,6 +114,17 @@ public final class Flow
         BackupTable table = backupTable;
         if (table != null)
             table.insertEntry(task, capturedMillis);
+    }
+
+    void markFirstVersionHere()
+    {
+        firstVersionHere.set(true);
+    }
+
+    /** Whether no version of its name ran here before it, once: false on every later call. */
+    boolean takeFirstVersionHere()
+    {
+        return firstVersionHere.getAndSet(false);
     }
 
     TaskEntries entries()

@@ -175,7 +175,9 @@ public final class Flows implements FlowRegistry
             started = factory.start(spec, current == null ? null : current.metrics, paused.contains(spec.name));
         }
         Flow previous = swap(spec.name, started);
-        if (previous != null)
+        if (previous == null)
+            started.markFirstVersionHere();
+        else
         {
             started.metrics.continueFrom(previous.metrics);
             retire(previous);

@@ -154,6 +154,15 @@ public final class FlowMetrics implements FlowMetricsMBean, FlowCounters
         previous = null;
     }
 
+    /** A deploy's sweep of the fan-out table (FollowSweep) runs here: counted active, so the flow is not drained. */
+    public void sweeping(boolean running)
+    {
+        if (running)
+            active.increment();
+        else
+            active.decrement();
+    }
+
     public void taskStarted()
     {
         active.increment();

@@ -8,7 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The spec of a fan-out that follows its table: the main flow's join index and fan-out, and its companion flow. */
-class FollowSpecTest
+public class FollowSpecTest
 {
     private static final String SOURCE = "{\"keyspace\": \"tw\", \"table\": \"tweets\", \"partition_key\": [\"tweet_id\"],"
                                          + " \"clustering\": [], \"columns\": {\"tweet_id\": \"bigint\", \"author_id\": \"bigint\", \"body\": \"text\"}}";
@@ -30,7 +30,7 @@ class FollowSpecTest
         return FlowSpecParser.parse("{\"name\": \"tl\", \"source\": " + SOURCE + ", \"targets\": [" + targets + "]}", null, 1);
     }
 
-    private static String companion(String targets)
+    public static String companion(String targets)
     {
         return "{\"name\": \"tl_follows\", \"source\": {\"keyspace\": \"tw\", \"table\": \"followers\", \"partition_key\": [\"user_id\"],"
                + " \"clustering\": [\"follower_id\"], \"columns\": {\"user_id\": \"bigint\", \"follower_id\": \"bigint\"}}, \"targets\": "

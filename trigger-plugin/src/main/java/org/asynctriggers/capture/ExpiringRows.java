@@ -1,0 +1,95 @@
+package org.asynctriggers.capture;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+
+import org.apache.cassandra.db.ColumnFamilyStore;
+import org.apache.cassandra.db.DecoratedKey;
+import org.apache.cassandra.db.LivenessInfo;
+import org.apache.cassandra.db.marshal.CompositeType;
+import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.ColumnData;
+import org.apache.cassandra.db.rows.Row;
+import org.apache.cassandra.dht.Token;
+import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.utils.ByteBufferUtil;
+import org.asynctriggers.api.Operation;
+import org.asynctriggers.cql.LocalRows;
+import org.asynctriggers.task.SourceChange;
+
+/**
+ * The rows of a table's local replica that carry a TTL (an expiring row marker or cell), each as a change of its full
+ * key stamped with the row's newest timestamp: replicas that hold the same row make the same change, and so the same
+ * task. A following flow's companion is given these when it is deployed (docs/design.md, "A fan-out that follows its
+ * table"): a backfill copies a fan-out row without its expiry (CQL reads none of a row marker), while the companion's
+ * task of that row reads it whole, expiry included.
+ */
+public final class ExpiringRows
+{
+    /** One row found: its token (which node executes it) and its change. */
+    public static final class Found
+    {
+        public final Token token;
+        public final SourceChange change;
+
+        public Found(Token token, SourceChange change)
+        {
+            this.token = token;
+            this.change = change;
+        }
+    }
+
+    private ExpiringRows()
+    {
+    }
+
+    /** The expiring rows this node holds of the table (none when it has no such table); static rows are left out. */
+    public static List<Found> of(String keyspace, String table)
+    {
+        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, table);
+        List<Found> found = new ArrayList<>();
+        if (cfs == null)
+            return found;
+        TableMetadata metadata = cfs.metadata();
+        LocalRows.scan(cfs, (key, row) -> {
+            if (!row.isStatic() && expiring(row))
+                found.add(new Found(key.getToken(), new SourceChange(Operation.INSERT, keyOf(metadata, key, row), newest(row), Map.of())));
+        });
+        return found;
+    }
+
+    static boolean expiring(Row row)
+    {
+        if (row.primaryKeyLivenessInfo().isExpiring())
+            return true;
+        for (Cell<?> cell : row.cells())
+            if (cell.isExpiring())
+                return true;
+        return false;
+    }
+
+    private static long newest(Row row)
+    {
+        LivenessInfo marker = row.primaryKeyLivenessInfo();
+        long newest = marker.isEmpty() ? Long.MIN_VALUE : marker.timestamp();
+        for (ColumnData data : row)
+            newest = Math.max(newest, data.maxTimestamp());
+        return newest;
+    }
+
+    /** The row's primary key values, copied (the scan's buffers may not outlive it). */
+    private static List<ByteBuffer> keyOf(TableMetadata metadata, DecoratedKey partition, Row row)
+    {
+        List<ByteBuffer> key = new ArrayList<>();
+        if (metadata.partitionKeyColumns().size() == 1)
+            key.add(ByteBufferUtil.clone(partition.getKey()));
+        else
+            for (ByteBuffer part : ((CompositeType) metadata.partitionKeyType).split(partition.getKey()))
+                key.add(ByteBufferUtil.clone(part));
+        for (int i = 0; i < row.clustering().size(); i++)
+            key.add(ByteBufferUtil.clone(row.clustering().bufferAt(i)));
+        return key;
+    }
+}

@@ -1,0 +1,113 @@
+package org.asynctriggers.flows;
+
+import java.util.List;
+import java.util.concurrent.ThreadFactory;
+import java.util.function.LongSupplier;
+
+import org.asynctriggers.capture.CaptureSink;
+import org.asynctriggers.capture.ExpiringRows;
+import org.asynctriggers.task.Task;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a node does when a following flow is deployed (docs/design.md, "A fan-out that follows its table"): every row
+ * of the fan-out table it holds that carries a TTL becomes a task of the flow's companion, captured as if the row were
+ * written now (its backup entries on the row's replicas, queued on the node that executes it). A backfill copies the
+ * fan-out table by CQL, which reads no TTL of a row marker; the companion's task of such a row reads it whole and
+ * gives the copy, and each target row through it, the row's expiry. Replicas holding the same row make the same task
+ * (one entry, run once). Only a companion's first version on a node already serving is swept: a restart or a
+ * redeploy finds the copy kept by the tasks of the writes since.
+ */
+public final class FollowSweep
+{
+    private static final Logger logger = LoggerFactory.getLogger(FollowSweep.class);
+    static final int ENTRY_ATTEMPTS = 3;
+
+    /** The rows of a table this node holds that carry a TTL ({@link ExpiringRows#of} on a node). */
+    public interface Rows
+    {
+        List<ExpiringRows.Found> expiring(String keyspace, String table);
+    }
+
+    private final Rows rows;
+    private final CaptureSink sink;
+    private final ThreadFactory threadFactory;
+    private final LongSupplier nanoClock;
+    private final LongSupplier wallClockMillis;
+
+    public FollowSweep(Rows rows, CaptureSink sink, ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis)
+    {
+        this.rows = rows;
+        this.sink = sink;
+        this.threadFactory = threadFactory;
+        this.nanoClock = nanoClock;
+        this.wallClockMillis = wallClockMillis;
+    }
+
+    /**
+     * A flow version started here ({@code serving}: after the node's first read of the flows): a companion's first
+     * version here is swept on a thread of its own, counted as an active task of the flow until it is done.
+     */
+    public void applied(Flow flow, boolean serving)
+    {
+        if (!flow.takeFirstVersionHere() || !serving || flow.spec.follows == null)
+            return;
+        flow.metrics.sweeping(true);
+        Thread thread = threadFactory.newThread(() -> sweep(flow));
+        thread.setName("async-trigger-" + flow.spec.name + "-sweep");
+        thread.setDaemon(true);
+        thread.start();
+    }
+
+    void sweep(Flow flow)
+    {
+        String keyspace = flow.spec.source.keyspace;
+        try
+        {
+            List<ExpiringRows.Found> found = rows.expiring(keyspace, flow.spec.source.table);
+            for (ExpiringRows.Found row : found)
+            {
+                Task task = Task.captured(flow.spec.name, row.change, nanoClock.getAsLong());
+                boolean kept = keep(flow, task);
+                sink.captured(keyspace, row.token, List.of(task), kept ? List.of(task) : List.of());
+            }
+            if (!found.isEmpty())
+                logger.info("Flow '{}': {} rows of {}.{} held here carry a TTL: their tasks give the copy of the fan-out "
+                            + "table their expiry", flow.spec.name, found.size(), keyspace, flow.spec.source.table);
+        }
+        catch (RuntimeException e)
+        {
+            logger.error("Flow '{}': the rows of {}.{} carrying a TTL could not be read here; a backfill copies them "
+                         + "without their expiry", flow.spec.name, keyspace, flow.spec.source.table, e);
+        }
+        finally
+        {
+            flow.metrics.sweeping(false);
+        }
+    }
+
+    /** Writes the task's backup entries on its row's replicas; false when the flow keeps none or they failed. */
+    private boolean keep(Flow flow, Task task)
+    {
+        if (flow.backupTable == null)
+            return false;
+        for (int attempt = 1; ; attempt++)
+        {
+            try
+            {
+                flow.keepInBackup(task, wallClockMillis.getAsLong());
+                return true;
+            }
+            catch (RuntimeException e)
+            {
+                if (attempt == ENTRY_ATTEMPTS)
+                {
+                    // queued all the same where this node executes the row; another replica's sweep makes the same task
+                    logger.warn("Flow '{}': backup entries of {} not written ({}); it runs without them", flow.spec.name, task, e.toString());
+                    return false;
+                }
+            }
+        }
+    }
+}
