@@ -9,9 +9,9 @@ import sys
 
 import typer
 
-from .. import config as config_mod, extras
+from .. import config as config_mod
 from .click_compat import ClickException, NoArgsIsHelpError, flags_without_a_type
-from .exit_codes import BAD_INPUT_CODE, INTERRUPTED, PROBLEM, errors_to_exit
+from .exit_codes import BAD_INPUT_CODE, INTERRUPTED, errors_to_exit, missing_extra
 from .options import root_flags, root_parameters
 
 flags_without_a_type()
@@ -95,12 +95,7 @@ def run(args: list[str] | None = None) -> int:
     except typer.Exit as e:
         return e.exit_code
     except ModuleNotFoundError as e:   # outside a command's errors_to_exit: the same message
-        message = extras.missing(e)
-        if message is None:
-            raise
-        typer.echo(json.dumps({"error": message, "exit_code": PROBLEM}) if "--json" in argv else f"error: {message}",
-                   err=True)
-        return PROBLEM
+        return missing_extra(e, "--json" in argv).exit_code
     except typer.Abort:
         typer.echo("aborted", err=True)
         return INTERRUPTED

@@ -52,6 +52,15 @@ def fail(message: str, code: int, as_json: bool | None = None) -> typer.Exit:
     return typer.Exit(code)
 
 
+def missing_extra(error: ModuleNotFoundError, as_json: bool | None = None) -> typer.Exit:
+    """The Exit for a part of an extra that is not installed, naming the extra (extras.py); any other missing module
+    is raised again, as the bug it is."""
+    message = extras.missing(error)
+    if message is None:
+        raise error
+    return fail(message, PROBLEM, as_json)
+
+
 @contextlib.contextmanager
 def errors_to_exit(as_json: bool | None = None):
     """Turn our errors into their message and exit code; ``as_json`` defaults to the command's --json."""
@@ -61,11 +70,8 @@ def errors_to_exit(as_json: bool | None = None):
         raise fail(str(e), exit_code_of(e), as_json)
     except DriverException as e:   # what Cassandra answered a statement with, not a stack trace
         raise fail(f"Cassandra refused a statement: {e}", PROBLEM, as_json)
-    except ModuleNotFoundError as e:   # a part of an extra that is not installed (extras.py)
-        message = extras.missing(e)
-        if message is None:
-            raise
-        raise fail(message, PROBLEM, as_json)
+    except ModuleNotFoundError as e:
+        raise missing_extra(e, as_json)
     except KeyboardInterrupt:
         if as_json if as_json is not None else json_requested():
             typer.echo(json.dumps({"error": "interrupted", "exit_code": INTERRUPTED}), err=True)

@@ -18,8 +18,7 @@ import org.asynctriggers.task.Task;
  */
 final class Expiry
 {
-    /** Cassandra's longest TTL ({@code Attributes.MAX_TTL}, 20 years). */
-    static final int MAX_TTL = 20 * 365 * 24 * 60 * 60;
+    static final int MAX_TTL = FlowSpec.MAX_TTL_SECONDS;
 
     static final Expiry NONE = new Expiry(0, false);
     static final Expiry EXPIRED = new Expiry(0, true);

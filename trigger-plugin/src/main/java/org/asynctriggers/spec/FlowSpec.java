@@ -11,6 +11,9 @@ import org.asynctriggers.api.Operation;
 /** One validated flow specification (see docs/design.md); immutable, built only by {@link FlowSpecParser}. */
 public final class FlowSpec
 {
+    /** Cassandra's longest TTL ({@code Attributes.MAX_TTL}, 20 years): a derived TTL's and a recency bound's limit */
+    public static final int MAX_TTL_SECONDS = 20 * 365 * 24 * 60 * 60;
+
     public enum Mode { DIRECT, LINEAGE }
 
     public static final class Source

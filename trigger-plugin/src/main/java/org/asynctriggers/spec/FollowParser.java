@@ -34,15 +34,12 @@ final class FollowParser
         if (!type.equals("timeuuid") && !type.equals("timestamp"))
             throw ctx.error("'" + option + ".recent.type' must be timeuuid or timestamp, found: " + type);
         JsonNode seconds = recent.get("seconds");
-        if (seconds == null || !seconds.canConvertToLong() || seconds.longValue() < 1 || seconds.longValue() > MAX_RECENT_SECONDS)
-            throw ctx.error("'" + option + ".recent.seconds' must be a whole number of seconds from 1 to " + MAX_RECENT_SECONDS
+        if (seconds == null || !seconds.canConvertToLong() || seconds.longValue() < 1 || seconds.longValue() > FlowSpec.MAX_TTL_SECONDS)
+            throw ctx.error("'" + option + ".recent.seconds' must be a whole number of seconds from 1 to " + FlowSpec.MAX_TTL_SECONDS
                             + " (Cassandra's longest TTL), found: " + seconds);
         return new FlowSpec.Follow(index.intValue(), keyspace, table, ctx.requiredString(recent, "column", option + ".recent.column"),
                                    type, seconds.longValue());
     }
-
-    /** Cassandra's longest TTL, 20 years: a recency bound is a TTL */
-    static final long MAX_RECENT_SECONDS = 20L * 365 * 24 * 60 * 60;
 
     static boolean joinIndex(OptionReader ctx, JsonNode target, String at, FlowSpec.Mode mode, FlowSpec.Fanout fanout)
     {
