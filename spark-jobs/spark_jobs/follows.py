@@ -68,19 +68,24 @@ def copy_frame(spark, target: Mapping):
     return df.where(F.col(GONE).isNull() | ~F.col(GONE))
 
 
-def following_rows(spark, target: Mapping, part, writetime: str, ttl: str):
+def following_rows(spark, target: Mapping, part, writetime: str, ttl: str, at_change: bool = False):
     """The following fan-out's rows of the source rows of ``part``, over the copy as it is now (read after the join
-    index rows of ``part`` were written), each living no longer than its fan-out row (the copy's expiry)."""
+    index rows of ``part`` were written), each living no longer than its fan-out row (the copy's expiry).
+    ``at_change``: each row's ``writetime`` (the version) plus its fan-out row's change number, the stamp its
+    fan-out row's last task wrote it at (a repair); else the version, below any task's stamp (a backfill)."""
     import time
 
     from pyspark.sql import functions as F
 
     from . import derive
 
-    cap = "backfill_follow_expires"
-    extended = dict(target, columns={**target["columns"], cap: f"row.{EXPIRES}"})
+    cap, change = "backfill_follow_expires", "backfill_follow_change"
+    extended = dict(target, columns={**target["columns"], cap: f"row.{EXPIRES}", change: f"row.{CHANGE}"})
     rows = derive.target_rows(extended, part, {derive.qualified(target["fanout"]): copy_frame(spark, target)},
-                              list(target["columns"]) + [cap], carry=(writetime, ttl))
+                              list(target["columns"]) + [cap, change], carry=(writetime, ttl))
+    if at_change:
+        rows = rows.withColumn(writetime, F.col(writetime) + F.coalesce(F.col(change), F.lit(0)).cast("long"))
+    rows = rows.drop(change)
     recent = recent_of(target)
     if recent is not None:   # the recency bound ends a row too: the earlier of the two ends
         ends = F.floor(recent_mod.time_millis(recent["target_column"], recent["type"]) / 1000).cast("long") \
@@ -92,6 +97,40 @@ def following_rows(spark, target: Mapping, part, writetime: str, ttl: str):
     # a fan-out row expired since the copy was read, or a row past the recency bound, derives nothing (TTL 0 would
     # mean no expiry)
     return rows.where((F.col(cap) == 0) | (left > 0)).withColumn(ttl, capped).drop(cap)
+
+
+def repair_rows(spec: Mapping, table: str, part, fanouts: Mapping, writetime: str, ttl: str):
+    """What a repair writes into ``table`` for the source rows of ``part`` (``writetime`` already their version):
+    each target's rows at the stamp the plugin gives them within the version, the following fan-out's over the copy
+    at its fan-out rows' change numbers; per key the row with the newest stamp (the author's own row and a follow of
+    oneself derive one key: the newer stamp holds in the table too)."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from . import derive
+
+    group = derive.targets_by_table(spec)[table]
+    frames = []
+    for target in group:
+        if (target.get("fanout") or {}).get("follow"):
+            rows = following_rows(part.sparkSession, target, part, writetime, ttl, at_change=True)
+        else:
+            rows = derive.target_rows(target, part, fanouts, list(target["columns"]), carry=(writetime, ttl))
+        frames.append(stamped(target, rows, writetime))
+    rows = frames[0]
+    for more in frames[1:]:
+        rows = rows.unionByName(more)
+    newest = Window.partitionBy(*[F.col(f"`{c}`") for c in derive.primary_key(group[0])]).orderBy(F.col(writetime).desc())
+    return rows.withColumn("repair_rank", F.row_number().over(newest)).where(F.col("repair_rank") == 1) \
+        .drop("repair_rank")
+
+
+def written_at_old_stamps(spec: Mapping, table: str) -> bool:
+    """Whether the plugin writes rows of ``table`` at a version older than the write that makes them: a follow
+    brings an author's tweets at their versions. A row of it is never deleted, or written, above the stamps the
+    flow uses (a later unfollow's delete at the tweet's version would lose to it)."""
+    from . import derive
+    return any((t.get("fanout") or {}).get("follow") for t in derive.targets_by_table(spec)[table])
 
 
 def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:

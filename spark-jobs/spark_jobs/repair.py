@@ -84,15 +84,20 @@ def planned_writes(classified, layout: Layout):
         .toDF(*layout.keys, *layout.values, WRITETIME, TTL)
 
 
-def planned_deletes(classified, layout: Layout, fallback_micros: int):
+def planned_deletes(classified, layout: Layout, fallback_micros: int | None):
     """The unexpected rows' keys under their own names, then ``verify_delete_at``: the newest write time of the row's
-    own cells, else ``fallback_micros`` (the run's start)."""
+    own cells, else ``fallback_micros`` (the run's start); None: a row without such a cell is left alone."""
     from pyspark.sql import functions as F
 
     found = F.col(f"y{layout.found.index(FOUND_WRITETIME)}")
-    return classified.where(F.col("kind") == "unexpected").select(
+    unexpected = classified.where(F.col("kind") == "unexpected")
+    if fallback_micros is None:
+        unexpected, fallback = unexpected.where(found.isNotNull()), F.lit(None).cast("long")
+    else:
+        fallback = F.lit(int(fallback_micros))
+    return unexpected.select(
         *[F.col(f"k{i}") for i in range(len(layout.keys))],
-        F.coalesce(found.cast("long"), F.lit(int(fallback_micros))).alias("d")).toDF(*layout.keys, DELETE_AT)
+        F.coalesce(found.cast("long"), fallback).alias("d")).toDF(*layout.keys, DELETE_AT)
 
 
 def wanted_rows(classified, layout: Layout, source_key_size: int):
@@ -109,6 +114,24 @@ def wanted_rows(classified, layout: Layout, source_key_size: int):
         *[F.col(f"k{i}") for i in range(len(layout.keys))], *[F.col(f"e{j}") for j in range(len(layout.values))],
         *[F.col(f"x{i}") for i in carried], F.col(f"y{layout.found.index(FOUND_WRITETIME)}").cast("long"),
         ~blocked(layout))
+
+
+def restamped(wanted, writes, layout: Layout):
+    """:func:`wanted_rows` of a following flow's table with each row's stamp the one its repair wrote it at
+    (``writes``: keys under their own names and ``WRITETIME``) in place of its source's write time, and not written
+    where the repair wrote none (no row of the copy derives it)."""
+    from pyspark.sql import functions as F
+
+    nk, nv = len(layout.keys), len(layout.values)
+    positional = wanted.toDF(*[f"c{i}" for i in range(len(wanted.columns))])
+    stamps = writes.select(*[F.col(f"`{k}`").alias(f"c{i}") for i, k in enumerate(layout.keys)],
+                           F.col(WRITETIME).alias("repair_stamp"))
+    joined = positional.join(stamps, on=[f"c{i}" for i in range(nk)], how="left")
+    last = len(wanted.columns) - 1
+    picked = [F.col(f"c{i}") for i in range(len(wanted.columns))]
+    picked[nk + nv] = F.coalesce(F.col("repair_stamp"), F.col(f"c{nk + nv}")).alias(f"c{nk + nv}")
+    picked[last] = (F.col(f"c{last}") & F.col("repair_stamp").isNotNull()).alias(f"c{last}")
+    return joined.select(*picked)
 
 
 def as_wanted(row, layout: Layout):
@@ -179,16 +202,23 @@ def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], 
 
 
 def repair_table(session, spec: Mapping, table: str, classified, layout: Layout, part, consistency: str,
-                 fallback_micros: int) -> Repaired:
+                 fallback_micros: int, fanouts: Mapping | None = None) -> Repaired:
     """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL``, ``CELLS``
     and the source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
     lineage ``source_key``) for the lineage targets writing the table, then the rows, then the deletes; then reads
-    them back (``repair_confirm``)."""
+    them back (``repair_confirm``).
+
+    A flow whose fan-out follows its table writes as its backfill does, at the versions its source rows' write times
+    fall in (``fanouts``: the fan-out tables its other targets read): each row at its target's stamp within the
+    version, a following fan-out's row at its fan-out row's change number (``follows.repair_rows``). In a table the
+    following fan-out writes, nothing is written or deleted above those stamps: a row without a readable write time
+    is not deleted and a row shadowed by a newer write is not raised (``not_repaired``), since a later unfollow's
+    delete, at the tweet's version, would lose to it."""
     from pyspark.sql import functions as F
 
     from async_triggers import keyspace as ours
 
-    from . import repair_confirm
+    from . import follows, repair_confirm
     from .backfill import CELLS, LINEAGE_WRITE_CONSISTENCY, lineage_rows, source_key_columns, write_rows
 
     keyspace, name = table.split(".", 1)
@@ -198,7 +228,15 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
         raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
     level = repair_confirm.trusted_level(consistency)
-    writes = planned_writes(classified, layout).persist()
+    following = follows.following_target(spec) is not None
+    old_stamps = following and follows.written_at_old_stamps(spec, table)
+    writes = planned_writes(classified, layout)
+    if following and part is not None:
+        part = part.withColumn(WRITETIME, follows.base(F.col(WRITETIME)))
+        wanted_keys = writes.select(*[F.col(f"`{k}`") for k in layout.keys])
+        writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, TTL) \
+            .join(wanted_keys, on=list(layout.keys), how="left_semi")
+    writes = writes.persist()   # kept until the read back: a following flow's rows are confirmed at its stamps
     try:
         if writes.count():
             for index, target in enumerate(spec["targets"]):
@@ -206,15 +244,18 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
                     write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
                                consistency=LINEAGE_WRITE_CONSISTENCY)
             write_rows(writes, keyspace, name, consistency=level)
+        deletes = planned_deletes(classified, layout, None if old_stamps else fallback_micros)
+        delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), level)
+
+        wanted = wanted_rows(classified, layout, len(source_key_columns(spec)))
+        if following and part is not None:
+            wanted = restamped(wanted, writes, layout)
+        written = repair_confirm.settle_writes(session, spec, keyspace, name, layout.keys, layout.values,
+                                               dated_columns(session, keyspace, name),
+                                               (as_wanted(r, layout) for r in wanted.toLocalIterator()), level,
+                                               raise_shadowed=not old_stamps)
     finally:
         writes.unpersist()
-    deletes = planned_deletes(classified, layout, fallback_micros)
-    delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), level)
-
-    wanted = wanted_rows(classified, layout, len(source_key_columns(spec)))
-    written = repair_confirm.settle_writes(session, spec, keyspace, name, layout.keys, layout.values,
-                                           dated_columns(session, keyspace, name),
-                                           (as_wanted(r, layout) for r in wanted.toLocalIterator()), level)
     gone = classified.where(F.col("kind") == "unexpected").select(*[F.col(f"k{i}") for i in range(len(layout.keys))])
     deleted = repair_confirm.settle_deletes(session, keyspace, name, layout.keys,
                                             (tuple(r) for r in gone.toLocalIterator()), level)

@@ -212,9 +212,10 @@ class _Source:
 
 
 def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequence[str], values: Sequence[str],
-                  dated: Sequence[str], wanted: Iterable[Wanted], consistency: str) -> Settled:
+                  dated: Sequence[str], wanted: Iterable[Wanted], consistency: str,
+                  raise_shadowed: bool = True) -> Settled:
     """Reads back the rows a repair wanted written (``wanted``), raises the shadowed ones whose source did not
-    change, and counts what the table holds afterwards."""
+    change (unless ``raise_shadowed`` is false: they are not repaired), and counts what the table holds afterwards."""
     from cassandra.concurrent import execute_concurrent_with_args
 
     target = _Table(session, keyspace, table, key, values, dated, consistency)
@@ -234,6 +235,9 @@ def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequen
             else:
                 shadowed.append((w, got))
         if not shadowed:
+            return
+        if not raise_shadowed:
+            settled.not_repaired += len(shadowed)
             return
         fresh = source.unchanged([w for w, _ in shadowed])
         raised, stamps, args = [], [], []

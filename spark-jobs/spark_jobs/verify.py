@@ -230,10 +230,7 @@ def run(request: Request, connection=None, progress=_stderr) -> list:
             if request.all and follows.is_companion(s):
                 out.append(Skipped(name, f"the companion of flow '{s['follows']['flow']}', verified with it"))
                 continue
-            refusal = follows.companion_refusal(s, "verify") or (
-                options.repair and follows.following_target(s) is not None
-                and f"flow '{name}' has a fan-out that follows its table, which --repair does not mend yet (ctl "
-                    f"trigger backfill {name} --restart writes what is missing)")
+            refusal = follows.companion_refusal(s, "verify")
             if refusal:
                 out.append(Failure(name, VerifyError(refusal)))
                 continue

@@ -185,7 +185,7 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
             results[table] = compare.summarize(classified, layout, table, options.sample_size, kinds)
             if options.repair:
                 repaired[table] = repair.repair_table(session, spec, table, classified, layout, part,
-                                                      options.consistency, fallback_micros) \
+                                                      options.consistency, fallback_micros, fanouts) \
                     if not results[table].ok else Repaired(table)
         finally:
             cached.unpersist()

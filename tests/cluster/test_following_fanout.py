@@ -8,13 +8,14 @@ follows and tweets changing meanwhile.
 """
 from __future__ import annotations
 
+import json
 import random
 import threading
 import time
 
 import pytest
 
-from helpers import create_empty, deploy_flow_text, drain, run_ctl
+from helpers import create_empty, deploy_flow_text, drain, run_ctl, verify_json
 from verifier import shared
 
 KS = "joins"
@@ -159,6 +160,42 @@ def test_should_bring_an_authors_tweets_on_follow_and_take_them_on_unfollow(flow
     execute(session, f"DELETE FROM {KS}.followers WHERE user_id = 77 AND follower_id = 500")
     drain(session, "joins_timeline_follows")
     assert mine() == set()
+    assert verifier.problems("joins_timeline") == []
+
+
+def test_should_repair_a_following_flow_at_its_own_stamps_and_keep_following_after(flow, verifier, session,
+                                                                                   cluster_settings):
+    """Timeline rows lost (a truncate leaves no tombstone) and a row that is not the flow's (written by hand at an old
+    timestamp), found by `ctl verify` and mended by `--repair` at the flow's own stamps: an unfollow then takes the
+    repaired rows out (a repair's write above those stamps would outlive the unfollow's delete), a follow brings them
+    back, a tweet reaches the follower."""
+    for i in range(300, 304):
+        execute(session, f"INSERT INTO {KS}.tweets (tweet_id, author_id, body) VALUES (%s, 88, %s)", (i, f"r{i}"))
+    execute(session, f"INSERT INTO {KS}.followers (user_id, follower_id) VALUES (88, 600)")
+    drain(session, "joins_timeline", "joins_timeline_follows")
+    execute(session, f"TRUNCATE {KS}.timeline", consistency="ALL")
+    execute(session, f"INSERT INTO {KS}.timeline (user_id, tweet_id, author_id, body) VALUES (900, 900, 1, 'stray') "
+                     "USING TIMESTAMP 1000")
+    assert verifier.problems("joins_timeline") != []
+    code, tables = verify_json(cluster_settings, "joins_timeline", "--repair")
+    by_table = {t["table"]: t for t in tables}
+    assert code == 0, json.dumps(tables)
+    assert by_table[f"{KS}.timeline"]["repaired"] == {"written": len(joined(session)), "deleted": 1,
+                                                       "not_repaired": 0, "raised": 0}, by_table
+    assert timeline(session) == joined(session)
+    assert verifier.problems("joins_timeline") == []
+
+    mine = lambda: {r.tweet_id for r in execute(session, f"SELECT tweet_id FROM {KS}.timeline WHERE user_id = 600",
+                                                consistency="ALL")}
+    assert mine() == set(range(300, 304))
+    execute(session, f"DELETE FROM {KS}.followers WHERE user_id = 88 AND follower_id = 600")
+    drain(session, "joins_timeline_follows")
+    assert mine() == set(), "an unfollow takes out the rows a repair wrote"
+    execute(session, f"INSERT INTO {KS}.followers (user_id, follower_id) VALUES (88, 600)")
+    execute(session, f"INSERT INTO {KS}.tweets (tweet_id, author_id, body) VALUES (304, 88, 'after')")
+    drain(session, "joins_timeline", "joins_timeline_follows")
+    assert mine() == set(range(300, 305))
+    assert timeline(session) == joined(session)
     assert verifier.problems("joins_timeline") == []
 
 
