@@ -1,11 +1,14 @@
 package org.asynctriggers.flows;
 
+import java.nio.ByteBuffer;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.ThreadFactory;
 import java.util.function.LongSupplier;
 
 import org.asynctriggers.capture.CaptureSink;
 import org.asynctriggers.capture.ExpiringRows;
+import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,13 +19,15 @@ import org.slf4j.LoggerFactory;
  * written now (its backup entries on the row's replicas, queued on the node that executes it). A backfill copies the
  * fan-out table by CQL, which reads no TTL of a row marker; the companion's task of such a row reads it whole and
  * gives the copy, and each target row through it, the row's expiry. Replicas holding the same row make the same task
- * (one entry, run once). Only a companion's first version on a node already serving is swept: a restart or a
+ * (one entry, run once), and each deploy a new one. Only a companion's first version on a node already serving is swept: a restart or a
  * redeploy finds the copy kept by the tasks of the writes since.
  */
 public final class FollowSweep
 {
     private static final Logger logger = LoggerFactory.getLogger(FollowSweep.class);
     static final int ENTRY_ATTEMPTS = 3;
+    /** the value a sweep's task carries besides the row's key: the deploy's flow version (no column of the table) */
+    static final String DEPLOY_VALUE = "async_deploy_version";
 
     /** The rows of a table this node holds that carry a TTL ({@link ExpiringRows#of} on a node). */
     public interface Rows
@@ -68,7 +73,7 @@ public final class FollowSweep
             List<ExpiringRows.Found> found = rows.expiring(keyspace, flow.spec.source.table);
             for (ExpiringRows.Found row : found)
             {
-                Task task = Task.captured(flow.spec.name, row.change, nanoClock.getAsLong());
+                Task task = Task.captured(flow.spec.name, ofDeploy(row.change, flow.spec.version), nanoClock.getAsLong());
                 boolean kept = keep(flow, task);
                 sink.captured(keyspace, row.token, List.of(task), kept ? List.of(task) : List.of());
             }
@@ -85,6 +90,16 @@ public final class FollowSweep
         {
             flow.metrics.sweeping(false);
         }
+    }
+
+    /**
+     * The change with the deploy's version among its values: its task's id is then the same on every replica of the
+     * row and new at each deploy (a sweep of an earlier deploy of the flow, completed, must not hide this one's).
+     */
+    static SourceChange ofDeploy(SourceChange change, long version)
+    {
+        ByteBuffer deploy = ByteBuffer.allocate(8).putLong(0, version);
+        return new SourceChange(change.operation, change.key, change.timestamp, Map.of(DEPLOY_VALUE, deploy));
     }
 
     /** Writes the task's backup entries on its row's replicas; false when the flow keeps none or they failed. */

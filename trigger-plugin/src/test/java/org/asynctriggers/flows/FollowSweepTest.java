@@ -104,6 +104,11 @@ class FollowSweepTest
             assertEquals(call.getKey(), call.getValue(), "its backup entries were written");
         }
         assertEquals(List.of(bigint(1), bigint(7)), captured.get(0).getKey().get(0).key());
+        Task first = captured.get(0).getKey().get(0);
+        Task again = Task.captured("tl_follows", FollowSweep.ofDeploy(follow(1, 7).change, 1), 0);
+        Task nextDeploy = Task.captured("tl_follows", FollowSweep.ofDeploy(follow(1, 7).change, 2), 0);
+        assertEquals(first.id(), again.id(), "another replica's sweep of the same row makes the same task");
+        assertTrue(!first.id().equals(nextDeploy.id()), "a later deploy's sweep makes a new one");
         assertEquals(2, gateway.rows("tw", BackupTable.companionOf("followers")).size());
     }
 
