@@ -49,8 +49,9 @@ def stamped(target: Mapping, rows, writetime: str):
     index (which also gets its version), the last stamp for every other target."""
     from pyspark.sql import functions as F
 
-    if target.get("join_index"):
-        return rows.withColumn(VERSION, F.col(writetime)).withColumn(writetime, F.col(writetime) + SPACING - 2)
+    if target.get("join_index"):   # a row kept as gone comes back (the plugin's own write of it clears the mark too)
+        return rows.withColumn(VERSION, F.col(writetime)).withColumn(GONE, F.lit(None).cast("boolean")) \
+            .withColumn(writetime, F.col(writetime) + SPACING - 2)
     if (target.get("fanout") or {}).get("follow"):
         return rows
     return rows.withColumn(writetime, F.col(writetime) + SPACING - 1)
@@ -125,12 +126,27 @@ def repair_rows(spec: Mapping, table: str, part, fanouts: Mapping, writetime: st
         .drop("repair_rank")
 
 
-def written_at_old_stamps(spec: Mapping, table: str) -> bool:
-    """Whether the plugin writes rows of ``table`` at a version older than the write that makes them: a follow
-    brings an author's tweets at their versions. A row of it is never deleted, or written, above the stamps the
-    flow uses (a later unfollow's delete at the tweet's version would lose to it)."""
+def at_versions(spec: Mapping, part, writetime: str, consistency: str):
+    """``part`` (source rows with their write times) with ``writetime`` the version the plugin holds for each source
+    row: its join index row's (one not kept as gone) where there is one, else the version its write time falls in,
+    as the backfill writes it. A repair's stamps are then the plugin's own, also for a source row whose write time
+    CQL cannot read (a row of key columns only gets the run's start)."""
+    from pyspark.sql import functions as F
+
     from . import derive
-    return any((t.get("fanout") or {}).get("follow") for t in derive.targets_by_table(spec)[table])
+    from .session import read_table
+
+    index = next(t for t in spec["targets"] if t.get("join_index"))
+    keys = [derive.parse_ref(index["columns"][c])[1] for c in index["clustering"]]
+    held = read_table(part.sparkSession, index["keyspace"], index["table"], None,
+                      {"spark.cassandra.input.consistency.level": consistency})
+    held = held.where((F.col(GONE).isNull() | ~F.col(GONE)) & F.col(VERSION).isNotNull()) \
+        .groupBy(*[F.col(f"`{c}`").alias(f"held_{i}") for i, c in enumerate(index["clustering"])]) \
+        .agg(F.max(VERSION).alias("held_version"))
+    on = [part[f"`{k}`"] == held[f"held_{i}"] for i, k in enumerate(keys)]
+    return part.join(held, on=on, how="left") \
+        .withColumn(writetime, F.coalesce(F.col("held_version"), base(F.col(writetime)))) \
+        .drop(*[f"held_{i}" for i in range(len(keys))], "held_version")
 
 
 def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:

@@ -118,8 +118,9 @@ def wanted_rows(classified, layout: Layout, source_key_size: int):
 
 def restamped(wanted, writes, layout: Layout):
     """:func:`wanted_rows` of a following flow's table with each row's stamp the one its repair wrote it at
-    (``writes``: keys under their own names and ``WRITETIME``) in place of its source's write time, and not written
-    where the repair wrote none (no row of the copy derives it)."""
+    (``writes``: keys under their own names and ``WRITETIME``) in place of its source's write time, written where the
+    repair wrote it (a row found newer keeps it, and the read back sees that) and not where it wrote none (no row of
+    the copy derives it)."""
     from pyspark.sql import functions as F
 
     nk, nv = len(layout.keys), len(layout.values)
@@ -130,7 +131,7 @@ def restamped(wanted, writes, layout: Layout):
     last = len(wanted.columns) - 1
     picked = [F.col(f"c{i}") for i in range(len(wanted.columns))]
     picked[nk + nv] = F.coalesce(F.col("repair_stamp"), F.col(f"c{nk + nv}")).alias(f"c{nk + nv}")
-    picked[last] = (F.col(f"c{last}") & F.col("repair_stamp").isNotNull()).alias(f"c{last}")
+    picked[last] = F.col("repair_stamp").isNotNull().alias(f"c{last}")
     return joined.select(*picked)
 
 
@@ -208,12 +209,12 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     lineage ``source_key``) for the lineage targets writing the table, then the rows, then the deletes; then reads
     them back (``repair_confirm``).
 
-    A flow whose fan-out follows its table writes as its backfill does, at the versions its source rows' write times
-    fall in (``fanouts``: the fan-out tables its other targets read): each row at its target's stamp within the
-    version, a following fan-out's row at its fan-out row's change number (``follows.repair_rows``). In a table the
-    following fan-out writes, nothing is written or deleted above those stamps: a row without a readable write time
-    is not deleted and a row shadowed by a newer write is not raised (``not_repaired``), since a later unfollow's
-    delete, at the tweet's version, would lose to it."""
+    A flow whose fan-out follows its table writes as its backfill does, at the version the plugin holds for each
+    source row (its join index row's, else the one its write time falls in: ``follows.at_versions``), each row at its
+    target's stamp within it, a following fan-out's row at its fan-out row's change number (``follows.repair_rows``).
+    Nothing of such a flow is written or deleted above its stamps, since a follow writes an old tweet at that tweet's
+    version and an unfollow deletes it there: a row without a readable write time is not deleted and a row a newer
+    write shadows is not raised (both ``not_repaired``)."""
     from pyspark.sql import functions as F
 
     from async_triggers import keyspace as ours
@@ -228,14 +229,18 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
         raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
     level = repair_confirm.trusted_level(consistency)
-    following = follows.following_target(spec) is not None
-    old_stamps = following and follows.written_at_old_stamps(spec, table)
+    following = follows.following_target(spec) is not None and part is not None
     writes = planned_writes(classified, layout)
-    if following and part is not None:
-        part = part.withColumn(WRITETIME, follows.base(F.col(WRITETIME)))
-        wanted_keys = writes.select(*[F.col(f"`{k}`") for k in layout.keys])
-        writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, TTL) \
-            .join(wanted_keys, on=list(layout.keys), how="left_semi")
+    if following:
+        # every missing or wrong row, at the stamp the plugin gives it (a row found newer than that keeps it: the
+        # read back counts it as not repaired)
+        wanted_keys = classified.where(F.col("kind").isin("missing", "wrong_value")) \
+            .select(*[F.col(f"k{i}").alias(k) for i, k in enumerate(layout.keys)]).persist()
+        if wanted_keys.count():
+            part = follows.at_versions(spec, part, WRITETIME, consistency)
+            writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, TTL) \
+                .join(wanted_keys, on=list(layout.keys), how="left_semi")
+        wanted_keys.unpersist()
     writes = writes.persist()   # kept until the read back: a following flow's rows are confirmed at its stamps
     try:
         if writes.count():
@@ -244,16 +249,17 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
                     write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
                                consistency=LINEAGE_WRITE_CONSISTENCY)
             write_rows(writes, keyspace, name, consistency=level)
-        deletes = planned_deletes(classified, layout, None if old_stamps else fallback_micros)
+        deletes = planned_deletes(classified, layout, None if following else fallback_micros)
         delete_rows(session, keyspace, name, layout.keys, deletes.toLocalIterator(), level)
 
         wanted = wanted_rows(classified, layout, len(source_key_columns(spec)))
-        if following and part is not None:
+        if following:
             wanted = restamped(wanted, writes, layout)
+        # a raise would write above the flow's stamps, and without a join index row's version and mark
         written = repair_confirm.settle_writes(session, spec, keyspace, name, layout.keys, layout.values,
                                                dated_columns(session, keyspace, name),
                                                (as_wanted(r, layout) for r in wanted.toLocalIterator()), level,
-                                               raise_shadowed=not old_stamps)
+                                               raise_shadowed=not following)
     finally:
         writes.unpersist()
     gone = classified.where(F.col("kind") == "unexpected").select(*[F.col(f"k{i}") for i in range(len(layout.keys))])

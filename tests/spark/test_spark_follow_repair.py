@@ -44,9 +44,7 @@ def test_should_write_each_target_at_its_stamp_and_a_follower_at_the_follows_cha
         (5, 1, "hi", V, V + SPACING - 2), (6, 2, "yo", V + SPACING, V + 2 * SPACING - 2)])
 
 
-def test_should_leave_an_unexpected_row_without_a_write_time_where_stamps_are_old(spark):
-    assert follows.written_at_old_stamps(SPEC, "tw.timeline")
-    assert not follows.written_at_old_stamps(SPEC, "tw.async_join_tl")
+def test_should_leave_an_unexpected_row_without_a_write_time_when_told_to(spark):
     expected = spark.createDataFrame([(5, 1, "hi", V, 0)], f"user_id long, tweet_id long, body string, {WT} long, {TTL} int")
     found = spark.createDataFrame([(5, 1, "hi", V), (7, 3, "x", 1_000), (8, 4, None, None)],
                                   f"user_id long, tweet_id long, body string, {repair.FOUND_WRITETIME} long")
@@ -71,3 +69,17 @@ def test_should_confirm_a_row_at_the_stamp_the_repair_wrote_it_at_and_not_one_it
     got = sorted((repair.as_wanted(r, layout) for r in wanted.collect()), key=lambda w: w.key)
     assert [(w.key, w.values, w.source_writetime, w.source_key, w.written) for w in got] == [
         ((7, 1), ("hi",), V + 2, (1,), True), ((8, 1), ("hi",), 1_000, (1,), False)]
+
+
+def test_should_take_each_source_rows_version_from_its_join_index_row_else_from_its_write_time(spark, monkeypatch):
+    from async_triggers.spark_jobs import session
+    part = spark.createDataFrame([(1, 5, 10 * SPACING + 5), (2, 6, 3 * SPACING + 7), (3, 6, 4 * SPACING)],
+                                 f"tweet_id long, author_id long, {WT} long")
+    index = spark.createDataFrame([(5, 1, 2 * SPACING, None),    # the version the plugin holds: older than the
+                                   (6, 2, 9 * SPACING, True)],   # run's start a key-only row's write time reads as
+                                  f"m0 long, k0 long, {follows.VERSION} long, {follows.GONE} boolean")
+    monkeypatch.setattr(session, "read_table", lambda spark, keyspace, table, columns=None, options=None: index)
+    got = follows.at_versions(SPEC, part, WT, "LOCAL_QUORUM")
+    assert got.columns == part.columns
+    # a row kept as gone holds no version: tweet 2 is at the version its write time falls in
+    assert_same_rows(got, [(1, 5, 2 * SPACING), (2, 6, 3 * SPACING), (3, 6, 4 * SPACING)])

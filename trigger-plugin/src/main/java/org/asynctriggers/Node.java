@@ -78,7 +78,7 @@ public final class Node
     private Node(Builder b)
     {
         this.sweep = new FollowSweep(b.expiringRows, (keyspace, token, tasks, withEntries) ->
-            intake().captured(keyspace, token, tasks, withEntries), b.threadFactory, b.nanoClock, b.wallClockMillis);
+            intake().captured(keyspace, token, tasks, withEntries), b.threadFactory, b.nanoClock, b.wallClockMillis, b.sleeper);
         this.held = new HeldTasks(b.wallClockMillis);
         Backlog backlog = new Backlog(b.wallClockMillis);
         Ownership ownership = new Ownership(b.executors, new PeerStatus(b.gateway, b.wallClockMillis));
@@ -168,7 +168,7 @@ public final class Node
         /** whether this node fires the aggregate timers of a flow's hour (AggregateTimers); a unit test's node fires all */
         private java.util.function.BiPredicate<String, Long> timerOwner = (flow, hour) -> true;
         /** the rows of a table held here that carry a TTL (a node's read them from its memtables and sstables) */
-        private FollowSweep.Rows expiringRows = (keyspace, table) -> List.of();
+        private FollowSweep.Rows expiringRows = (keyspace, table, page) -> {};
 
         Builder(CqlGateway gateway)
         {

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
@@ -45,19 +46,26 @@ public final class ExpiringRows
     {
     }
 
-    /** The expiring rows this node holds of the table (none when it has no such table); static rows are left out. */
-    public static List<Found> of(String keyspace, String table)
+    /**
+     * The expiring rows this node holds of the table (none when it has no such table), handed to {@code page} a page
+     * of the scan at a time, outside the scan's hold of the read order; static rows are left out.
+     */
+    public static void of(String keyspace, String table, Consumer<List<Found>> page)
     {
         ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, table);
-        List<Found> found = new ArrayList<>();
         if (cfs == null)
-            return found;
+            return;
         TableMetadata metadata = cfs.metadata();
-        LocalRows.scan(cfs, (key, row) -> {
+        List<Found> found = new ArrayList<>();
+        LocalRows.scan(cfs, LocalRows.PARTITIONS_PER_PAGE, (key, row) -> {
             if (!row.isStatic() && expiring(row))
                 found.add(new Found(key.getToken(), new SourceChange(Operation.INSERT, keyOf(metadata, key, row), newest(row), Map.of())));
+        }, () -> {
+            if (found.isEmpty())
+                return;
+            page.accept(List.copyOf(found));
+            found.clear();
         });
-        return found;
     }
 
     static boolean expiring(Row row)

@@ -4,12 +4,14 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadFactory;
+import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
 import org.asynctriggers.capture.CaptureSink;
 import org.asynctriggers.capture.ExpiringRows;
 import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
+import org.asynctriggers.work.TaskProcessor;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,14 +27,15 @@ import org.slf4j.LoggerFactory;
 public final class FollowSweep
 {
     private static final Logger logger = LoggerFactory.getLogger(FollowSweep.class);
-    static final int ENTRY_ATTEMPTS = 3;
+    static final int ENTRY_ATTEMPTS = 10;
+    static final long RETRY_MILLIS = 1_000;
     /** the value a sweep's task carries besides the row's key: the deploy's flow version (no column of the table) */
     static final String DEPLOY_VALUE = "async_deploy_version";
 
-    /** The rows of a table this node holds that carry a TTL ({@link ExpiringRows#of} on a node). */
+    /** The rows of a table this node holds that carry a TTL, a page at a time ({@link ExpiringRows#of} on a node). */
     public interface Rows
     {
-        List<ExpiringRows.Found> expiring(String keyspace, String table);
+        void expiring(String keyspace, String table, Consumer<List<ExpiringRows.Found>> page);
     }
 
     private final Rows rows;
@@ -40,14 +43,17 @@ public final class FollowSweep
     private final ThreadFactory threadFactory;
     private final LongSupplier nanoClock;
     private final LongSupplier wallClockMillis;
+    private final TaskProcessor.Sleeper sleeper;
 
-    public FollowSweep(Rows rows, CaptureSink sink, ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis)
+    public FollowSweep(Rows rows, CaptureSink sink, ThreadFactory threadFactory, LongSupplier nanoClock, LongSupplier wallClockMillis,
+                       TaskProcessor.Sleeper sleeper)
     {
         this.rows = rows;
         this.sink = sink;
         this.threadFactory = threadFactory;
         this.nanoClock = nanoClock;
         this.wallClockMillis = wallClockMillis;
+        this.sleeper = sleeper;
     }
 
     /**
@@ -68,18 +74,21 @@ public final class FollowSweep
     void sweep(Flow flow)
     {
         String keyspace = flow.spec.source.keyspace;
+        long[] found = new long[1];
         try
         {
-            List<ExpiringRows.Found> found = rows.expiring(keyspace, flow.spec.source.table);
-            for (ExpiringRows.Found row : found)
-            {
-                Task task = Task.captured(flow.spec.name, ofDeploy(row.change, flow.spec.version), nanoClock.getAsLong());
-                boolean kept = keep(flow, task);
-                sink.captured(keyspace, row.token, List.of(task), kept ? List.of(task) : List.of());
-            }
-            if (!found.isEmpty())
+            rows.expiring(keyspace, flow.spec.source.table, page -> {
+                for (ExpiringRows.Found row : page)
+                {
+                    Task task = Task.captured(flow.spec.name, ofDeploy(row.change, flow.spec.version), nanoClock.getAsLong());
+                    boolean kept = keep(flow, task);
+                    sink.captured(keyspace, row.token, List.of(task), kept ? List.of(task) : List.of());
+                }
+                found[0] += page.size();
+            });
+            if (found[0] > 0)
                 logger.info("Flow '{}': {} rows of {}.{} held here carry a TTL: their tasks give the copy of the fan-out "
-                            + "table their expiry", flow.spec.name, found.size(), keyspace, flow.spec.source.table);
+                            + "table their expiry", flow.spec.name, found[0], keyspace, flow.spec.source.table);
         }
         catch (RuntimeException e)
         {
@@ -102,7 +111,11 @@ public final class FollowSweep
         return new SourceChange(change.operation, change.key, change.timestamp, Map.of(DEPLOY_VALUE, deploy));
     }
 
-    /** Writes the task's backup entries on its row's replicas; false when the flow keeps none or they failed. */
+    /**
+     * Writes the task's backup entries on its row's replicas, trying again a second apart; false when the flow keeps
+     * none or every attempt failed (the task then runs only if this node executes it and the flow is not paused:
+     * another replica's sweep makes the same task, and its entries).
+     */
     private boolean keep(Flow flow, Task task)
     {
         if (flow.backupTable == null)
@@ -118,8 +131,18 @@ public final class FollowSweep
             {
                 if (attempt == ENTRY_ATTEMPTS)
                 {
-                    // queued all the same where this node executes the row; another replica's sweep makes the same task
-                    logger.warn("Flow '{}': backup entries of {} not written ({}); it runs without them", flow.spec.name, task, e.toString());
+                    logger.error("Flow '{}': backup entries of {} not written after {} attempts ({}); the copy of the fan-out "
+                                 + "table may keep that row past its expiry unless another replica's sweep wrote them",
+                                 flow.spec.name, task, ENTRY_ATTEMPTS, e.toString());
+                    return false;
+                }
+                try
+                {
+                    sleeper.sleep(RETRY_MILLIS);
+                }
+                catch (InterruptedException interrupted)
+                {
+                    Thread.currentThread().interrupt();
                     return false;
                 }
             }

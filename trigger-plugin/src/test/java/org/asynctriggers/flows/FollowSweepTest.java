@@ -65,17 +65,23 @@ class FollowSweepTest
         return new ExpiringRows.Found(null, new SourceChange(Operation.INSERT, List.of(bigint(user), bigint(follower)), 10 + follower, Map.of()));
     }
 
-    private FollowSweep sweep(FollowSweep.Rows rows)
+    /** A node's rows of a table that carry a TTL, in pages */
+    private interface Pages
     {
-        return new FollowSweep((keyspace, table) -> {
+        List<List<ExpiringRows.Found>> of(String keyspace, String table);
+    }
+
+    private FollowSweep sweep(Pages pages)
+    {
+        return new FollowSweep((keyspace, table, page) -> {
             reads.incrementAndGet();
-            return rows.expiring(keyspace, table);
+            pages.of(keyspace, table).forEach(page);
         }, (keyspace, token, tasks, withEntries) -> {
             synchronized (captured)
             {
                 captured.add(Map.entry(tasks, withEntries));
             }
-        }, threads, System::nanoTime, () -> 5_000L);
+        }, threads, System::nanoTime, () -> 5_000L, millis -> {});
     }
 
     @Test
@@ -87,7 +93,7 @@ class FollowSweepTest
             assertEquals(List.of("tw", "followers"), List.of(keyspace, table));
             reading.countDown();
             await(release);
-            return List.of(follow(1, 7), follow(2, 8));
+            return List.of(List.of(follow(1, 7)), List.of(follow(2, 8)));
         });
         sweep.applied(companion, true);
         assertTrue(reading.await(10, TimeUnit.SECONDS));
@@ -117,7 +123,7 @@ class FollowSweepTest
     {
         Flow companion = flow(FollowSpecTest.companion("[]"), true);
         gateway.failNext = FollowSweep.ENTRY_ATTEMPTS;
-        sweep((keyspace, table) -> List.of(follow(1, 7))).applied(companion, true);
+        sweep((keyspace, table) -> List.of(List.of(follow(1, 7)))).applied(companion, true);
         threads.assertAllEnded(10_000);
         assertEquals(1, captured.size());
         assertEquals(List.of(), captured.get(0).getValue(), "no entry: the task goes to the intake alone");
@@ -127,7 +133,7 @@ class FollowSweepTest
     @Test
     void shouldSweepOnlyACompanionsFirstVersionOnAServingNode() throws Exception
     {
-        FollowSweep sweep = sweep((keyspace, table) -> List.of(follow(1, 7)));
+        FollowSweep sweep = sweep((keyspace, table) -> List.of(List.of(follow(1, 7))));
         Flow atRestart = flow(FollowSpecTest.companion("[]"), true);
         sweep.applied(atRestart, false);   // applied at the node's first read of the flows (a restart)
         sweep.applied(atRestart, true);    // then resumed: it was not the first time any more
