@@ -225,12 +225,14 @@ def test_should_resume_a_fan_out_from_its_recorded_position_when_its_master_dies
         if all("resumed" in s for s in after) or time.monotonic() > deadline:
             break
     resumed = sum(s.get("resumed", 0) for s in after)
-    rewritten = sum(s["fanout_rows"] - before.get(s["node"], {}).get("fanout_rows", 0) for s in after)
+    rewritten = {s["node"]: s.get("fanout_rows", 0) - before.get(s["node"], {}).get("fanout_rows", 0) for s in after}
     print(f"[faults] fan-out of {FOLLOWERS}: survivors wrote {rewritten} rows after the kill (resumed tasks: {resumed})")
     assert resumed >= 1
-    # the killed executor had written at least a quarter (and recorded it, page by page): from the start, the
-    # survivors would write all 12,000 rows again
-    assert rewritten <= FOLLOWERS - FOLLOWERS // 4 + 250, "the takeover went on from the recorded position"
+    # the killed executor had written at least a quarter (and recorded it, page by page): from the start, a survivor
+    # would write all 12,000 rows again. Each survivor that ran it went on from there: the next live replica, and at
+    # RF 3 possibly the third one too (it adopts an entry whose executor its status reports show idle, or one live
+    # for long: at least once, the duplicate harmless)
+    assert max(rewritten.values()) <= FOLLOWERS - FOLLOWERS // 4 + 250, "the takeover went on from the recorded position"
     verify(cluster_settings, "flt_fanout", FOLLOWERS)
 
 
