@@ -3,42 +3,39 @@ package org.asynctriggers.capture;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.function.Consumer;
 
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.LivenessInfo;
-import org.apache.cassandra.db.marshal.CompositeType;
 import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.ColumnData;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.dht.Token;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.ByteBufferUtil;
-import org.asynctriggers.api.Operation;
 import org.asynctriggers.cql.LocalRows;
-import org.asynctriggers.task.SourceChange;
 
 /**
- * The rows of a table's local replica that carry a TTL (an expiring row marker or cell), each as a change of its full
- * key stamped with the row's newest timestamp: replicas that hold the same row make the same change, and so the same
- * task. A following flow's companion is given these when it is deployed (docs/design.md, "A fan-out that follows its
+ * The rows of a table's local replica that carry a TTL (an expiring row marker or cell), each as its full key and its
+ * newest timestamp: replicas that hold the same row find the same, and so make the same task. A following flow's companion is given these when it is deployed (docs/design.md, "A fan-out that follows its
  * table"): a backfill copies a fan-out row without its expiry (CQL reads none of a row marker), while the companion's
  * task of that row reads it whole, expiry included.
  */
 public final class ExpiringRows
 {
-    /** One row found: its token (which node executes it) and its change. */
+    /** One row found: its token (which node executes it), its primary key and its newest timestamp. */
     public static final class Found
     {
         public final Token token;
-        public final SourceChange change;
+        public final List<ByteBuffer> key;
+        public final long timestamp;
 
-        public Found(Token token, SourceChange change)
+        public Found(Token token, List<ByteBuffer> key, long timestamp)
         {
             this.token = token;
-            this.change = change;
+            this.key = key;
+            this.timestamp = timestamp;
         }
     }
 
@@ -59,7 +56,7 @@ public final class ExpiringRows
         List<Found> found = new ArrayList<>();
         LocalRows.scan(cfs, LocalRows.PARTITIONS_PER_PAGE, (key, row) -> {
             if (!row.isStatic() && expiring(row))
-                found.add(new Found(key.getToken(), new SourceChange(Operation.INSERT, keyOf(metadata, key, row), newest(row), Map.of())));
+                found.add(new Found(key.getToken(), keyOf(metadata, key, row), newest(row)));
         }, () -> {
             if (found.isEmpty())
                 return;
@@ -91,11 +88,8 @@ public final class ExpiringRows
     private static List<ByteBuffer> keyOf(TableMetadata metadata, DecoratedKey partition, Row row)
     {
         List<ByteBuffer> key = new ArrayList<>();
-        if (metadata.partitionKeyColumns().size() == 1)
-            key.add(ByteBufferUtil.clone(partition.getKey()));
-        else
-            for (ByteBuffer part : ((CompositeType) metadata.partitionKeyType).split(partition.getKey()))
-                key.add(ByteBufferUtil.clone(part));
+        for (ByteBuffer part : TaskExtractor.partitionKeyComponents(metadata, partition.getKey()))
+            key.add(ByteBufferUtil.clone(part));
         for (int i = 0; i < row.clustering().size(); i++)
             key.add(ByteBufferUtil.clone(row.clustering().bufferAt(i)));
         return key;

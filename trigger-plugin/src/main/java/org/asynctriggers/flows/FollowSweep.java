@@ -7,6 +7,7 @@ import java.util.concurrent.ThreadFactory;
 import java.util.function.Consumer;
 import java.util.function.LongSupplier;
 
+import org.asynctriggers.api.Operation;
 import org.asynctriggers.capture.CaptureSink;
 import org.asynctriggers.capture.ExpiringRows;
 import org.asynctriggers.task.SourceChange;
@@ -80,7 +81,7 @@ public final class FollowSweep
             rows.expiring(keyspace, flow.spec.source.table, page -> {
                 for (ExpiringRows.Found row : page)
                 {
-                    Task task = Task.captured(flow.spec.name, ofDeploy(row.change, flow.spec.version), nanoClock.getAsLong());
+                    Task task = Task.captured(flow.spec.name, changeOf(row, flow.spec.version), nanoClock.getAsLong());
                     boolean kept = keep(flow, task);
                     sink.captured(keyspace, row.token, List.of(task), kept ? List.of(task) : List.of());
                 }
@@ -102,13 +103,14 @@ public final class FollowSweep
     }
 
     /**
-     * The change with the deploy's version among its values: its task's id is then the same on every replica of the
-     * row and new at each deploy (a sweep of an earlier deploy of the flow, completed, must not hide this one's).
+     * The row as a change: an insert of its key at its newest timestamp, with the deploy's version among its values,
+     * so that its task's id is the same on every replica of the row and new at each deploy (a sweep of an earlier
+     * deploy of the flow, completed, must not hide this one's).
      */
-    static SourceChange ofDeploy(SourceChange change, long version)
+    static SourceChange changeOf(ExpiringRows.Found row, long version)
     {
         ByteBuffer deploy = ByteBuffer.allocate(8).putLong(0, version);
-        return new SourceChange(change.operation, change.key, change.timestamp, Map.of(DEPLOY_VALUE, deploy));
+        return new SourceChange(Operation.INSERT, row.key, row.timestamp, Map.of(DEPLOY_VALUE, deploy));
     }
 
     /**

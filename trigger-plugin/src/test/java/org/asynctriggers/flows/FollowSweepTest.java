@@ -1,6 +1,5 @@
 package org.asynctriggers.flows;
 
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,7 +14,6 @@ import org.asynctriggers.capture.ExpiringRows;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.spec.FlowSpecParser;
 import org.asynctriggers.spec.FollowSpecTest;
-import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 import org.asynctriggers.testing.FakeGateway;
 import org.asynctriggers.testing.Fixtures;
@@ -62,7 +60,7 @@ class FollowSweepTest
 
     private static ExpiringRows.Found follow(long user, long follower)
     {
-        return new ExpiringRows.Found(null, new SourceChange(Operation.INSERT, List.of(bigint(user), bigint(follower)), 10 + follower, Map.of()));
+        return new ExpiringRows.Found(null, List.of(bigint(user), bigint(follower)), 10 + follower);
     }
 
     /** A node's rows of a table that carry a TTL, in pages */
@@ -111,8 +109,8 @@ class FollowSweepTest
         }
         assertEquals(List.of(bigint(1), bigint(7)), captured.get(0).getKey().get(0).key());
         Task first = captured.get(0).getKey().get(0);
-        Task again = Task.captured("tl_follows", FollowSweep.ofDeploy(follow(1, 7).change, 1), 0);
-        Task nextDeploy = Task.captured("tl_follows", FollowSweep.ofDeploy(follow(1, 7).change, 2), 0);
+        Task again = Task.captured("tl_follows", FollowSweep.changeOf(follow(1, 7), 1), 0);
+        Task nextDeploy = Task.captured("tl_follows", FollowSweep.changeOf(follow(1, 7), 2), 0);
         assertEquals(first.id(), again.id(), "another replica's sweep of the same row makes the same task");
         assertTrue(!first.id().equals(nextDeploy.id()), "a later deploy's sweep makes a new one");
         assertEquals(2, gateway.rows("tw", BackupTable.companionOf("followers")).size());
