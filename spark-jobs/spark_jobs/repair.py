@@ -235,12 +235,11 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
         # every missing or wrong row, at the stamp the plugin gives it (a row found newer than that keeps it: the
         # read back counts it as not repaired)
         wanted_keys = classified.where(F.col("kind").isin("missing", "wrong_value")) \
-            .select(*[F.col(f"k{i}").alias(k) for i, k in enumerate(layout.keys)]).persist()
+            .select(*[F.col(f"k{i}").alias(k) for i, k in enumerate(layout.keys)])   # read from the unit's cached comparison
         if wanted_keys.count():
             part = follows.at_versions(spec, part, WRITETIME, consistency)
             writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, TTL) \
                 .join(wanted_keys, on=list(layout.keys), how="left_semi")
-        wanted_keys.unpersist()
     writes = writes.persist()   # kept until the read back: a following flow's rows are confirmed at its stamps
     try:
         if writes.count():
