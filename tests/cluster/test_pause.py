@@ -115,6 +115,51 @@ def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on
           f"{time.monotonic() - started:.0f} s from pause to drained")
 
 
+def backlog_by_node(session) -> dict[str, int]:
+    return {s.node: s.backlog for s in status.read(session, [FLOW])}
+
+
+def test_should_keep_a_replicas_backup_entries_through_a_flush_of_the_source_and_a_kill(paused_flow, cluster_settings,
+                                                                                     session):
+    """A replica writes a write's backup entries to the backup map's memtable with no commit log record of their own:
+    the source write's record is their durable copy until the source table is flushed. Flushed (the source table
+    alone, as memtable pressure or a commit log segment's recycling would) and then killed -9, the replica must still
+    hold every entry it held: a restart replays nothing of the flushed writes, so their entries must have been
+    logged by that flush."""
+    assert run_ctl(cluster_settings, "trigger", "pause", FLOW).returncode == 0
+    insert = session.prepare("INSERT INTO pausetest.src (id, v) VALUES (?, ?)")
+    ids = range(2001, 2001 + ROWS)
+    for i in ids:
+        session.execute(insert, (i, f"f{i}"))
+    held = wait_for(lambda: (lambda b: b if sum(b.values()) == 2 * ROWS else None)(backlog_by_node(session)), 30,
+                    "every node's scan counts its entries")
+    node, ip = "node2", "127.0.0.2"
+    assert held[ip] > 0, held
+
+    cluster_mod.nodetool(cluster_settings, node, ["flush", "pausetest", "src"], name=cluster_settings.cluster_name)
+    cluster_mod.kill_node(cluster_settings, node, name=cluster_settings.cluster_name, progress=_progress)
+    cluster_mod.start_node(cluster_settings, node, name=cluster_settings.cluster_name, progress=_progress)
+    restarted = dt.datetime.utcnow()
+
+    def reported_after_restart():
+        rows = [s for s in status.read(session, [FLOW]) if s.node == ip and s.updated
+                and s.updated.replace(tzinfo=None) > restarted + dt.timedelta(seconds=2)]
+        return rows[0].backlog if rows else None
+    try:
+        kept = wait_for(lambda: (lambda n: n if n == held[ip] else None)(reported_after_restart()), 60,
+                        f"{node} reports the entries it held before its source table was flushed and it was killed")
+    except AssertionError as e:
+        raise AssertionError(f"{e}: held {held[ip]}, reports since the restart at {restarted}: "
+                             f"{[(s.node, s.updated, s.backlog, s.state) for s in status.read(session, [FLOW])]}")
+    assert kept == held[ip]
+
+    assert run_ctl(cluster_settings, "trigger", "resume", FLOW).returncode == 0
+    drain(session, FLOW, timeout=60)
+    rows = {r.id: r.v for r in session.execute("SELECT id, v FROM pausetest.dst")}
+    assert [i for i in ids if rows.get(i) != f"f{i}"] == []
+    print(f"[pause] {node} kept its {kept} backup entries through a flush of the source table and a kill -9")
+
+
 def test_should_refuse_to_drop_a_paused_flow_with_tasks_unless_told_to_discard_them(paused_flow, cluster_settings,
                                                                                     session):
     assert run_ctl(cluster_settings, "trigger", "pause", FLOW).returncode == 0

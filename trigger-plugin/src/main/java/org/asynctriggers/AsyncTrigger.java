@@ -3,11 +3,11 @@ package org.asynctriggers;
 import java.util.Collection;
 import java.util.Collections;
 
-import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.db.Mutation;
 import org.apache.cassandra.exceptions.InvalidRequestException;
 import org.apache.cassandra.db.partitions.Partition;
 import org.apache.cassandra.triggers.ITrigger;
+import org.asynctriggers.backup.UnflushedEntries;
 import org.asynctriggers.queue.QueueFullException;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,10 +25,10 @@ public class AsyncTrigger implements ITrigger
 {
     private static final Logger logger = LoggerFactory.getLogger(AsyncTrigger.class);
 
-    /** What the backup entries of one write may take: the commit log's largest record, less room for its framing. */
+    /** What the backup entries of one write may take: what one commit log record holds (backup/UnflushedEntries). */
     static long entryLimit()
     {
-        return DatabaseDescriptor.getMaxMutationSize() - 64 * 1024;
+        return UnflushedEntries.recordLimit();
     }
 
     @Override

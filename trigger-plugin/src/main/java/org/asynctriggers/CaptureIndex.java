@@ -24,6 +24,8 @@ import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.service.ClientState;
+import org.asynctriggers.backup.BackupTable;
+import org.asynctriggers.backup.UnflushedEntries;
 import org.asynctriggers.capture.CaptureOptions;
 import org.asynctriggers.capture.CaptureSink;
 import org.asynctriggers.capture.WriteCapture;
@@ -49,6 +51,8 @@ public final class CaptureIndex implements Index
     private volatile IndexMetadata metadata;
     private volatile CaptureOptions options;
     private final WriteCapture.ErrorLog errors = new WriteCapture.ErrorLog();
+    /** the source table's backup map on this node as last looked up (docs/design.md, "Capture") */
+    private volatile BackupTable.Store companion;
     /** The node is looked up when a write has tasks, inside the capture's guard: a write never fails for it. */
     private static final CaptureSink NODE_INTAKE =
         (keyspace, token, tasks, withEntries) -> Node.get().intake().captured(keyspace, token, tasks, withEntries);
@@ -106,7 +110,17 @@ public final class CaptureIndex implements Index
             }
             return null;
         }
-        return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, errors);
+        return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, this::companion, errors);
+    }
+
+    /** The source table's backup map on this node, looked up again only when it was dropped or altered. */
+    private BackupTable.Store companion()
+    {
+        BackupTable.Store last = companion;
+        BackupTable.Store now = BackupTable.Store.of(baseCfs.getKeyspaceName(), baseCfs.name, last);
+        if (now != last)
+            companion = now;
+        return now;
     }
 
     /**
@@ -169,6 +183,38 @@ public final class CaptureIndex implements Index
     public Callable<?> getBlockingFlushTask()
     {
         return null;
+    }
+
+    /**
+     * Cassandra runs this as it flushes the source table's memtable, once every write to it finished and before it
+     * releases their commit log records: the backup entries those writes left in the backup map's memtables get
+     * records of their own ({@link UnflushedEntries}). A failure is logged and the map's own flush asked
+     * for instead (not waited for: it runs on the executor this runs on).
+     */
+    @Override
+    public Callable<?> getBlockingFlushTask(Memtable sourceMemtable)
+    {
+        return () -> {
+            try
+            {
+                BackupTable.Store store = companion();
+                if (store != null)
+                {
+                    int logged = UnflushedEntries.log(store.cfs());
+                    if (logged > 0)
+                        logger.debug("Flush of {}.{}: {} unflushed backup entries logged", baseCfs.getKeyspaceName(), baseCfs.name, logged);
+                }
+            }
+            catch (RuntimeException | AssertionError e)
+            {
+                logger.error("Flush of {}.{}: the unflushed backup entries of its writes could not be logged; its backup "
+                             + "map is flushed instead", baseCfs.getKeyspaceName(), baseCfs.name, e);
+                BackupTable.Store store = companion;
+                if (store != null)
+                    store.cfs().forceFlush(ColumnFamilyStore.FlushReason.INTERNALLY_FORCED); // not waited for: it may need this thread's executor
+            }
+            return null;
+        };
     }
 
     @Override

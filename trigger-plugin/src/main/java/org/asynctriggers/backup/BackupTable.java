@@ -9,14 +9,17 @@ import java.util.UUID;
 
 import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.CassandraWriteContext;
+import org.apache.cassandra.db.Clustering;
 import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
-import org.apache.cassandra.db.Mutation;
+import org.apache.cassandra.db.LivenessInfo;
+import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.WriteContext;
-import org.apache.cassandra.db.commitlog.CommitLog;
-import org.apache.cassandra.db.commitlog.CommitLogPosition;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
+import org.apache.cassandra.db.rows.BTreeRow;
+import org.apache.cassandra.db.rows.BufferCell;
 import org.apache.cassandra.db.rows.Cell;
+import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.cql.Cql;
@@ -73,34 +76,82 @@ public final class BackupTable
 
     /**
      * The entries of these tasks (all of one source partition) as one update of the companion table. Each row is
-     * written at its write's timestamp, so every replica, and every replay of the write, writes the same cells.
+     * written at its write's timestamp, so every replica, and every replay of the write, writes the same cells: a row
+     * marker, {@code task} and {@code captured}, as an INSERT of them would. Built row by row from the companion's
+     * columns, looked up once per store ({@link Store}): this runs on every write.
      */
-    public static PartitionUpdate entries(TableMetadata companion, DecoratedKey key, List<Task> tasks, long capturedMillis)
+    public static PartitionUpdate entries(Store companion, DecoratedKey key, List<Task> tasks, long capturedMillis)
     {
-        PartitionUpdate.SimpleBuilder builder = PartitionUpdate.simpleBuilder(companion, key);
+        TableMetadata metadata = companion.metadata;
         ByteBuffer captured = ByteBuffer.allocate(8).putLong(0, capturedMillis);
+        PartitionUpdate.Builder update = new PartitionUpdate.Builder(metadata, key, companion.entryColumns, tasks.size());
+        Row.Builder row = BTreeRow.sortedBuilder();
         for (Task task : tasks)
-            builder.row(text(task.flow()), uuid(task.id()))
-                   .timestamp(task.timestamp())
-                   .add("task", task.serialize())
-                   .add("captured", captured);
-        return builder.build();
+        {
+            long timestamp = task.timestamp();
+            row.newRow(Clustering.make(text(task.flow()), uuid(task.id())));
+            row.addPrimaryKeyLivenessInfo(LivenessInfo.create(timestamp, 0));
+            // a sorted builder takes the cells in the columns' order
+            BufferCell taskCell = BufferCell.live(companion.task, timestamp, task.serialize());
+            BufferCell capturedCell = BufferCell.live(companion.captured, timestamp, captured.duplicate());
+            row.addCell(companion.capturedFirst ? capturedCell : taskCell);
+            row.addCell(companion.capturedFirst ? taskCell : capturedCell);
+            update.add(row.build());
+        }
+        return update.build();
     }
 
     /**
-     * Applies the entries on this replica inside the source write's own operation group (so a memtable flush waits
-     * for both alike), with a commit log record of their own when the source write has one: durable as the source
-     * write is, and no message to another node. During commit log replay the source write is replayed without a new
-     * record, and so are its entries, which the replay's flush then persists.
+     * Applies the entries on this replica inside the source write's own operation group, with no commit log record of
+     * their own (docs/design.md, "Capture"): until the source's memtable is flushed, the source write's record is
+     * their durable copy (its replay at boot captures them again); when it is flushed, the capture index logs the
+     * backup map's unflushed live entries first ({@link UnflushedEntries}). No message to another node.
      */
-    public static void applyLocally(PartitionUpdate entries, WriteContext sourceWrite)
+    public static void applyLocally(Store companion, PartitionUpdate entries, WriteContext sourceWrite)
     {
         CassandraWriteContext outer = CassandraWriteContext.fromContext(sourceWrite);
-        ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(entries.metadata().id);
-        if (cfs == null)
-            throw new IllegalStateException("backup map " + entries.metadata() + " does not exist");
-        CommitLogPosition position = outer.getPosition() == null ? null : CommitLog.instance.add(new Mutation(entries));
-        cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), position), false);
+        companion.cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), null), false);
+    }
+
+    /**
+     * The local store of a backup map and its columns, looked up once rather than on every write; {@link #of} gives
+     * a new one when the table was dropped and created again (a redeploy).
+     */
+    public static final class Store
+    {
+        final ColumnFamilyStore cfs;
+        final TableMetadata metadata;
+        final ColumnMetadata task, captured;
+        final RegularAndStaticColumns entryColumns;
+        final boolean capturedFirst;
+
+        /** {@code cfs}: null where only the entries are built (unit tests) */
+        Store(ColumnFamilyStore cfs, TableMetadata metadata)
+        {
+            this.cfs = cfs;
+            this.metadata = metadata;
+            this.task = metadata.getColumn(ColumnIdentifier.getInterned("task", true));
+            this.captured = metadata.getColumn(ColumnIdentifier.getInterned("captured", true));
+            if (task == null || captured == null)
+                throw new IllegalStateException("backup map " + metadata + " has not the layout of this plugin (no 'task' or "
+                                                + "'captured' column): redeploy its flows");
+            this.entryColumns = RegularAndStaticColumns.builder().add(task).add(captured).build();
+            this.capturedFirst = captured.compareTo(task) < 0;
+        }
+
+        /** The backup map of this source table as it is now: {@code last} while still valid, null when it is missing. */
+        public static Store of(String keyspace, String sourceTable, Store last)
+        {
+            if (last != null && last.cfs.isValid() && last.cfs.metadata() == last.metadata)
+                return last;
+            ColumnFamilyStore cfs = ColumnFamilyStore.getIfExists(keyspace, companionOf(sourceTable));
+            return cfs == null ? null : new Store(cfs, cfs.metadata());
+        }
+
+        public ColumnFamilyStore cfs()
+        {
+            return cfs;
+        }
     }
 
     /**

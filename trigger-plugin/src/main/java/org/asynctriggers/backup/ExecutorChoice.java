@@ -99,15 +99,24 @@ public interface ExecutorChoice
                 return self;
             }
 
+            /** Asked on every captured write: compares addresses, no name is formatted. */
+            @Override
+            public boolean isExecutor(String keyspace, Token token)
+            {
+                return me.equals(firstLive(strategies.apply(keyspace).getNaturalReplicasForToken(token), me, alive));
+            }
+
             @Override
             public java.util.Set<String> skipped(String keyspace, Token token)
             {
-                java.util.Set<String> out = new java.util.HashSet<>();
+                java.util.Set<String> out = java.util.Set.of(); // the usual answer, with no set made for it
                 for (Replica replica : strategies.apply(keyspace).getNaturalReplicasForToken(token))
                 {
                     InetAddressAndPort endpoint = replica.endpoint();
                     if (endpoint.equals(me) || alive.test(endpoint))
                         break;
+                    if (out.isEmpty())
+                        out = new java.util.HashSet<>();
                     out.add(endpoint.getHostAddress(false));
                 }
                 return out;

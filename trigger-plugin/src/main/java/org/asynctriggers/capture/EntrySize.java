@@ -11,10 +11,11 @@ import org.apache.cassandra.db.rows.Unfiltered;
 import org.apache.cassandra.db.rows.UnfilteredRowIterator;
 
 /**
- * How large the backup entries of a write will be (docs/design.md, "Write shapes"): each replica writes them as one
- * commit log record beside the write's own, and a record larger than the commit log takes ({@code max_mutation_size})
- * cannot be written, so the entries would be lost while the write stands. The coordinator's trigger refuses such a
- * write before it is sent anywhere, naming the flow, rather than let a replica drop its tasks.
+ * How large the backup entries of a write will be (docs/design.md, "Write shapes"): each replica keeps them in its
+ * backup map's memtable and, when its source table is flushed before they are, logs them in commit log records
+ * (backup/UnflushedEntries); a record larger than the commit log takes ({@code max_mutation_size}) cannot be written,
+ * so such entries would not survive a crash while the write does. The coordinator's trigger refuses such a write
+ * before it is sent anywhere, naming the flow, rather than let a replica hold tasks it could lose.
  */
 public final class EntrySize
 {

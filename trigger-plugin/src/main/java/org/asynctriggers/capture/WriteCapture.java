@@ -5,6 +5,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.LongSupplier;
+import java.util.function.Supplier;
 
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.DeletionTime;
@@ -13,7 +14,6 @@ import org.apache.cassandra.db.WriteContext;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.index.Index;
-import org.apache.cassandra.schema.Schema;
 import org.apache.cassandra.schema.TableMetadata;
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.task.SourceChange;
@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The events of one partition update on this replica (docs/design.md, "Capture"): turned into one task per flow and
- * event, whose backup entries are written on this replica (a local commit log record and memtable row, no message),
+ * event, whose backup entries are written on this replica (a memtable row, no commit log record, no message),
  * then handed to the {@link CaptureSink}. It never fails the write: the write is applied already.
  */
 public final class WriteCapture implements Index.Indexer
@@ -33,6 +33,8 @@ public final class WriteCapture implements Index.Indexer
     private final CaptureOptions options;
     private final WriteContext ctx;
     private final CaptureSink sink;
+    /** the source table's backup map on this node, as it is now (null when missing) */
+    private final Supplier<BackupTable.Store> companions;
     private final ErrorLog errors;
     private final LongSupplier nanoClock;
     private final LongSupplier wallClockMillis;
@@ -68,9 +70,9 @@ public final class WriteCapture implements Index.Indexer
     }
 
     public WriteCapture(TableMetadata table, DecoratedKey key, CaptureOptions options, WriteContext ctx, CaptureSink sink,
-                        ErrorLog errors)
+                        Supplier<BackupTable.Store> companions, ErrorLog errors)
     {
-        this(table, key, options, ctx, sink, errors, System::nanoTime, System::currentTimeMillis);
+        this(table, key, options, ctx, sink, companions, errors, System::nanoTime, System::currentTimeMillis);
     }
 
     /**
@@ -78,8 +80,10 @@ public final class WriteCapture implements Index.Indexer
      * {@code captured} time of its backup entries (the safety net's age).
      */
     public WriteCapture(TableMetadata table, DecoratedKey key, CaptureOptions options, WriteContext ctx, CaptureSink sink,
-                        ErrorLog errors, LongSupplier nanoClock, LongSupplier wallClockMillis)
+                        Supplier<BackupTable.Store> companions, ErrorLog errors, LongSupplier nanoClock,
+                        LongSupplier wallClockMillis)
     {
+        this.companions = companions;
         this.nanoClock = nanoClock;
         this.wallClockMillis = wallClockMillis;
         this.table = table;
@@ -170,7 +174,7 @@ public final class WriteCapture implements Index.Indexer
     /** @return how many entries were written */
     private int writeEntries(List<Task> backedUp)
     {
-        TableMetadata companion = Schema.instance.getTableMetadata(table.keyspace, BackupTable.companionOf(table.name));
+        BackupTable.Store companion = companions.get();
         if (companion == null)
         {
             errors.log("table " + table.keyspace + '.' + BackupTable.companionOf(table.name) + " is missing: tasks of "
@@ -178,7 +182,7 @@ public final class WriteCapture implements Index.Indexer
             return 0;
         }
         PartitionUpdate entries = BackupTable.entries(companion, key, backedUp, wallClockMillis.getAsLong());
-        BackupTable.applyLocally(entries, ctx);
+        BackupTable.applyLocally(companion, entries, ctx);
         return backedUp.size();
     }
 

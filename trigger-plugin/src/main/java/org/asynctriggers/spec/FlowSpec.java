@@ -1,6 +1,7 @@
 package org.asynctriggers.spec;
 
 import java.nio.ByteBuffer;
+import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -378,12 +379,21 @@ public final class FlowSpec
     /**
      * The non-key source columns this flow's tasks carry the values of: those its targets map, its fan-outs match on
      * and its lineage is computed from; null for a flow with a Java handler (every column). What ctl puts in the capture
-     * index's options ({@code columns}).
+     * index's options ({@code columns}). Worked out once: the coordinator's trigger asks on every write.
      */
     public Set<String> capturedColumns()
     {
-        if (handler != null)
-            return null;
+        java.util.Optional<Set<String>> known = captured;
+        if (known == null)
+            captured = known = java.util.Optional.ofNullable(handler != null ? null : Collections.unmodifiableSet(columnsCaptured()));
+        return known.orElse(null);
+    }
+
+    /** {@link #capturedColumns}, once worked out (a race works it out twice, alike) */
+    private volatile java.util.Optional<Set<String>> captured;
+
+    private Set<String> columnsCaptured()
+    {
         Set<String> used = new java.util.HashSet<>();
         if (follows != null)
             used.addAll(follows.target.fanout.columns); // the fan-out table's columns the target copies

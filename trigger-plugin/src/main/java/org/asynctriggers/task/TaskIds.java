@@ -32,7 +32,31 @@ final class TaskIds
             writeChunk(out, bytes(component));
         writeLong(out, timestamp);
         out.write(digest, 0, digest.length);
-        return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+        return nameUuid(out.toByteArray());
+    }
+
+    /** MD5 digests of this thread: {@code MessageDigest.getInstance} looks its provider up anew on every call. */
+    private static final ThreadLocal<java.security.MessageDigest> MD5 = ThreadLocal.withInitial(() -> {
+        try
+        {
+            return java.security.MessageDigest.getInstance("MD5");
+        }
+        catch (java.security.NoSuchAlgorithmException e)
+        {
+            throw new InternalError("MD5 not supported", e);
+        }
+    });
+
+    /** What {@link java.util.UUID#nameUUIDFromBytes} gives (a version 3 UUID), from this thread's digest. */
+    static java.util.UUID nameUuid(byte[] name)
+    {
+        java.security.MessageDigest md5 = MD5.get();
+        md5.reset();
+        byte[] hash = md5.digest(name);
+        hash[6] = (byte) ((hash[6] & 0x0f) | 0x30);
+        hash[8] = (byte) ((hash[8] & 0x3f) | 0x80);
+        java.nio.ByteBuffer bits = java.nio.ByteBuffer.wrap(hash);
+        return new java.util.UUID(bits.getLong(), bits.getLong());
     }
 
     /** What the write holds, in a stable order (the columns sorted by name). */
@@ -79,7 +103,7 @@ final class TaskIds
         writeLong(out, idMsb);
         writeLong(out, idLsb);
         writeChunk(out, deadLetterId);
-        return java.util.UUID.nameUUIDFromBytes(out.toByteArray());
+        return nameUuid(out.toByteArray());
     }
 
     private static byte[] bytes(ByteBuffer buffer)

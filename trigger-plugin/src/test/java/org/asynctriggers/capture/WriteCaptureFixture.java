@@ -102,7 +102,8 @@ abstract class WriteCaptureFixture
     /** The capture of a write of partition 1 on this replica, as the index's options make it. */
     static WriteCapture capture(TableMetadata table, String flows, CaptureSink sink)
     {
-        return new WriteCapture(table, KEY, CaptureOptions.parse(Map.of("flows", flows)), null, sink, new WriteCapture.ErrorLog());
+        return new WriteCapture(table, KEY, CaptureOptions.parse(Map.of("flows", flows)), null, sink, () -> null,
+                                new WriteCapture.ErrorLog());
     }
 
     static ByteBuffer i(int v)

@@ -55,7 +55,7 @@ class WriteCaptureTest extends WriteCaptureFixture
     void shouldCountATasksAgeFromTheCapturesClock()
     {
         WriteCapture write = new WriteCapture(events, KEY, CaptureOptions.parse(java.util.Map.of("flows", "{\"all\": {\"events\": " + ALL_EVENTS + "}}")),
-                                              null, sink, new WriteCapture.ErrorLog(() -> 0L), () -> 42_000L, () -> 7L);
+                                              null, sink, () -> null, new WriteCapture.ErrorLog(() -> 0L), () -> 42_000L, () -> 7L);
         write.insertRow(row(2, 10, SourceChange.NONE, cell("v", 10, "a")));
         write.finish();
         assertEquals(List.of(42_000L), sink.calls.get(0).stream().map(Task::createdNanos).collect(Collectors.toList()),
