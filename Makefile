@@ -134,7 +134,7 @@ fuzz: install
 	$(CTL) fuzz run --seeds 50 --seed 0 --out /tmp/async-triggers-fuzz $(FUZZ_ARGS)
 
 bench-ack: install
-	$(PY) -m async_triggers.benchmarks.experiments.ack_latency --out benchmarks/results --profile /tmp/async-triggers-ack-jfr
+	$(PY) -m async_triggers.benchmarks.experiments.ack_latency --out benchmarks/results/ack --profile /tmp/async-triggers-ack-jfr
 
 # a backfill's rate against the bulk writer's on an idle cluster, each result verified
 bench-backfill: install

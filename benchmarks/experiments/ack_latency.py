@@ -19,7 +19,7 @@ share of the write path's CPU samples is the plugin's and where (benchmarks/harn
 are not part of the measurement above.
 
     python -m async_triggers.benchmarks.experiments.ack_latency [--rounds 1000] [--running-celebrity-rounds 100]
-        [--nodes 3] [--gap-ms 100] [--out benchmarks/results] [--profile DIR [--profile-writes 3000]]
+        [--nodes 3] [--gap-ms 100] [--out benchmarks/results/ack] [--profile DIR [--profile-writes 3000]]
 """
 from __future__ import annotations
 
