@@ -115,6 +115,9 @@ def test_should_hold_a_paused_flows_tasks_in_the_backup_maps_and_run_them_all_on
           f"{time.monotonic() - started:.0f} s from pause to drained")
 
 
+FLUSHED_ROWS = 600
+
+
 def backlog_by_node(session) -> dict[str, int]:
     return {s.node: s.backlog for s in status.read(session, [FLOW])}
 
@@ -128,11 +131,11 @@ def test_should_keep_a_replicas_backup_entries_through_a_flush_of_the_source_and
     logged by that flush."""
     assert run_ctl(cluster_settings, "trigger", "pause", FLOW).returncode == 0
     insert = session.prepare("INSERT INTO pausetest.src (id, v) VALUES (?, ?)")
-    ids = range(2001, 2001 + ROWS)
+    ids = range(2001, 2001 + FLUSHED_ROWS)   # more partitions on each node than the flush copies at a time
     for i in ids:
         session.execute(insert, (i, f"f{i}"))
-    held = wait_for(lambda: (lambda b: b if sum(b.values()) == 2 * ROWS else None)(backlog_by_node(session)), 30,
-                    "every node's scan counts its entries")
+    held = wait_for(lambda: (lambda b: b if sum(b.values()) == 2 * FLUSHED_ROWS else None)(backlog_by_node(session)),
+                    30, "every node's scan counts its entries")
     node, ip = "node2", "127.0.0.2"
     assert held[ip] > 0, held
 

@@ -187,31 +187,35 @@ public final class CaptureIndex implements Index
 
     /**
      * Cassandra runs this as it flushes the source table's memtable, once every write to it finished and before it
-     * releases their commit log records: the backup entries those writes left in the backup map's memtables get
-     * records of their own ({@link UnflushedEntries}). A failure is logged and the map's own flush asked
-     * for instead (not waited for: it runs on the executor this runs on).
+     * releases their commit log records: the backup entries those writes left in the backup map's memtables are
+     * written again with records of their own ({@link UnflushedEntries}). If that fails, the map's own flush is asked
+     * for (not waited for: it may queue behind this flush) and the failure thrown: the source's flush then fails and
+     * keeps its commit log, whose replay would capture the entries again.
      */
     @Override
     public Callable<?> getBlockingFlushTask(Memtable sourceMemtable)
     {
         return () -> {
+            BackupTable.Store store = null;
             try
             {
-                BackupTable.Store store = companion();
+                store = companion();
                 if (store != null)
                 {
-                    int logged = UnflushedEntries.log(store.cfs());
-                    if (logged > 0)
-                        logger.debug("Flush of {}.{}: {} unflushed backup entries logged", baseCfs.getKeyspaceName(), baseCfs.name, logged);
+                    int written = UnflushedEntries.log(store.cfs());
+                    if (written > 0)
+                        logger.debug("Flush of {}.{}: {} unflushed backup entries written again with commit log records",
+                                     baseCfs.getKeyspaceName(), baseCfs.name, written);
                 }
             }
             catch (RuntimeException | AssertionError e)
             {
-                logger.error("Flush of {}.{}: the unflushed backup entries of its writes could not be logged; its backup "
-                             + "map is flushed instead", baseCfs.getKeyspaceName(), baseCfs.name, e);
-                BackupTable.Store store = companion;
+                logger.error("Flush of {}.{}: the unflushed backup entries of its writes could not be written again; the "
+                             + "flush fails and keeps its commit log, and the backup map is flushed",
+                             baseCfs.getKeyspaceName(), baseCfs.name, e);
                 if (store != null)
-                    store.cfs().forceFlush(ColumnFamilyStore.FlushReason.INTERNALLY_FORCED); // not waited for: it may need this thread's executor
+                    store.cfs().forceFlush(ColumnFamilyStore.FlushReason.INTERNALLY_FORCED);
+                throw e;
             }
             return null;
         };
