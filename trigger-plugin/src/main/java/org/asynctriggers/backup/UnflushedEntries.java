@@ -6,26 +6,15 @@ import java.util.List;
 import org.apache.cassandra.config.DatabaseDescriptor;
 import org.apache.cassandra.cql3.ColumnIdentifier;
 import org.apache.cassandra.db.ColumnFamilyStore;
-import org.apache.cassandra.db.DataRange;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.Keyspace;
 import org.apache.cassandra.db.Mutation;
-import org.apache.cassandra.db.PartitionPosition;
-import org.apache.cassandra.db.filter.ColumnFilter;
-import org.apache.cassandra.db.memtable.Memtable;
-import org.apache.cassandra.db.partitions.PartitionIterator;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterator;
-import org.apache.cassandra.db.partitions.UnfilteredPartitionIterators;
 import org.apache.cassandra.db.rows.Row;
-import org.apache.cassandra.db.rows.RowIterator;
-import org.apache.cassandra.dht.Range;
-import org.apache.cassandra.io.sstable.SSTableReadsListener;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
-import org.apache.cassandra.utils.FBUtilities;
-import org.apache.cassandra.utils.concurrent.OpOrder;
 import org.apache.cassandra.utils.memory.HeapCloner;
+import org.asynctriggers.cql.LocalRows;
 
 /**
  * What keeps a backup entry through a crash once its source write's commit log record is gone (docs/design.md,
@@ -43,8 +32,6 @@ public final class UnflushedEntries
 {
     /** Partitions copied under one hold of the read order (a flushed memtable's memory waits for a hold to end). */
     static final int PARTITIONS_PER_PAGE = 256;
-    /** Bytes of rows copied under one hold, at most (with at least one partition). */
-    static final long BYTES_PER_PAGE = 8L << 20;
 
     private UnflushedEntries()
     {
@@ -62,8 +49,10 @@ public final class UnflushedEntries
     /**
      * Writes the live entries of the backup map's memtables (the current one and those being flushed) again, a
      * partition's rows split over several records where they would not fit in one; nothing in a keyspace without
-     * durable writes (its source writes have no records either). A write that fails does not stop the others; the
-     * first failure is thrown once all were tried.
+     * durable writes (its source writes have no records either). The rows are copied off the memtables a page of
+     * partitions at a time and written once the page's hold of the read order ended (a write may wait, for the
+     * commit log or for memtable space). A write that fails does not stop the others; the first failure is thrown
+     * once all were tried.
      * @return how many entries were written
      */
     public static int log(ColumnFamilyStore companion)
@@ -75,118 +64,76 @@ public final class UnflushedEntries
         ColumnMetadata task = metadata.getColumn(ColumnIdentifier.getInterned("task", true));
         if (task == null)
             return 0; // not a backup map of this plugin's layout (its scan warns)
-        PartitionPosition end = metadata.partitioner.getMinimumToken().maxKeyBound();
-        Failures failures = new Failures();
-        int written = 0;
-        PartitionPosition after = null;
-        while (true)
-        {
-            DataRange range = after == null ? DataRange.allData(metadata.partitioner) : DataRange.forKeyRange(new Range<>(after, end));
-            Page page = page(companion, metadata, task, range);
-            // written with the hold released: a write may wait (for the commit log, for memtable space)
-            for (PartitionUpdate update : page.updates)
+        Copies copies = new Copies(metadata, recordLimit());
+        int[] written = { 0 };
+        List<RuntimeException> failures = new ArrayList<>();
+        LocalRows.scanMemtables(companion, PARTITIONS_PER_PAGE, (key, row) -> {
+            if (row.getCell(task) != null) // else only a late resume update survived a completion here
+                copies.add(key, row);
+        }, () -> {
+            for (PartitionUpdate update : copies.take())
             {
                 try
                 {
                     keyspace.apply(new Mutation(update), true, false, false);
-                    written += update.rowCount();
+                    written[0] += update.rowCount();
                 }
                 catch (RuntimeException e)
                 {
                     failures.add(e);
                 }
             }
-            if (page.last == null)
-                break;
-            after = page.last;
-        }
-        if (failures.first != null)
-            throw new IllegalStateException(failures.count + " writes of unflushed backup entries of " + metadata
-                                            + " failed (" + written + " entries were written)", failures.first);
-        return written;
+        });
+        if (!failures.isEmpty())
+            throw new IllegalStateException(failures.size() + " writes of unflushed backup entries of " + metadata
+                                            + " failed (" + written[0] + " entries were written)", failures.get(0));
+        return written[0];
     }
 
-    /** Live entries copied out of the memtables, and the last partition read when more may follow (else null). */
-    private static final class Page
+    /** The rows of one page, copied off the memtables' memory into updates of at most a record's size. */
+    private static final class Copies
     {
-        final List<PartitionUpdate> updates = new ArrayList<>();
-        DecoratedKey last;
-    }
+        private final TableMetadata metadata;
+        private final long limit;
+        private final List<PartitionUpdate> done = new ArrayList<>();
+        private PartitionUpdate.Builder record;
+        private DecoratedKey key;
+        private long size;
 
-    private static Page page(ColumnFamilyStore companion, TableMetadata metadata, ColumnMetadata task, DataRange range)
-    {
-        Page page = new Page();
-        ColumnFilter columns = ColumnFilter.all(metadata);
-        long limit = recordLimit();
-        try (OpOrder.Group op = companion.readOrdering.start())
+        Copies(TableMetadata metadata, long limit)
         {
-            List<UnfilteredPartitionIterator> sources = new ArrayList<>();
-            for (Memtable memtable : companion.getTracker().getView().getAllMemtables())
-                sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            if (sources.isEmpty())
-                return page;
-            try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
-                     UnfilteredPartitionIterators.merge(sources, UnfilteredPartitionIterators.MergeListener.NOOP),
-                     FBUtilities.nowInSeconds()))
-            {
-                long bytes = 0;
-                for (int n = 0; partitions.hasNext(); n++)
-                {
-                    if (n == PARTITIONS_PER_PAGE || bytes >= BYTES_PER_PAGE)
-                        return page; // page.last set: more may follow
-                    try (RowIterator rows = partitions.next())
-                    {
-                        page.last = HeapCloner.instance.clone(rows.partitionKey()); // used after the hold
-                        bytes += copy(metadata, task, page.last, rows, limit, page.updates);
-                    }
-                }
-            }
+            this.metadata = metadata;
+            this.limit = limit;
         }
-        page.last = null;
-        return page;
-    }
 
-    /** Copies the partition's entries (off the memtable's memory) into updates of at most {@code limit} bytes. */
-    private static long copy(TableMetadata metadata, ColumnMetadata task, DecoratedKey key, RowIterator rows, long limit,
-                             List<PartitionUpdate> out)
-    {
-        long total = 0;
-        PartitionUpdate.Builder record = null;
-        long size = 0;
-        while (rows.hasNext())
+        void add(DecoratedKey rowKey, Row row)
         {
-            Row row = rows.next();
-            if (row.getCell(task) == null)
-                continue; // only a late resume update survived a completion here: nothing to keep
             long rowSize = row.dataSize();
-            if (record != null && size + rowSize > limit)
-            {
-                out.add(record.build());
-                record = null;
-            }
+            if (record != null && (!rowKey.equals(key) || size + rowSize > limit))
+                close();
             if (record == null)
             {
+                key = HeapCloner.instance.clone(rowKey);
                 record = new PartitionUpdate.Builder(metadata, key, metadata.regularAndStaticColumns(), 16);
-                size = 0;
             }
             record.add(row.clone(HeapCloner.instance));
             size += rowSize;
-            total += rowSize;
         }
-        if (record != null)
-            out.add(record.build());
-        return total;
-    }
 
-    private static final class Failures
-    {
-        int count;
-        RuntimeException first;
-
-        void add(RuntimeException e)
+        private void close()
         {
-            if (count++ == 0)
-                first = e;
+            done.add(record.build());
+            record = null;
+            size = 0;
+        }
+
+        List<PartitionUpdate> take()
+        {
+            if (record != null)
+                close();
+            List<PartitionUpdate> out = new ArrayList<>(done);
+            done.clear();
+            return out;
         }
     }
 }

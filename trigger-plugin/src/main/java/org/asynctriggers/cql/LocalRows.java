@@ -22,6 +22,7 @@ import org.apache.cassandra.io.sstable.format.SSTableReader;
 import org.apache.cassandra.schema.TableMetadata;
 import org.apache.cassandra.utils.FBUtilities;
 import org.apache.cassandra.utils.concurrent.OpOrder;
+import org.apache.cassandra.utils.memory.HeapCloner;
 
 /**
  * The live rows of a table's local replica, read from its memtables and sstables directly: a CQL read would count
@@ -58,6 +59,20 @@ public final class LocalRows
      */
     public static void scan(ColumnFamilyStore cfs, int partitionsPerPage, Visitor visitor, Runnable afterPage)
     {
+        scan(cfs, true, partitionsPerPage, visitor, afterPage);
+    }
+
+    /**
+     * As {@link #scan(ColumnFamilyStore, int, Visitor, Runnable)}, the rows of the memtables alone (the current one and
+     * those being flushed): what is not in an sstable yet.
+     */
+    public static void scanMemtables(ColumnFamilyStore cfs, int partitionsPerPage, Visitor visitor, Runnable afterPage)
+    {
+        scan(cfs, false, partitionsPerPage, visitor, afterPage);
+    }
+
+    private static void scan(ColumnFamilyStore cfs, boolean sstables, int partitionsPerPage, Visitor visitor, Runnable afterPage)
+    {
         TableMetadata metadata = cfs.metadata();
         ColumnFilter columns = ColumnFilter.all(metadata);
         PartitionPosition end = metadata.partitioner.getMinimumToken().maxKeyBound();
@@ -65,7 +80,7 @@ public final class LocalRows
         while (true)
         {
             DataRange range = after == null ? DataRange.allData(metadata.partitioner) : DataRange.forKeyRange(new Range<>(after, end));
-            DecoratedKey last = page(cfs, columns, range, partitionsPerPage, visitor);
+            DecoratedKey last = page(cfs, sstables, columns, range, partitionsPerPage, visitor);
             afterPage.run();
             if (last == null)
                 return;
@@ -74,7 +89,8 @@ public final class LocalRows
     }
 
     /** @return the last partition read when the page is full (more may follow), null when the table ended */
-    private static DecoratedKey page(ColumnFamilyStore cfs, ColumnFilter columns, DataRange range, int partitionsPerPage, Visitor visitor)
+    private static DecoratedKey page(ColumnFamilyStore cfs, boolean sstables, ColumnFilter columns, DataRange range,
+                                     int partitionsPerPage, Visitor visitor)
     {
         long nowInSec = FBUtilities.nowInSeconds();
         try (OpOrder.Group op = cfs.readOrdering.start();
@@ -83,8 +99,9 @@ public final class LocalRows
             List<UnfilteredPartitionIterator> sources = new ArrayList<>();
             for (Memtable memtable : view.memtables)
                 sources.add(memtable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
-            for (SSTableReader sstable : view.sstables)
-                sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
+            if (sstables)
+                for (SSTableReader sstable : view.sstables)
+                    sources.add(sstable.partitionIterator(columns, range, SSTableReadsListener.NOOP_LISTENER));
             if (sources.isEmpty())
                 return null;
             try (PartitionIterator partitions = UnfilteredPartitionIterators.filter(
@@ -97,7 +114,7 @@ public final class LocalRows
                         return last;
                     try (RowIterator rows = partitions.next())
                     {
-                        last = rows.partitionKey();
+                        last = HeapCloner.instance.clone(rows.partitionKey()); // read after the hold: off a memtable's memory
                         if (!rows.staticRow().isEmpty())
                             visitor.visit(last, rows.staticRow());
                         while (rows.hasNext())
