@@ -32,6 +32,12 @@ public final class UnflushedEntries
 {
     /** Partitions copied under one hold of the read order (a flushed memtable's memory waits for a hold to end). */
     static final int PARTITIONS_PER_PAGE = 256;
+    /**
+     * Rows per record, at most: a record is cut by its rows' data sizes, which leave out what serializing each row
+     * adds (its flags, timestamps and lengths, a few dozen bytes); so many rows' additions stay well within the room
+     * {@link #recordLimit} leaves for framing.
+     */
+    static final int ROWS_PER_RECORD = 1_000;
 
     private UnflushedEntries()
     {
@@ -91,7 +97,7 @@ public final class UnflushedEntries
     }
 
     /** The rows of one page, copied off the memtables' memory into updates of at most a record's size. */
-    private static final class Copies
+    static final class Copies
     {
         private final TableMetadata metadata;
         private final long limit;
@@ -99,6 +105,7 @@ public final class UnflushedEntries
         private PartitionUpdate.Builder record;
         private DecoratedKey key;
         private long size;
+        private int rows;
 
         Copies(TableMetadata metadata, long limit)
         {
@@ -109,7 +116,7 @@ public final class UnflushedEntries
         void add(DecoratedKey rowKey, Row row)
         {
             long rowSize = row.dataSize();
-            if (record != null && (!rowKey.equals(key) || size + rowSize > limit))
+            if (record != null && (!rowKey.equals(key) || size + rowSize > limit || rows == ROWS_PER_RECORD))
                 close();
             if (record == null)
             {
@@ -118,6 +125,7 @@ public final class UnflushedEntries
             }
             record.add(row.clone(HeapCloner.instance));
             size += rowSize;
+            rows++;
         }
 
         private void close()
@@ -125,6 +133,7 @@ public final class UnflushedEntries
             done.add(record.build());
             record = null;
             size = 0;
+            rows = 0;
         }
 
         List<PartitionUpdate> take()

@@ -91,6 +91,31 @@ class BackupEntriesTest
                      + "column): redeploy its flows", refused.getMessage());
     }
 
+    @Test
+    void shouldCutTheEntriesAFlushWritesAgainIntoRecordsByPartitionSizeAndRowCount()
+    {
+        DecoratedKey seven = companion.partitioner.decorateKey(bigint(7));
+        DecoratedKey eight = companion.partitioner.decorateKey(bigint(8));
+        List<Task> tasks = new ArrayList<>();
+        for (int i = 0; i < 2_500; i++)
+            tasks.add(task("timeline", 1_000 + i, "b" + i));
+        BackupTable.Store store = new BackupTable.Store(null, companion);
+        List<Row> many = rows(BackupTable.entries(store, seven, tasks, 1L));
+
+        UnflushedEntries.Copies copies = new UnflushedEntries.Copies(companion, Long.MAX_VALUE);
+        many.forEach(row -> copies.add(seven, row));
+        rows(BackupTable.entries(store, eight, tasks.subList(0, 3), 1L)).forEach(row -> copies.add(eight, row));
+        List<PartitionUpdate> records = copies.take();
+        assertEquals(List.of(1_000, 1_000, 500, 3), records.stream().map(PartitionUpdate::rowCount).collect(java.util.stream.Collectors.toList()));
+        assertEquals(List.of(seven, seven, seven, eight), records.stream().map(PartitionUpdate::partitionKey).collect(java.util.stream.Collectors.toList()));
+        assertEquals(List.of(), copies.take(), "taken once");
+
+        long rowSize = many.get(0).dataSize();
+        UnflushedEntries.Copies small = new UnflushedEntries.Copies(companion, 2 * rowSize + rowSize / 2);
+        many.subList(0, 5).forEach(row -> small.add(seven, row));
+        assertEquals(List.of(2, 2, 1), small.take().stream().map(PartitionUpdate::rowCount).collect(java.util.stream.Collectors.toList()));
+    }
+
     private static List<Row> rows(PartitionUpdate update)
     {
         List<Row> out = new ArrayList<>();
