@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backfill bench-backup bench-joins bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backfill bench-backup bench-joins bench-work bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -147,6 +147,10 @@ bench-backup: install
 # a follow, an unfollow and an aggregate update with the Twitter example: time to the last row, by the author's tweets
 bench-joins: install
 	$(PY) -m async_triggers.benchmarks.experiments.join_cost
+
+# CPU seconds per 1,000 follower rows at 2, 3 and 4 nodes (a cluster each, one after the other) and a projection to 12
+bench-work: install
+	$(PY) -m async_triggers.benchmarks.experiments.work_per_row --out benchmarks/results/work
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target dist

@@ -1,0 +1,61 @@
+"""benchmarks/harness/work_share.py: the work per row, its growth by cluster size and the projection, on figures
+worked out by hand."""
+from __future__ import annotations
+
+import pytest
+
+from async_triggers.benchmarks.experiments import work_per_row
+from async_triggers.benchmarks.harness.work_share import NodeWork, Repetition, fit_line, growth, project
+
+
+def rep(nodes: int, rows: int, works: list[float], window: float = 10.0) -> Repetition:
+    # idle 0.1 CPU-s/s over a 10 s window: 1 CPU-s of each node's time is idling
+    return Repetition(nodes, rows, window, window / 2,
+                      tuple(NodeWork(f"node{i + 1}", w + 0.1 * window, 0.1, window) for i, w in enumerate(works)))
+
+
+def test_should_count_only_the_cpu_beyond_idling_per_thousand_rows():
+    r = rep(2, 20_000, [3.0, 5.0])
+    assert r.per_1k_rows == pytest.approx(1000 * 8.0 / 20_000)
+    assert r.node_per_1k_rows() == pytest.approx({"node1": 0.15, "node2": 0.25})
+    # a node that idled less than its measured rate did no negative work
+    assert NodeWork("node1", cpu_s=0.5, idle_rate=0.1, window_s=10).work_s == 0.0
+
+
+def test_should_compare_sizes_repetition_by_repetition():
+    by_size = {2: [rep(2, 10_000, [2.0, 2.0]), rep(2, 10_000, [2.5, 2.5])],
+               4: [rep(4, 10_000, [1.1, 1.1, 1.1, 1.1]), rep(4, 10_000, [1.0, 1.0, 1.0, 1.0])]}
+    assert growth(by_size, 2, 4) == pytest.approx([4.4 / 4.0, 4.0 / 5.0])
+    with pytest.raises(ValueError, match="as many repetitions"):
+        growth({2: by_size[2], 4: by_size[4][:1]}, 2, 4)
+
+
+def test_should_project_along_the_least_squares_line():
+    assert fit_line([(2, 1.0), (3, 1.5), (4, 2.0)]) == pytest.approx((0.0, 0.5))
+    # 0.4 CPU-s per 1,000 rows at every size: 12 nodes x 1,000 / 0.4 = 30,000 rows/s per core of each node
+    by_size = {n: [rep(n, 10_000, [4.0 / n] * n)] for n in (2, 3, 4)}
+    projected = project(by_size, 12)
+    assert projected.per_1k_rows == pytest.approx(0.4)
+    assert projected.rows_per_s_per_core == pytest.approx(30_000)
+    with pytest.raises(ValueError, match="two sizes"):
+        fit_line([(2, 1.0), (2, 2.0)])
+    falling = {2: [rep(2, 1000, [1.0, 1.0])], 4: [rep(4, 1000, [0.1] * 4)]}
+    with pytest.raises(ValueError, match="too few or too noisy"):
+        project(falling, 12)
+
+
+def test_should_refuse_a_repetition_without_rows_or_with_a_node_missing():
+    with pytest.raises(ValueError, match="must write rows"):
+        rep(2, 0, [1.0, 1.0])
+    with pytest.raises(ValueError, match="3 nodes but 2 measured"):
+        Repetition(3, 10, 1.0, 1.0, (NodeWork("node1", 1, 0, 1), NodeWork("node2", 1, 0, 1)))
+
+
+def test_should_build_a_graph_where_every_tweet_row_is_distinct():
+    pairs = work_per_row.graph(authors=30, followers=5, celebrity=100)
+    authors = {u for u, _ in pairs}
+    assert len(pairs) == 30 * 5 + 100
+    assert not authors & {f for _, f in pairs}, "an author follows an author: a row could count twice"
+    lines, figures = work_per_row.report({2: [rep(2, 1000, [1.0, 1.0])], 4: [rep(4, 1000, [0.6] * 4)]}, 12)
+    assert figures["growth"] == pytest.approx([1.2]) and figures["verdict"] == "missed"
+    assert any("missed" in line for line in lines)
