@@ -14,6 +14,7 @@ from . import backup_map, follows, schema_rules
 from .errors import ValidationError
 from .flows import Aggregate, Flow, Ref
 from .schema import Schema, TableSchema
+from .spec import FlowSpec, column_of
 
 PREFIX = schema_rules.MEMBERS_PREFIX
 COUNT_TYPES = ("bigint", "varint")
@@ -154,45 +155,42 @@ def _check_members(flow: Flow, schema: Schema, ks: str, name: str, types: Mappin
                                          "deploy creates it (a changed aggregate starts from a backfill)")
 
 
-def written_tables(spec: Mapping) -> list[str]:
+def written_tables(spec: Mapping | FlowSpec) -> list[str]:
     """Every table a flow writes, once each, in order: its targets' (a following fan-out's join index included) and
     its aggregates'; for a following fan-out's companion, its target's and its copy of the fan-out table."""
     tables = []
-    for t in spec["targets"]:
-        tables.append(f"{t['keyspace']}.{t['table']}")
-        if t.get("aggregate"):
-            tables.append(f"{t['aggregate']['keyspace']}.{t['aggregate']['table']}")
+    for t in FlowSpec.parse(spec).targets:
+        tables.append(t.qualified)
+        if t.aggregate is not None:
+            tables.append(t.aggregate.qualified)
     return list(dict.fromkeys(tables + follows.written_tables(spec)))
 
 
-def kept_tables(spec: Mapping) -> list[tuple[str, str]]:
+def kept_tables(spec: Mapping | FlowSpec) -> list[tuple[str, str]]:
     """The tables the plugin keeps for a flow and a backfill rebuilds, as (keyspace, table): its aggregates' members
     tables, its following fan-out's join index and its copy of the fan-out table (a companion's copy too). They
     say what the flow saw while it ran: a drop removes them, and a deploy removes those an earlier deploy left."""
+    typed = FlowSpec.parse(spec)
     out = []
-    for t in spec["targets"]:
-        if t.get("aggregate") or t.get("join_index"):
-            out.append((t["keyspace"], t["table"]))
-        follow = (t.get("fanout") or {}).get("follow")
-        if isinstance(follow, Mapping):
-            out.append((follow["keyspace"], follow["table"]))
-    companion = spec.get("follows")
-    if companion:
-        copied = companion["target"]["fanout"]["follow"]
-        out.append((copied["keyspace"], copied["table"]))
+    for t in typed.targets:
+        if t.aggregate is not None or t.join_index:
+            out.append((t.keyspace, t.table))
+        if t.follows:
+            out.append((t.fanout.follow.keyspace, t.fanout.follow.table))
+    if typed.follows is not None:
+        copied = typed.follows.target.fanout.follow
+        out.append((copied.keyspace, copied.table))
     return list(dict.fromkeys(out))
 
 
 def members_tables(specs) -> list[dict]:
     """The members tables of the flows' aggregates as the deploy template creates them."""
     out = []
-    for spec in specs:
-        source_types = spec["source"]["columns"]
-        for t in spec["targets"]:
-            if not t.get("aggregate"):
+    for spec in map(FlowSpec.parse, specs):
+        for t in spec.targets:
+            if t.aggregate is None:
                 continue
-            typed = {c: source_types[e.split(".", 1)[1]] for c, e in t["columns"].items()}
-            out.append({"keyspace": t["keyspace"], "table": t["table"],
-                        "aggregate": f"{t['aggregate']['keyspace']}.{t['aggregate']['table']}",
-                        "columns": typed, "partition_key": t["partition_key"], "clustering": t["clustering"]})
+            typed = {c: spec.source.columns[column_of(e)[1]] for c, e in t.columns.items()}
+            out.append({"keyspace": t.keyspace, "table": t.table, "aggregate": t.aggregate.qualified,
+                        "columns": typed, "partition_key": list(t.partition_key), "clustering": list(t.clustering)})
     return out

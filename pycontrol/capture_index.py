@@ -13,43 +13,44 @@ import json
 from typing import Iterable, Mapping
 
 from . import follows
+from .spec import FlowSpec, column_of
 
 CLASS = "org.asynctriggers.CaptureIndex"
 PREFIX = "async_capture_"
 
 
-def captured_columns(spec: Mapping) -> list[str] | None:
+def captured_columns(spec: Mapping | FlowSpec) -> list[str] | None:
     """The non-key source columns a flow's tasks carry: those its targets map and its fan-outs match on. None for a
     flow with a Java handler, which gets every column. A task carries no other value: a column the flow does not use
     only tells, empty, that the write set it (docs/design.md, "Write shapes"). A following fan-out's companion:
     the non-key columns of the fan-out table its target uses."""
-    if spec.get("handler"):
+    typed = FlowSpec.parse(spec)
+    if typed.handler:
         return None
-    if spec.get("follows"):
-        return follows.captured_columns(spec)
-    source = spec["source"]
-    key = set(source["partition_key"]) | set(source.get("clustering") or [])
+    if typed.follows is not None:
+        return follows.captured_columns(typed)
+    key = set(typed.source.key)
     used: set[str] = set()
-    for target in spec.get("targets") or []:
-        exprs = list(target["columns"].values()) + list(((target.get("fanout") or {}).get("match") or {}).values())
+    for target in typed.targets:
+        exprs = list(target.columns.values()) + list(target.fanout.match.values() if target.fanout else [])
         for expr in exprs:
-            scope, _, column = str(expr).partition(".")
+            scope, column = column_of(expr)
             if scope == "source" and column not in key:
                 used.add(column)
-        used.update(c for c in target.get("lineage_columns") or [] if c not in key)
+        used.update(c for c in target.lineage_columns if c not in key)
     return sorted(used)
 
 
-def options_json(specs: Iterable[Mapping]) -> str:
+def options_json(specs: Iterable[Mapping | FlowSpec]) -> str:
     """The 'flows' option: each flow on the table with the events it handles, whether it keeps backup entries, and
     the columns its tasks carry."""
     flows = {}
-    for s in specs:
-        flow = {"events": sorted(s["events"]), "backup": bool(s.get("backup", {}).get("enabled", True))}
+    for s in map(FlowSpec.parse, specs):
+        flow = {"events": sorted(s.events), "backup": s.keeps_backup_entries}
         columns = captured_columns(s)
         if columns is not None:
             flow["columns"] = columns
-        flows[s["name"]] = flow
+        flows[s.name] = flow
     return json.dumps(flows, sort_keys=True, separators=(",", ":"))
 
 

@@ -13,6 +13,7 @@ from . import aggregates, backup_map, capture_index, follows, keyspace, plugin a
     replication as replication_mod, review, schema as schema_mod, status as status_mod, validate
 from .errors import ConfigError, DeployError, UnknownFlowError
 from .flows import Flow
+from .spec import FlowSpec, SpecError
 
 Progress = Callable[[str], None]
 
@@ -21,8 +22,8 @@ def _quiet(_: str) -> None:
     pass
 
 
-def read_deployed(session) -> dict[str, dict]:
-    """The flows deployed now, by name ({} before the first deploy)."""
+def read_deployed(session) -> dict[str, FlowSpec]:
+    """The flows deployed now, by name, each with its revision ({} before the first deploy)."""
     if keyspace.KEYSPACE not in session.cluster.metadata.keyspaces:
         return {}
     rows = session.execute(SimpleStatement(f'SELECT "name", "spec", "version" FROM {render.ident(keyspace.KEYSPACE)}.{render.ident(keyspace.FLOWS.name)}',
@@ -30,15 +31,13 @@ def read_deployed(session) -> dict[str, dict]:
     out = {}
     for r in rows:
         try:
-            spec = json.loads(r.spec)
-        except (TypeError, ValueError) as e:
+            out[r.name] = FlowSpec.parse(json.loads(r.spec), version=r.version)
+        except (TypeError, ValueError, SpecError) as e:
             raise DeployError(f"the deployed flow '{r.name}' has an unreadable specification: {e}") from e
-        spec["_version"] = r.version
-        out[r.name] = spec
     return out
 
 
-def require_deployed(session, names: Sequence[str]) -> dict[str, dict]:
+def require_deployed(session, names: Sequence[str]) -> dict[str, FlowSpec]:
     """The deployed flows; UnknownFlowError naming every one of ``names`` that is not among them."""
     deployed = read_deployed(session)
     unknown = [n for n in names if n not in deployed]
@@ -98,9 +97,9 @@ def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def keeps_backup_entries(spec: dict) -> bool:
+def keeps_backup_entries(spec: Mapping | FlowSpec) -> bool:
     """A paused flow's tasks wait in their backup entries: a flow without them cannot be paused."""
-    return bool(spec.get("backup", {}).get("enabled", True))
+    return FlowSpec.parse(spec).keeps_backup_entries
 
 
 def replication_for(session, specs: Sequence[dict], replication: Mapping[str, int] | None) -> dict[str, int]:
@@ -113,15 +112,15 @@ def replication_for(session, specs: Sequence[dict], replication: Mapping[str, in
         if replication_mod.ALL_DCS in replication:   # "N": N in each DC the cluster has now, named
             return {dc: replication[replication_mod.ALL_DCS] for dc in replication_mod.nodes_by_dc(metadata.all_hosts())}
         return dict(replication)
-    return replication_mod.mirror(metadata, sorted({s["source"]["keyspace"] for s in specs}))
+    return replication_mod.mirror(metadata, sorted({FlowSpec.parse(s).source.keyspace for s in specs}))
 
 
 @dataclasses.dataclass(frozen=True)
 class DeployPlan:
     """What a deploy would do, read from the cluster and changing nothing: the flows' specifications, the deployed
     flows it found, the companions it drops first, the flows it deploys paused, and its statements in order."""
-    specs: list[dict]
-    deployed: dict[str, dict]
+    specs: list[dict]                  # the documents compile_all made
+    deployed: dict[str, FlowSpec]
     companions: list[str]
     held: list[str]
     version: int
@@ -135,9 +134,9 @@ def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | Non
     replication: the async_triggers keyspace's per-DC factors (default: mirror the source keyspaces')."""
     specs = plan(session, flows)  # raises ValidationError with the cluster untouched
     paused = status_mod.paused_flows(session)
-    for spec in specs:
-        if spec["name"] in paused and not keeps_backup_entries(spec):
-            raise ConfigError(f"flow '{spec['name']}' is paused, and this version keeps no backup entries "
+    for spec in map(FlowSpec.parse, specs):
+        if spec.name in paused and not spec.keeps_backup_entries:
+            raise ConfigError(f"flow '{spec.name}' is paused, and this version keeps no backup entries "
                               "(Backup(enabled=False)): its tasks would wait in one node's memory only; resume it "
                               "first (ctl trigger resume) or keep its backup entries")
     if check_plugin:
@@ -151,16 +150,16 @@ def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | Non
             notes.append(f"note: {keyspace.KEYSPACE} keeps its replication {have} (wanted {replication}); to change "
                          f"it: ALTER KEYSPACE {keyspace.KEYSPACE} WITH replication = "
                          f"{replication_mod.cql_map(replication)}; then nodetool repair -full on every node")
-    names = {s["name"] for s in specs}
+    typed = [FlowSpec.parse(s) for s in specs]
+    names = {s.name for s in typed}
     deployed = read_deployed(session)
     # the companion of a flow redeployed without its following fan-out: dropped before the flow's new version
     companions = sorted(n for n, s in deployed.items() if follows.main_of(s) in names and n not in names)
     remaining = {n: s for n, s in deployed.items() if n not in companions}
     version = int(time.time() * 1000)
-    tables = sorted({(s["source"]["keyspace"], s["source"]["table"]) for s in specs})
+    tables = sorted({(s.source.keyspace, s.source.table) for s in typed})
     # the other flows on the same tables stay captured: the new capture index names them too
-    others = [s for n, s in remaining.items()
-              if n not in names and (s["source"]["keyspace"], s["source"]["table"]) in tables]
+    others = [s for n, s in remaining.items() if n not in names and (s.source.keyspace, s.source.table) in tables]
     # a flows or flow_status table made by an older deploy gets the columns today's plugin reads and writes
     # (ALTER TABLE ... ADD); the INSERT of a flow leaves its paused column as it is: a paused flow stays paused
     held = sorted(follows.to_hold(session, specs, remaining))
@@ -177,12 +176,12 @@ def prepare(session, flows: Sequence[Flow], replication: Mapping[str, int] | Non
     return DeployPlan(specs, deployed, companions, held, version, statements, notes)
 
 
-def kept_tables_in_use(deployed: Mapping[str, dict], without: str | None = None) -> set[tuple[str, str]]:
+def kept_tables_in_use(deployed: Mapping[str, FlowSpec], without: str | None = None) -> set[tuple[str, str]]:
     """The tables the plugin keeps (aggregates.kept_tables) for the deployed flows, but flow ``without``."""
     return {t for name, spec in deployed.items() if name != without for t in aggregates.kept_tables(spec)}
 
 
-def stale_kept_tables(metadata, specs: Sequence[dict], deployed: Mapping[str, dict]) -> list[tuple[str, str]]:
+def stale_kept_tables(metadata, specs: Sequence[dict], deployed: Mapping[str, FlowSpec]) -> list[tuple[str, str]]:
     """The tables the plugin keeps (aggregates.kept_tables) that ``specs`` use, that exist, and that no deployed
     flow uses now: left by a deploy since dropped or changed, their rows are stale (members of rows since deleted, a
     copy of follows since removed) and would count or fan out to what is gone."""
@@ -201,14 +200,15 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     """Validate, check that every node runs the plugin, then create what the flows need and the capture; record
     each flow's revision in its history (review.py)."""
     prepared = prepare(session, flows, replication, check_plugin)
-    progress(f"deploy {', '.join(s['name'] for s in prepared.specs)} on {review.target(session)}")
+    names = [FlowSpec.parse(s).name for s in prepared.specs]
+    progress(f"deploy {', '.join(names)} on {review.target(session)}")
     for note in prepared.notes:
         progress(note)
     if prepared.companions:
         for name in prepared.companions:
             spec = prepared.deployed[name]
-            progress(f"flow '{follows.main_of(spec)}' no longer follows {spec['source']['keyspace']}."
-                     f"{spec['source']['table']}: dropping its companion '{name}'")
+            progress(f"flow '{follows.main_of(spec)}' no longer follows {spec.source.qualified}: dropping its "
+                     f"companion '{name}'")
             _drop(session, name, prepared.deployed, progress)
             review.record(session, name, "drop", int(time.time() * 1000), None)
         prepared = prepare(session, flows, replication, check_plugin=False)   # the capture indexes changed
@@ -226,26 +226,25 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
         raise DeployError("the nodes did not agree on the schema within 30 s after the deploy")
     session.cluster.refresh_schema_metadata()
-    revisions = {s["name"]: review.record(session, s["name"], "deploy", prepared.version, s)
-                 for s in prepared.specs}
-    return DeployResult(flows=[s["name"] for s in prepared.specs], version=prepared.version,
+    names = [FlowSpec.parse(s).name for s in prepared.specs]
+    revisions = {n: review.record(session, n, "deploy", prepared.version, s) for n, s in zip(names, prepared.specs)}
+    return DeployResult(flows=names, version=prepared.version,
                         statements=len(statements), revisions=revisions)
 
 
-def refuse_companion(deployed: Mapping[str, dict], name: str) -> None:
+def refuse_companion(deployed: Mapping[str, FlowSpec], name: str) -> None:
     """A following fan-out's companion is dropped with its flow, never alone (while that flow is deployed)."""
     main = follows.main_of(deployed[name])
     if main is not None and main in deployed:
-        source = deployed[name]["source"]
-        raise ConfigError(f"flow '{name}' is the companion of flow '{main}' (it follows {source['keyspace']}."
-                          f"{source['table']} for {main}'s following fan-out): drop '{main}', which drops it too, or "
+        raise ConfigError(f"flow '{name}' is the companion of flow '{main}' (it follows "
+                          f"{FlowSpec.parse(deployed[name]).source.qualified} for {main}'s following fan-out): drop '{main}', which drops it too, or "
                           f"redeploy '{main}' without follow=True")
 
 
-def companion_of(deployed: Mapping[str, dict], name: str) -> str | None:
+def companion_of(deployed: Mapping[str, FlowSpec], name: str) -> str | None:
     """The deployed companion of the flow ``name`` (None when it has none)."""
     companion = follows.companion_name(name)
-    return companion if follows.main_of(deployed.get(companion) or {}) == name else None
+    return companion if follows.main_of(deployed.get(companion)) == name else None
 
 
 def drop(session, name: str, progress: Progress = _quiet) -> None:
@@ -261,10 +260,10 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
     review.record(session, name, "drop", int(time.time() * 1000), None)
 
 
-def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) -> None:
-    spec = deployed[name]
-    src = (spec["source"]["keyspace"], spec["source"]["table"])
-    others = [n for n, s in deployed.items() if n != name and (s["source"]["keyspace"], s["source"]["table"]) == src]
+def _drop(session, name: str, deployed: Mapping[str, FlowSpec], progress: Progress) -> None:
+    source_of = lambda s: (FlowSpec.parse(s).source.keyspace, FlowSpec.parse(s).source.table)   # noqa: E731
+    src = source_of(deployed[name])
+    others = [n for n, s in deployed.items() if n != name and source_of(s) == src]
     ks = render.ident(keyspace.KEYSPACE)
     table = f"{render.ident(src[0])}.{render.ident(src[1])}"
     existing = capture_indexes_of(session, [src])[src]
@@ -288,7 +287,7 @@ def _drop(session, name: str, deployed: Mapping[str, dict], progress: Progress) 
                                     consistency_level=ConsistencyLevel.LOCAL_QUORUM), (name,))
     progress(f"removed flow '{name}'")
     in_use = kept_tables_in_use(deployed, without=name)
-    for kept_ks, kept in aggregates.kept_tables(spec):
+    for kept_ks, kept in aggregates.kept_tables(deployed[name]):
         if (kept_ks, kept) not in in_use:   # what the flow saw while it ran: a later deploy starts afresh
             session.execute(f"DROP TABLE IF EXISTS {render.ident(kept_ks)}.{render.ident(kept)}")
             progress(f"dropped {kept_ks}.{kept}, kept by the plugin for '{name}'")

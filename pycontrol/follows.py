@@ -26,6 +26,7 @@ from . import backup_map, schema_rules
 from .errors import ValidationError
 from .flows import FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
+from .spec import FlowSpec, column_of
 
 JOIN_PREFIX = schema_rules.JOIN_PREFIX
 COPY_PREFIX = schema_rules.COPY_PREFIX
@@ -53,19 +54,18 @@ def companion_name(flow: str) -> str:
     return flow + COMPANION_SUFFIX
 
 
-def main_of(spec: Mapping) -> str | None:
-    """The main flow of a companion spec; None for any other spec."""
-    return (spec.get("follows") or {}).get("flow")
+def main_of(spec: Mapping | FlowSpec | None) -> str | None:
+    """The main flow of a companion spec; None for any other spec (and for none)."""
+    if spec is None:
+        return None
+    follows = FlowSpec.parse(spec).follows
+    return follows.flow if follows else None
 
 
-def companions_of(deployed: Mapping[str, Mapping], names: Iterable[str]) -> list[str]:
+def companions_of(deployed: Mapping[str, Mapping | FlowSpec], names: Iterable[str]) -> list[str]:
     """The deployed companions of the flows ``names`` (what waiting for, pausing or resuming those flows covers too)."""
     wanted = set(names)
     return sorted(n for n, s in deployed.items() if main_of(s) in wanted)
-
-
-def is_following(target: Mapping) -> bool:
-    return bool((target.get("fanout") or {}).get("follow"))
 
 
 def _typed(schema_table: TableSchema, column: str) -> str:
@@ -237,22 +237,23 @@ def _key(partition_key: Sequence[str], clustering: Sequence[str]) -> str:
     return "(" + ", ".join([f"({', '.join(partition_key)})", *clustering]) + ")"
 
 
-def companion(spec: Mapping, schema: Schema) -> dict | None:
+def companion(spec: Mapping | FlowSpec, schema: Schema) -> dict | None:
     """The companion spec of a compiled main spec with a following fan-out (None without one)."""
-    at = [n for n, t in enumerate(spec["targets"]) if is_following(t)]
-    if not at:
+    main = FlowSpec.parse(spec)
+    target = main.following_target
+    if target is None:
         return None
-    target = spec["targets"][at[0]]
-    index = spec["targets"][target["fanout"]["follow"]["index"]]
-    fan = schema.table(target["fanout"]["keyspace"], target["fanout"]["table"])
-    out = {"name": companion_name(spec["name"]),
+    at = main.targets.index(target)
+    fan = schema.table(target.fanout.keyspace, target.fanout.table)
+    out = {"name": companion_name(main.name),
            "source": {"keyspace": fan.keyspace, "table": fan.name, "partition_key": list(fan.partition_key),
                       "clustering": list(fan.clustering), "columns": dict(fan.columns)},
            "events": list(COMPANION_EVENTS)}
-    out.update({option: copy.deepcopy(spec[option]) for option in COPIED_OPTIONS})
+    out.update({option: copy.deepcopy(main.doc[option]) for option in COPIED_OPTIONS})
     out.update({"handler": None, "targets": [],
-                "follows": copy.deepcopy({"flow": spec["name"], "source": spec["source"], "index": index,
-                                          "target": target})})
+                "follows": copy.deepcopy({"flow": main.name, "source": main.doc["source"],
+                                          "index": main.doc["targets"][target.fanout.follow.index],
+                                          "target": main.doc["targets"][at]})})
     return out
 
 
@@ -265,15 +266,16 @@ def check_companion_names(specs: Sequence[Mapping], deployed: Mapping[str, Mappi
     """Refuse a companion named like a user flow of the deploy or a deployed one, and a user flow named like a
     deployed flow's companion: either would replace the other's row of async_triggers.flows."""
     check_follow_kept(specs, deployed)
-    counts = Counter(s["name"] for s in specs)
-    for spec in specs:
-        main, other = main_of(spec), deployed.get(spec["name"])
+    typed = [FlowSpec.parse(s) for s in specs]
+    counts = Counter(s.name for s in typed)
+    for spec in typed:
+        main, other = main_of(spec), deployed.get(spec.name)
         if main is None and other is not None and main_of(other) is not None:
-            raise ValidationError(spec["name"], f"a deployed flow of this name is the companion of flow "
-                                                f"'{main_of(other)}' (its following fan-out): name this flow "
-                                                f"otherwise, or drop '{main_of(other)}' first")
-        if main is not None and (counts[spec["name"]] > 1 or (other is not None and main_of(other) != main)):
-            raise ValidationError(main, f"its following fan-out needs a companion flow named '{spec['name']}', "
+            raise ValidationError(spec.name, f"a deployed flow of this name is the companion of flow "
+                                             f"'{main_of(other)}' (its following fan-out): name this flow "
+                                             f"otherwise, or drop '{main_of(other)}' first")
+        if main is not None and (counts[spec.name] > 1 or (other is not None and main_of(other) != main)):
+            raise ValidationError(main, f"its following fan-out needs a companion flow named '{spec.name}', "
                                         "which is the name of another flow; rename one of them")
 
 
@@ -281,16 +283,19 @@ def check_follow_kept(specs: Sequence[Mapping], deployed: Mapping[str, Mapping])
     """Refuse turning a deployed flow's follow on or off in place: the join index takes a position among its targets,
     which the lineage entries of its rows name, and the copy starts empty; dropped and deployed again, then
     backfilled, the flow starts from what the tables hold."""
-    for spec in specs:
-        old = deployed.get(spec["name"])
-        if old is None or main_of(spec) is not None or old.get("handler") or spec.get("handler"):
+    for spec in map(FlowSpec.parse, specs):
+        old = deployed.get(spec.name)
+        if old is None:
             continue
-        now, before = (any(is_following(t) for t in s.get("targets") or []) for s in (spec, old))
+        old = FlowSpec.parse(old)
+        if spec.follows is not None or old.handler or spec.handler:
+            continue
+        now, before = spec.following_target is not None, old.following_target is not None
         if now != before:
-            raise ValidationError(spec["name"], f"the deployed flow's fan-out {'does not follow' if now else 'follows'} its "
-                                                f"table and this version's {'does' if now else 'does not'}: drop the flow "
-                                                f"(ctl trigger drop {spec['name']}), deploy it again and backfill it "
-                                                "(ctl trigger backfill)")
+            raise ValidationError(spec.name, f"the deployed flow's fan-out {'does not follow' if now else 'follows'} its "
+                                             f"table and this version's {'does' if now else 'does not'}: drop the flow "
+                                             f"(ctl trigger drop {spec.name}), deploy it again and backfill it "
+                                             "(ctl trigger backfill)")
 
 
 def to_hold(session, specs: Sequence[Mapping], deployed: Mapping[str, Mapping]) -> list[str]:
@@ -298,54 +303,51 @@ def to_hold(session, specs: Sequence[Mapping], deployed: Mapping[str, Mapping]) 
     over the copy, so until the backfill has copied those rows a task would leave out fan-out rows that exist, under
     a version newer than the backfill's; paused, the tasks wait in the backup maps until the copy is whole."""
     out = []
-    for spec in specs:
-        target = next((t for t in spec.get("targets") or [] if is_following(t)), None)
-        if target is None or spec["name"] in deployed:
+    for spec in map(FlowSpec.parse, specs):
+        target = spec.following_target
+        if target is None or spec.name in deployed:
             continue
-        fan = target["fanout"]
-        rows = session.execute(f'SELECT * FROM "{fan["keyspace"]}"."{fan["table"]}" LIMIT 1')
+        fan = target.fanout
+        rows = session.execute(f'SELECT * FROM "{fan.keyspace}"."{fan.table}" LIMIT 1')
         if rows.one() is not None:
-            out.append(spec["name"])
+            out.append(spec.name)
     return out
 
 
-def written_tables(spec: Mapping) -> list[str]:
+def written_tables(spec: Mapping | FlowSpec) -> list[str]:
     """The tables a companion spec writes: its target's and the copy; none for any other spec."""
-    follows = spec.get("follows")
-    if not follows:
+    follows = FlowSpec.parse(spec).follows
+    if follows is None:
         return []
-    target, copied = follows["target"], follows["target"]["fanout"]["follow"]
-    return [f"{target['keyspace']}.{target['table']}", f"{copied['keyspace']}.{copied['table']}"]
+    return [follows.target.qualified, follows.target.fanout.follow.qualified]
 
 
-def captured_columns(spec: Mapping) -> list[str]:
+def captured_columns(spec: Mapping | FlowSpec) -> list[str]:
     """The columns a companion's tasks carry: the non-key columns of the fan-out table its target uses."""
-    source = spec["source"]
-    key = set(source["partition_key"]) | set(source.get("clustering") or [])
-    return sorted(c for c in spec["follows"]["target"]["fanout"]["columns"] if c not in key)
+    typed = FlowSpec.parse(spec)
+    key = set(typed.source.key)
+    return sorted(c for c in typed.follows.target.fanout.columns if c not in key)
 
 
-def tables(specs: Iterable[Mapping]) -> list[dict]:
+def tables(specs: Iterable[Mapping | FlowSpec]) -> list[dict]:
     """The join index of each main spec and the copy of each companion, as the deploy template creates them."""
     out = []
-    for spec in specs:
-        for t in spec["targets"]:
-            if t.get("join_index"):
-                source_types = spec["source"]["columns"]
-                typed = {c: source_types[e.split(".", 1)[1]] for c, e in t["columns"].items()}
-                out.append({"keyspace": t["keyspace"], "table": t["table"],
-                            "comment": f"join index of the following fan-out of flow {spec['name']}: a row per "
+    for spec in map(FlowSpec.parse, specs):
+        for t in spec.targets:
+            if t.join_index:
+                typed = {c: spec.source.columns[column_of(e)[1]] for c, e in t.columns.items()}
+                out.append({"keyspace": t.keyspace, "table": t.table,
+                            "comment": f"join index of the following fan-out of flow {spec.name}: a row per "
                                        "source row, partitioned by its match value",
                             "columns": {**typed, **dict(INDEX_COLUMNS)},
-                            "partition_key": t["partition_key"], "clustering": t["clustering"]})
-        follows = spec.get("follows")
-        if follows:
-            source, fanout = spec["source"], follows["target"]["fanout"]
-            key = list(source["partition_key"]) + list(source["clustering"])
-            kept = [c for c in fanout["columns"] if c not in key]
-            out.append({"keyspace": fanout["follow"]["keyspace"], "table": fanout["follow"]["table"],
-                        "comment": f"copy of {source['keyspace']}.{source['table']} kept by flow {spec['name']}: "
+                            "partition_key": list(t.partition_key), "clustering": list(t.clustering)})
+        if spec.follows is not None:
+            source, fanout = spec.source, spec.follows.target.fanout
+            key = list(source.key)
+            kept = [c for c in fanout.columns if c not in key]
+            out.append({"keyspace": fanout.follow.keyspace, "table": fanout.follow.table,
+                        "comment": f"copy of {source.qualified} kept by flow {spec.name}: "
                                    "its rows with a change counter each",
-                        "columns": {**{c: source["columns"][c] for c in key + kept}, **dict(COPY_COLUMNS)},
-                        "partition_key": list(source["partition_key"]), "clustering": list(source["clustering"])})
+                        "columns": {**{c: source.columns[c] for c in key + kept}, **dict(COPY_COLUMNS)},
+                        "partition_key": list(source.partition_key), "clustering": list(source.clustering)})
     return out

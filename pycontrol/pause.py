@@ -18,6 +18,7 @@ from cassandra.query import SimpleStatement
 
 from . import deploy, keyspace, render, status
 from .errors import ClusterError, ConfigError, DeployError, UnknownFlowError
+from .spec import FlowSpec
 
 Progress = Callable[[str], None]
 
@@ -29,7 +30,7 @@ class PauseResult:
     nodes: list[str]        # the nodes that reported the new state (empty when not waited for)
 
 
-def check_pausable(name: str, deployed: dict[str, dict]) -> dict:
+def check_pausable(name: str, deployed: dict[str, FlowSpec]) -> FlowSpec:
     """The deployed flow's spec, or an error naming the flow: unknown, or keeping no backup entries (its tasks would
     then wait in one node's memory only, lost if it stops, and a discard flow would drop them)."""
     if name not in deployed:

@@ -14,6 +14,7 @@ from cassandra.encoder import Encoder
 
 from . import aggregates, backup_map, capture_index, cql_script, follows, keyspace, replication as replication_mod
 from .errors import ConfigError
+from .spec import FlowSpec
 
 TRIGGER_NAME = "async_triggers"
 TRIGGER_CLASS = "org.asynctriggers.AsyncTrigger"   # back pressure on the coordinator (the block policy)
@@ -43,9 +44,9 @@ def literal(value: Any) -> str:
     return _encoder.cql_encode_all_types(value)
 
 
-def spec_json(spec: dict) -> str:
+def spec_json(spec: Mapping | FlowSpec) -> str:
     """The flow specification as the plugin reads it (stable key order, so re-deploys compare equal)."""
-    return json.dumps(spec, indent=2, sort_keys=True)
+    return json.dumps(spec.doc if isinstance(spec, FlowSpec) else spec, indent=2, sort_keys=True)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,12 +99,12 @@ def _keyspace_tables(existing_columns: Mapping[str, Collection[str]]) -> list[di
 def _backup_maps(specs: Sequence[dict]) -> list[dict]:
     """One backup map per source table of the flows, in the order the flows name them."""
     out, seen = [], set()
-    for s in specs:
-        ks, table = s["source"]["keyspace"], s["source"]["table"]
+    for source in (FlowSpec.parse(s).source for s in specs):
+        ks, table = source.keyspace, source.table
         if (ks, table) in seen:
             continue
         seen.add((ks, table))
-        keys = backup_map.key_columns([s["source"]["columns"][c] for c in s["source"]["partition_key"]])
+        keys = backup_map.key_columns([source.columns[c] for c in source.partition_key])
         out.append({
             "keyspace": ks, "table": backup_map.table_name(table), "source": f"{ks}.{table}",
             "key_definitions": ", ".join(f"{ident(c)} {t}" for c, t in keys),
@@ -141,13 +142,12 @@ def capture_indexes(specs: Sequence[dict], others: Sequence[dict] = (),
                     existing: Mapping[tuple[str, str], Collection[str]] | None = None) -> list[dict]:
     """The capture index of each source table of ``specs``, over every flow on it (``others``: flows already
     deployed that stay), and the capture indexes it replaces (``existing``: table to its capture indexes now)."""
-    by_table: dict[tuple[str, str], dict[str, dict]] = {}
-    for s in list(others) + list(specs):
-        key = (s["source"]["keyspace"], s["source"]["table"])
-        by_table.setdefault(key, {})[s["name"]] = s
+    by_table: dict[tuple[str, str], dict[str, FlowSpec]] = {}
+    for s in map(FlowSpec.parse, list(others) + list(specs)):
+        by_table.setdefault((s.source.keyspace, s.source.table), {})[s.name] = s
     out = []
-    for s in specs:
-        key = (s["source"]["keyspace"], s["source"]["table"])
+    for s in map(FlowSpec.parse, specs):
+        key = (s.source.keyspace, s.source.table)
         if key not in by_table:
             continue
         flows = by_table.pop(key)
@@ -162,9 +162,9 @@ def _deploy_context(specs: Sequence[dict], replication: Mapping[str, int] | int,
                     flow_status_columns: Collection[str], others: Sequence[dict],
                     existing_capture_indexes: Mapping[tuple[str, str], Collection[str]] | None,
                     flows_columns: Collection[str] = (), held: Collection[str] = ()) -> dict:
-    flows = [{"spec": s, "json": spec_json(s), "hold": s["name"] in held,
-              "targets": sorted(aggregates.written_tables(s)) or ["handler " + str(s["handler"])]}
-             for s in specs]
+    flows = [{"spec": s, "json": spec_json(s), "hold": s.name in held,
+              "targets": sorted(aggregates.written_tables(s)) or ["handler " + str(s.handler)]}
+             for s in map(FlowSpec.parse, specs)]
     existing = {keyspace.FLOW_STATUS.name: flow_status_columns, keyspace.FLOWS.name: flows_columns}
     return dict(keyspace=keyspace.KEYSPACE, keyspace_tables=_keyspace_tables(existing),
                 replication=replication_mod.cql_map(replication),

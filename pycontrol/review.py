@@ -23,6 +23,7 @@ from cassandra.query import SimpleStatement
 
 from . import keyspace, render
 from .errors import ConfigError
+from .spec import FlowSpec
 
 CREATED, PRESENT, CHANGED = "+", "=", "~"
 
@@ -77,8 +78,9 @@ def effect(metadata, deployed: Mapping[str, dict], statement: render.Statement) 
     return CREATED
 
 
-def _comparable(spec: Mapping) -> dict:
-    return {k: v for k, v in spec.items() if not k.startswith("_")}
+def _comparable(spec: Mapping | FlowSpec) -> dict:
+    """The document of a spec, without what older deploys stored beside it under names starting with '_'."""
+    return {k: v for k, v in FlowSpec.parse(spec).doc.items() if not k.startswith("_")}
 
 
 def spec_diff(before: Mapping | None, after: Mapping, name: str, labels: tuple[str, str] = ("deployed", "this deploy")
@@ -91,24 +93,24 @@ def spec_diff(before: Mapping | None, after: Mapping, name: str, labels: tuple[s
                                      tofile=f"{name} ({labels[1]})", lineterm=""))
 
 
-def flow_change(deployed: Mapping[str, dict], spec: Mapping) -> tuple[str, list[str]]:
+def flow_change(deployed: Mapping[str, FlowSpec], spec: Mapping) -> tuple[str, list[str]]:
     """What a deploy does to one flow: ("new" | "changed" | "unchanged", its specification's diff)."""
-    name = spec["name"]
+    name = FlowSpec.parse(spec).name
     diff = spec_diff(deployed.get(name), spec, name)
     return ("new" if name not in deployed else "changed" if diff else "unchanged"), diff
 
 
-def dry_run_lines(metadata, deployed: Mapping[str, dict], specs: Sequence[dict],
+def dry_run_lines(metadata, deployed: Mapping[str, FlowSpec], specs: Sequence[dict],
                   statements: Sequence[render.Statement], companions: Sequence[str] = (),
                   held: Sequence[str] = ()) -> list[str]:
     """The report of a dry run: each flow's specification against the deployed one, then each statement marked
     with its effect (``+`` changes the cluster, ``~`` replaces a flow's specification, ``=`` is there already)."""
     out = []
     for spec in specs:
-        name = spec["name"]
+        name = FlowSpec.parse(spec).name
         state, diff = flow_change(deployed, spec)
         out.append(f"flow {name}: {state}" if state == "new" else
-                   f"flow {name}: {state} (deployed {describe_version(deployed[name].get('_version'))})")
+                   f"flow {name}: {state} (deployed {describe_version(FlowSpec.parse(deployed[name]).version)})")
         out += ["  " + line for line in diff]
         if name in held:
             out.append(f"  deployed paused: its following fan-out's table has rows to copy first "

@@ -12,6 +12,7 @@ from .errors import ValidationError
 from .flows import FanOut, Flow, Ref, Write
 from .schema import Schema, TableSchema
 from .schema_rules import check_backup_map, check_same_type, multi_cell, norm_type, table as find_table
+from .spec import FlowSpec
 
 
 def _ref_type(flow: Flow, ref: Ref, where: str, src: TableSchema, fan: TableSchema | None) -> str:
@@ -160,11 +161,11 @@ def check_cycles(specs: Iterable[Mapping]) -> None:
     """Reject flows whose source -> target edges form a cycle (the report assumes an acyclic data flow)."""
     edges: dict[str, set[str]] = {}
     by_edge: dict[tuple[str, str], str] = {}
-    for spec in specs:
-        src = f"{spec['source']['keyspace']}.{spec['source']['table']}"
+    for spec in map(FlowSpec.parse, specs):
+        src = spec.source.qualified
         for dst in aggregates.written_tables(spec):
             edges.setdefault(src, set()).add(dst)
-            by_edge.setdefault((src, dst), spec["name"])
+            by_edge.setdefault((src, dst), spec.name)
     state: dict[str, int] = {}  # 1 on the DFS stack, 2 done
 
     def visit(node: str, path: list[str]) -> None:
@@ -208,10 +209,10 @@ def check_one_flow_per_target(specs: Iterable[Mapping]) -> None:
     so may a flow and its own companion (a following fan-out's)."""
     writers: dict[str, list[str]] = {}
     owners: dict[str, set[str]] = {}
-    for spec in specs:
+    for spec in map(FlowSpec.parse, specs):
         for table in aggregates.written_tables(spec):
-            writers.setdefault(table, []).append(spec["name"])
-            owners.setdefault(table, set()).add(follows.main_of(spec) or spec["name"])
+            writers.setdefault(table, []).append(spec.name)
+            owners.setdefault(table, set()).add(follows.main_of(spec) or spec.name)
     for table, names in sorted(writers.items()):
         if len(owners[table]) > 1:
             first, *rest = sorted(names)

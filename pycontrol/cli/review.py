@@ -10,6 +10,7 @@ import typer
 from .. import aggregates, deploy as deploy_mod, review, status as status_mod
 from ..cql import connect
 from ..flows import Flow
+from ..spec import FlowSpec
 from .exit_codes import errors_to_exit
 from .options import connection_options
 
@@ -22,7 +23,7 @@ def dry_run(ctx: typer.Context, flows: Sequence[Flow], replication: Mapping[str,
         metadata = session.cluster.metadata
         target = review.target(session)
         if as_json:
-            changes = {s["name"]: review.flow_change(plan.deployed, s) for s in plan.specs}
+            changes = {FlowSpec.parse(s).name: review.flow_change(plan.deployed, s) for s in plan.specs}
             typer.echo(json.dumps({
                 "cluster": target,
                 "flows": [{"name": name, "state": state, "diff": diff, "held": name in plan.held}
@@ -57,21 +58,20 @@ def show(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed fl
                 if past.spec is None:
                     typer.echo(past.line())
                     return
-                spec, paused, current = past.spec, None, past
+                spec, paused, current = FlowSpec.parse(past.spec), None, past
             else:
                 deployed = deploy_mod.require_deployed(session, [flow])
                 spec = deployed[flow]
                 paused = flow in status_mod.paused_flows(session)
                 past = review.history(session, flow)
-                current = past[0] if past and past[0].version == spec["_version"] else None
+                current = past[0] if past and past[0].version == spec.version else None
                 companion = deploy_mod.companion_of(deployed, flow)
                 if companion is not None:
-                    fan = deployed[companion]["source"]
-                    companion = f"{companion} (follows {fan['keyspace']}.{fan['table']})"
+                    companion = f"{companion} (follows {deployed[companion].source.qualified})"
             since = review.revision_of(session, flow, diff) if diff is not None else None
-            indexes = deploy_mod.capture_indexes_of(session, [(spec["source"]["keyspace"], spec["source"]["table"])])
-    spec = {k: v for k, v in spec.items() if not k.startswith("_")}
-    source = f"{spec['source']['keyspace']}.{spec['source']['table']}"
+            indexes = deploy_mod.capture_indexes_of(session, [(spec.source.keyspace, spec.source.table)])
+    source, handler = spec.source.qualified, spec.handler
+    spec = dict(spec.doc)
     shown = f"revision {current.revision}" if current is not None else "deployed"
     changes = review.spec_diff(since.spec, spec, flow, (f"revision {since.revision}", shown)) \
         if since is not None and since.spec is not None else []
@@ -85,7 +85,7 @@ def show(ctx: typer.Context, flow: str = typer.Argument(..., help="A deployed fl
     if as_json:
         typer.echo(json.dumps({**facts, "spec": spec, "diff": changes}, indent=2))
         return
-    typer.echo(f"flow {flow}: {source} -> {', '.join(facts['targets']) or 'handler ' + str(spec.get('handler'))}")
+    typer.echo(f"flow {flow}: {source} -> {', '.join(facts['targets']) or 'handler ' + str(handler)}")
     if current is not None:
         typer.echo(f"  revision {current.revision}, deployed {facts['deployed_at']} by {current.by} on {current.via}")
     else:

@@ -132,10 +132,9 @@ def list_cmd(ctx: typer.Context, as_json: bool = typer.Option(False, "--json")):
         with connect(ctx.obj) as session:
             deployed = deploy_mod.read_deployed(session)
             paused = status_mod.paused_flows(session)
-    rows = [{"name": n, "source": f"{s['source']['keyspace']}.{s['source']['table']}",
-             "targets": sorted(aggregates.written_tables(s)),
-             "handler": s.get("handler"), "events": s["events"], "version": s["_version"],
-             "deployed_at": review.describe_version(s["_version"]), "paused": n in paused}
+    rows = [{"name": n, "source": s.source.qualified, "targets": sorted(aggregates.written_tables(s)),
+             "handler": s.handler, "events": list(s.events), "version": s.version,
+             "deployed_at": review.describe_version(s.version), "paused": n in paused}
             for n, s in sorted(deployed.items())]
     if as_json:
         typer.echo(json.dumps(rows, indent=2))

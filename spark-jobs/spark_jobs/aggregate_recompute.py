@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable, Mapping, Sequence
 
+from async_triggers.spec import FlowSpec, column_of
+
 from . import ring
 
 TIMER_TTL_SECONDS = 10 * 24 * 3600   # the plugin's AggregateTotals.TIMER_GRACE_SECONDS
@@ -17,34 +19,32 @@ WRITE_CONSISTENCY = "EACH_QUORUM"    # the lineage level: a quorum read in any d
 Progress = Callable[[str], None]
 
 
-def members_index(spec: Mapping, aggregate_table: str) -> int:
+def members_index(spec: FlowSpec, aggregate_table: str) -> int:
     """The index in the spec of the members target of ``aggregate_table`` (``keyspace.table``)."""
-    for i, t in enumerate(spec["targets"]):
-        a = t.get("aggregate")
-        if a and f"{a['keyspace']}.{a['table']}" == aggregate_table:
+    for i, t in enumerate(spec.targets):
+        if t.aggregate is not None and t.aggregate.qualified == aggregate_table:
             return i
     raise KeyError(aggregate_table)
 
 
-def group_types(spec: Mapping, index: int) -> list[str]:
+def group_types(spec: FlowSpec, index: int) -> list[str]:
     """The CQL types of the members partition key (the group), in order."""
-    members = spec["targets"][index]
-    source = spec["source"]["columns"]
-    return [source[members["columns"][g].split(".", 1)[1]] for g in members["partition_key"]]
+    members = spec.targets[index]
+    return [spec.source.columns[column_of(members.columns[g])[1]] for g in members.partition_key]
 
 
-def group_of_row(spec: Mapping, index: int, row: Mapping) -> tuple:
+def group_of_row(spec: FlowSpec, index: int, row: Mapping) -> tuple:
     """The group (members partition key values, in order) of a row of the aggregate table, by its key columns."""
-    members = spec["targets"][index]
-    by_member = {m: c for c, m in members["aggregate"]["group"].items()}
-    return tuple(row[by_member[g]] for g in members["partition_key"])
+    members = spec.targets[index]
+    by_member = {m: c for c, m in members.aggregate.group.items()}
+    return tuple(row[by_member[g]] for g in members.partition_key)
 
 
 def _hour(seconds: int) -> int:
     return seconds // 3600
 
 
-def request(session, spec: Mapping, index: int, groups: Iterable[Sequence]) -> int:
+def request(session, spec: FlowSpec, index: int, groups: Iterable[Sequence]) -> int:
     """Writes a timer due now for each group; returns how many."""
     from cassandra import ConsistencyLevel
     from cassandra.concurrent import execute_concurrent_with_args
@@ -54,7 +54,7 @@ def request(session, spec: Mapping, index: int, groups: Iterable[Sequence]) -> i
     insert = session.prepare('INSERT INTO async_triggers.aggregate_timers ("flow", "hour", "due", "target", "group_key") '
                              "VALUES (?, ?, ?, ?, ?) USING TTL ?")
     insert.consistency_level = getattr(ConsistencyLevel, WRITE_CONSISTENCY)
-    args = [(spec["name"], _hour(now), now, index, ring.encode_key([ring.serialize(v, t) for v, t in zip(g, types)]),
+    args = [(spec.name, _hour(now), now, index, ring.encode_key([ring.serialize(v, t) for v, t in zip(g, types)]),
              TIMER_TTL_SECONDS) for g in groups]
     for ok, result in execute_concurrent_with_args(session, insert, args, concurrency=64, raise_on_first_error=False):
         if not ok:
@@ -62,7 +62,7 @@ def request(session, spec: Mapping, index: int, groups: Iterable[Sequence]) -> i
     return len(args)
 
 
-def pending(session, spec: Mapping) -> int:
+def pending(session, spec: FlowSpec) -> int:
     """The flow's timers due by now, of this hour and the one before (those ``request`` writes)."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
@@ -72,17 +72,17 @@ def pending(session, spec: Mapping) -> int:
     for hour in (_hour(now) - 1, _hour(now)):
         st = SimpleStatement('SELECT "due" FROM async_triggers.aggregate_timers WHERE "flow" = %s AND "hour" = %s '
                              'AND "due" <= %s', consistency_level=ConsistencyLevel.LOCAL_QUORUM)
-        count += sum(1 for _ in session.execute(st, (spec["name"], hour, now)))
+        count += sum(1 for _ in session.execute(st, (spec.name, hour, now)))
     return count
 
 
-def recompute(session, spec: Mapping, index: int, groups: Iterable[Sequence], progress: Progress, label: str,
+def recompute(session, spec: FlowSpec, index: int, groups: Iterable[Sequence], progress: Progress, label: str,
               timeout: float = 600) -> int:
     """Requests the groups' recomputes and waits until the plugin has made them all; returns how many groups."""
     n = request(session, spec, index, groups)
     if not n:
         return 0
-    table = f"{spec['targets'][index]['aggregate']['keyspace']}.{spec['targets'][index]['aggregate']['table']}"
+    table = spec.targets[index].aggregate.qualified
     progress(f"{label}: {n} group(s) of {table} to recompute (the plugin recomputes each, as a task does)")
     deadline = time.monotonic() + timeout
     while True:
@@ -95,7 +95,7 @@ def recompute(session, spec: Mapping, index: int, groups: Iterable[Sequence], pr
         time.sleep(1)
 
 
-def recompute_all(spark, session, spec: Mapping, source, fanout_dfs: Mapping[str, object], progress: Progress) -> int:
+def recompute_all(spark, session, spec: FlowSpec, source, fanout_dfs: Mapping[str, object], progress: Progress) -> int:
     """After a backfill wrote the members, every group of each aggregate is recomputed by the plugin: the groups the
     source rows have, and those the aggregate table holds (a group whose rows went while the flow was not deployed)."""
     from . import derive
@@ -104,9 +104,9 @@ def recompute_all(spark, session, spec: Mapping, source, fanout_dfs: Mapping[str
     done = 0
     for name, table in derive.aggregate_tables(spec).items():
         index = members_index(spec, name)
-        members = table["members"]
-        groups = derive.target_rows(members, source, fanout_dfs, list(members["partition_key"])).distinct().collect()
-        found = read_table(spark, table["keyspace"], table["table"], derive.primary_key(table)).collect()
+        members = table.members
+        groups = derive.target_rows(members, source, fanout_dfs, list(members.partition_key)).distinct().collect()
+        found = read_table(spark, table.keyspace, table.table, derive.primary_key(table)).collect()
         wanted = {tuple(r) for r in groups} | {group_of_row(spec, index, r.asDict()) for r in found}
-        done += recompute(session, spec, index, sorted(wanted, key=repr), progress, f"backfill {spec['name']}")
+        done += recompute(session, spec, index, sorted(wanted, key=repr), progress, f"backfill {spec.name}")
     return done

@@ -23,7 +23,7 @@ How it converges with the live propagation that runs meanwhile (docs/design.md, 
 
 Flows with a Java handler cannot be applied by Spark and are refused.
 
-About 420 lines: the run's steps in order (read, lineage entries, rows per range, convergence), with the command
+About 300 lines: the run's steps in order (read, lineage entries, rows per range, convergence), with the command
 line; what differs for an aggregate or a fan-out that follows its table lives in its own module.
 """
 from __future__ import annotations
@@ -35,6 +35,8 @@ import os
 import sys
 import time
 from typing import Callable, Mapping, Sequence
+
+from async_triggers.spec import FlowSpec
 
 from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
@@ -78,18 +80,20 @@ class Stopped(Exception):
     """The test hook ``--stop-after-ranges`` ended the run as a crash would, after that many ranges."""
 
 
-def check_applicable(spec: Mapping) -> None:
-    name = spec.get("name")
+def check_applicable(spec: FlowSpec | Mapping) -> None:
+    """A BackfillError when Spark cannot backfill ``spec`` (a document or its FlowSpec): a companion flow, a Java
+    handler, targets it cannot derive."""
+    spec = FlowSpec.parse(spec)
     refusal = follows.companion_refusal(spec, "backfill")
     if refusal:
         raise BackfillError(refusal)
-    if spec.get("handler"):
-        raise BackfillError(f"flow '{name}' runs the Java handler {spec['handler']}: Spark cannot apply a handler, "
+    if spec.handler:
+        raise BackfillError(f"flow '{spec.name}' runs the Java handler {spec.handler}: Spark cannot apply a handler, "
                             "so this flow cannot be backfilled")
     derive.targets_by_table(spec)    # the same checks verify makes (targets present, consistent keys)
 
 
-def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=None) -> int:
+def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=None) -> int:
     """Writes what the flow derives from the source rows of ``part``: the lineage images first, then the rows, as
     the plugin's task does. Returns the number of derived rows written. A flow whose fan-out follows its table
     (``spark`` given) writes at the version its rows' write times fall in, each target at its stamp within it, the
@@ -98,56 +102,57 @@ def write_range(spec: Mapping, part, fanout_dfs: Mapping[str, object], spark=Non
 
     from async_triggers import keyspace
 
-    following = follows.following_target(spec)
+    following = spec.following_target
     if following is not None:
         part = part.withColumn(WRITETIME, follows.base(F.col(WRITETIME)))
 
-    for index, target in enumerate(spec["targets"]):
-        if target.get("mode") == "lineage":
+    for index, target in enumerate(spec.targets):
+        if target.mode == "lineage":
             # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
             write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
                        consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
-    if spec["source"].get("clustering") and any(t.get("mode") == "lineage" for t in spec["targets"]):
+    if spec.source.clustering and any(t.mode == "lineage" for t in spec.targets):
         # the rows a range or partition deletion of the source covers are found in lineage_keys
         write_rows(lineage_key_rows(spec, part), keyspace.KEYSPACE, keyspace.LINEAGE_KEYS.name, ttl=False,
                    consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
     written = 0
-    for target in spec["targets"]:
-        clash = {WRITETIME, TTL} & set(target["columns"])
+    for target in spec.targets:
+        clash = {WRITETIME, TTL} & set(target.columns)
         if clash:
-            raise BackfillError(f"flow '{spec['name']}': {derive.qualified(target)} has a column named "
+            raise BackfillError(f"flow '{spec.name}': {target.qualified} has a column named "
                                 f"{', '.join(sorted(clash))}, which the backfill uses for its write options")
         if following is not None and target is following:
             rows = follows.following_rows(spark, target, part, WRITETIME, TTL)   # over the copy, after the join index
         else:
-            rows = derive.target_rows(target, part, fanout_dfs, list(target["columns"]), carry=(WRITETIME, TTL))
+            rows = derive.target_rows(target, part, fanout_dfs, list(target.columns), carry=(WRITETIME, TTL))
         if following is not None:
             rows = follows.stamped(target, rows, WRITETIME)
         rows = rows.persist()
         try:
             written += rows.count()
-            write_rows(rows, target["keyspace"], target["table"], concurrency=WRITE_CONCURRENCY)
+            write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY)
         finally:
             rows.unpersist()
     return written
 
 
-def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_RANGES, restart: bool = False,
+def backfill_with_session(spark, session, spec: FlowSpec | Mapping, ranges: int = DEFAULT_RANGES, restart: bool = False,
                           progress: Progress = _stderr, stop_after: int | None = None,
                           hold_while: str | None = None, wave_ranges: int | None = None) -> Report:
-    """Backfills ``spec`` through the Spark session (rows) and the driver session (checkpoints, convergence).
-    The pending token ranges are written in waves of ``wave_ranges`` (default: all of them in one), each wave's
-    ranges recorded once all its writes were acknowledged: a crash redoes at most one wave (its writes are
-    idempotent: the same cells at the same timestamps). ``stop_after`` and ``hold_while`` are test hooks: stop as a
-    crash would after that many ranges (written one per wave); wait after reading the source while that file
-    exists."""
+    """Backfills ``spec`` (a document or its FlowSpec) through the Spark session (rows) and the driver session
+    (checkpoints, convergence). The pending token ranges are written in waves of ``wave_ranges`` (default: all of
+    them in one), each wave's ranges recorded once all its writes were acknowledged: a crash redoes at most one wave
+    (its writes are idempotent: the same cells at the same timestamps). ``stop_after`` and ``hold_while`` are test
+    hooks: stop as a crash would after that many ranges (written one per wave); wait after reading the source while
+    that file exists."""
     from pyspark import StorageLevel
 
     from . import aggregate_recompute, backfill_lineage
     from .session import read_table
 
     started = time.monotonic()
-    flow = spec["name"]
+    spec = FlowSpec.parse(spec)
+    flow = spec.name
     check_applicable(spec)
     run = checkpoints.open_run(session, flow, ranges, restart)
     if run.resumed and len(run.ranges) != ranges:
@@ -155,7 +160,7 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
     pending = run.pending
     progress(f"backfill {flow}: run {run.started}, {len(run.ranges) - len(pending)}/{len(run.ranges)} token ranges "
              f"done before, {len(pending)} to do")
-    if follows.following_target(spec) is not None and pending:
+    if spec.following_target is not None and pending:
         follows.fill_copy(spark, spec, LINEAGE_WRITE_CONSISTENCY, progress)   # before any range fans out over it
         follows.resume_held(session, flow, progress)   # its tasks now fan out over the whole copy
     source = read_source(spark, spec, run.started_micros).persist(StorageLevel.MEMORY_AND_DISK)
@@ -187,7 +192,7 @@ def backfill_with_session(spark, session, spec: Mapping, ranges: int = DEFAULT_R
                     and done < len(run.ranges):
                 raise Stopped(f"stopped after {stop_after} token ranges (--stop-after-ranges)")
         removed = backfill_lineage.converge(spark, session, spec, progress) \
-            if any(t.get("mode") == "lineage" for t in spec["targets"]) else 0
+            if any(t.mode == "lineage" for t in spec.targets) else 0
         aggregate_recompute.recompute_all(spark, session, spec, source, fanout_dfs, progress)
     finally:
         source.unpersist()

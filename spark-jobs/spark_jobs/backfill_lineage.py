@@ -17,6 +17,8 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from async_triggers.spec import FlowSpec, Target
+
 from . import derive, follows, ring
 
 
@@ -30,12 +32,11 @@ def stale_entries(lineage_df, fresh_entries, flow: str):
     return entries.join(fresh_entries.select("source_key", "target_key"), on=["source_key", "target_key"], how="left_anti")
 
 
-def _values(spec: Mapping, target: Mapping, source_key: bytes, image: list[bytes]) -> dict:
+def _values(spec: FlowSpec, target: Target, source_key: bytes, image: list[bytes]) -> dict:
     """The source row as far as a lineage entry knows it: its key and the image (driver values)."""
-    types = spec["source"]["columns"]
-    key = list(spec["source"]["partition_key"]) + list(spec["source"].get("clustering") or [])
-    values = {c: ring.deserialize(b, types[c]) for c, b in zip(key, ring.decode_key(source_key))}
-    values.update({c: ring.deserialize(b, types[c]) for c, b in zip(target["lineage_columns"], image)})
+    types = spec.source.columns
+    values = {c: ring.deserialize(b, types[c]) for c, b in zip(spec.source.key, ring.decode_key(source_key))}
+    values.update({c: ring.deserialize(b, types[c]) for c, b in zip(target.lineage_columns, image)})
     return values
 
 
@@ -43,18 +44,18 @@ def _quoted(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _fanout_rows(session, target: Mapping, values: Mapping) -> list[dict]:
-    fan = target.get("fanout")
-    if not fan:
+def _fanout_rows(session, target: Target, values: Mapping) -> list[dict]:
+    fan = target.fanout
+    if fan is None:
         return [{}]
-    match = list(fan["match"].items())
+    match = list(fan.match.items())
     bound = [values.get(derive.parse_ref(e)[1]) for _, e in match]
     if any(v is None or v in ("", b"") for v in bound):
         return []   # a fan-out table's partition key is never null or empty
     where = " AND ".join(f"{_quoted(c)} = %s" for c, _ in match)
     # a fan-out that follows its table: every row of its copy, gone or not (as the plugin deletes a former image's)
-    table = fan.get("follow") or fan
-    cql = f"SELECT * FROM {_quoted(table['keyspace'])}.{_quoted(table['table'])} WHERE {where}"
+    table = fan.follow or fan
+    cql = f"SELECT * FROM {_quoted(table.keyspace)}.{_quoted(table.table)} WHERE {where}"
     return [r._asdict() for r in session.execute(_quorum(cql), bound)]
 
 
@@ -65,47 +66,47 @@ def _quorum(cql: str):
     return SimpleStatement(cql, consistency_level=ConsistencyLevel.LOCAL_QUORUM)
 
 
-def delete_rows(session, spec: Mapping, index: int, source_key: bytes, target_key: bytes, delete_at: int) -> int:
+def delete_rows(session, spec: FlowSpec, index: int, source_key: bytes, target_key: bytes, delete_at: int) -> int:
     """Deletes the rows an image of target ``index`` derived, at ``delete_at``: the full key, or its longest known
     prefix of a known partition key (as the plugin's delete). Returns the number of DELETEs sent."""
     image = ring.decode_key(target_key)[1:]
-    targets = spec["targets"]
-    if not 0 <= index < len(targets) or targets[index].get("mode") != "lineage" \
-            or len(image) != len(targets[index].get("lineage_columns") or []):
+    targets = spec.targets
+    if not 0 <= index < len(targets) or targets[index].mode != "lineage" \
+            or len(image) != len(targets[index].lineage_columns):
         return 0     # an entry this version does not trace (or a former plugin's sentinel or floor) is only dropped
     target = targets[index]
     values = _values(spec, target, source_key, image)
-    if follows.following_target(spec) is not None:
+    if spec.following_target is not None:
         # the rows of a version are stamped within it (follows.SPACING): all of them go, no newer version's
         version = (delete_at // follows.SPACING) * follows.SPACING
         delete_at = version + follows.SPACING - 1
-        if target.get("join_index"):
+        if target.join_index:
             return _mark_gone(session, target, values, version + follows.SPACING)
     sent = 0
     for fan_row in _fanout_rows(session, target, values):
         columns, bound = [], []
         for column in derive.primary_key(target):
-            scope, ref = derive.parse_ref(target["columns"][column])
+            scope, ref = derive.parse_ref(target.columns[column])
             value = (values if scope == "source" else fan_row).get(ref)
             if value is None:
                 break
             columns.append(column)
             bound.append(value)
-        if len(columns) < len(target["partition_key"]) or any(v in ("", b"") for v in bound[:len(target["partition_key"])]):
+        if len(columns) < len(target.partition_key) or any(v in ("", b"") for v in bound[:len(target.partition_key)]):
             continue
         where = " AND ".join(f"{_quoted(c)} = %s" for c in columns)
-        session.execute(_quorum(f"DELETE FROM {_quoted(target['keyspace'])}.{_quoted(target['table'])} "
+        session.execute(_quorum(f"DELETE FROM {_quoted(target.keyspace)}.{_quoted(target.table)} "
                                 f"USING TIMESTAMP {int(delete_at)} WHERE {where}"), bound)
         sent += 1
     return sent
 
 
-def _mark_gone(session, index: Mapping, values: Mapping, version: int) -> int:
+def _mark_gone(session, index: Target, values: Mapping, version: int) -> int:
     """A join index row the source row left is kept as gone at ``version`` (the plugin's Lineage.markGone)."""
     key = []
     for column in derive.primary_key(index):
-        value = values.get(derive.parse_ref(index["columns"][column])[1])
-        if value is None or (column in index["partition_key"] and value in ("", b"")):
+        value = values.get(derive.parse_ref(index.columns[column])[1])
+        if value is None or (column in index.partition_key and value in ("", b"")):
             return 0
         key.append(value)
     cql, bound = follows.gone_statement(index, version)
@@ -113,7 +114,7 @@ def _mark_gone(session, index: Mapping, values: Mapping, version: int) -> int:
     return 1
 
 
-def converge(spark, session, spec: Mapping, progress: Callable[[str], None], label: str | None = None,
+def converge(spark, session, spec: FlowSpec, progress: Callable[[str], None], label: str | None = None,
              fresh_source: Callable[[], object] | None = None) -> int:
     """Deletes every recorded image of ``spec`` that its source row no longer has, and its rows; returns how many.
     ``fresh_source`` reads the source again (as ``backfill.read_source`` does, at ALL); ``label`` starts the progress
@@ -133,12 +134,12 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
         source = (fresh_source() if fresh_source else source_rows.read_source(
             spark, spec, 0, options={"spark.cassandra.input.consistency.level": "ALL"})).persist()   # whole rows
         fresh = None
-        for index, target in enumerate(spec["targets"]):
-            if target.get("mode") == "lineage":
+        for index, target in enumerate(spec.targets):
+            if target.mode == "lineage":
                 rows = source_rows.lineage_rows(spec, index, source).select("source_key", "target_key")
                 fresh = rows if fresh is None else fresh.union(rows)
         try:
-            stale = stale_entries(lineage, fresh, spec["name"]).collect() if fresh is not None else []
+            stale = stale_entries(lineage, fresh, spec.name).collect() if fresh is not None else []
         finally:
             source.unpersist()
     finally:
@@ -153,7 +154,7 @@ def converge(spark, session, spec: Mapping, progress: Callable[[str], None], lab
         source_key, target_key, at = bytes(entry["source_key"]), bytes(entry["target_key"]), int(entry["at"])
         index = int.from_bytes(ring.decode_key(target_key)[0], "big", signed=True) if ring.decode_key(target_key) else -1
         delete_rows(session, spec, index, source_key, target_key, at)
-        session.execute(delete_entry, (at, spec["name"], source_key, target_key))
-    progress(f"{label or 'backfill ' + spec['name']}: lineage converged, {len(stale)} image(s) the source no longer "
+        session.execute(delete_entry, (at, spec.name, source_key, target_key))
+    progress(f"{label or 'backfill ' + spec.name}: lineage converged, {len(stale)} image(s) the source no longer "
              "has and their rows removed")
     return len(stale)

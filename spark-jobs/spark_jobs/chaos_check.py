@@ -20,6 +20,8 @@ import sys
 from pathlib import Path
 from typing import Iterable, Mapping, Sequence
 
+from async_triggers.spec import FlowSpec
+
 SAMPLE_SIZE = 10
 
 
@@ -29,28 +31,29 @@ def restrict(df, column: str, id_from: int, id_to: int):
     return df.where((F.col(column) >= id_from) & (F.col(column) < id_to))
 
 
-def verify_flow(spark, spec: Mapping, id_column: str, id_from: int, id_to: int) -> list[dict]:
-    """async_triggers.spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids."""
+def verify_flow(spark, spec: FlowSpec | Mapping, id_column: str, id_from: int, id_to: int) -> list[dict]:
+    """async_triggers.spark_jobs.verify on one run's rows: the source and every target restricted to the run's ids.
+    ``spec``: a document or its FlowSpec."""
     from .derive import aggregate_tables
     from .session import read_table
     from .verify import fanout_columns, source_columns, targets_by_table, verify_frames
     from .verify_run import Options, read_target
 
+    spec = FlowSpec.parse(spec)
     whole = bool(aggregate_tables(spec))
 
     def run_only(df, column: str = id_column):
         return df if whole else restrict(df, column, id_from, id_to)
 
     def id_of(group) -> str:   # the target's column that holds the source's id (a join index names it k0)
-        return next((c for c, e in group[0].get("columns", {}).items() if e == f"source.{id_column}"), id_column)
+        return next((c for c, e in group[0].columns.items() if e == f"source.{id_column}"), id_column)
 
-    src = spec["source"]
-    source_df = run_only(read_table(spark, src["keyspace"], src["table"], source_columns(spec)))
+    source_df = run_only(read_table(spark, spec.source.keyspace, spec.source.table, source_columns(spec)))
     fanout_dfs = {name: read_table(spark, *name.split(".", 1), cols) for name, cols in fanout_columns(spec).items()}
     # as ctl verify reads them (a join index's rows kept as gone are not the flow's rows)
     actual_dfs = {name: run_only(read_target(spark, None, spec, name, None, Options()), id_of(group))
                   for name, group in targets_by_table(spec).items()}
-    return [dict(flow=spec["name"], **r.as_dict()) for r in verify_frames(spec, source_df, fanout_dfs, actual_dfs)]
+    return [dict(flow=spec.name, **r.as_dict()) for r in verify_frames(spec, source_df, fanout_dfs, actual_dfs)]
 
 
 def compare_with_reference(spark, tables: Sequence[tuple[str, str]], id_from: int, id_to: int,

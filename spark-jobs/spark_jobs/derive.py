@@ -2,14 +2,17 @@
 
 The one home of that computation: ``verify`` compares these rows with the target tables, ``backfill`` writes them
 (with each source row's own timestamp and TTL carried alongside), so the two can never disagree on what a flow
-produces. Pure functions of DataFrames; nothing here talks to Cassandra.
+produces. Pure functions of DataFrames; nothing here talks to Cassandra. They read the flow's typed specification
+(``async_triggers.spec.FlowSpec``: the jobs' entry points parse the document once and hand the typed form down).
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import OrderedDict
-from typing import Mapping, Sequence
+from typing import Mapping, Sequence, Union
 
 from async_triggers.errors import DeriveError
+from async_triggers.spec import FlowSpec, Table, Target
 
 _SOURCE, _ROW = "source", "row"
 
@@ -24,105 +27,122 @@ def parse_ref(expr: str) -> tuple[str, str]:
     return scope, column
 
 
-def qualified(table_spec: Mapping) -> str:
-    return f"{table_spec['keyspace']}.{table_spec['table']}"
+@dataclasses.dataclass(frozen=True)
+class AggregateTable:
+    """An aggregate table (docs/design.md, "Aggregates") in a target's shape: its key, the columns it computes
+    (``columns``: column to ``aggregate.<kind>``) and the members target it totals (``members``)."""
+    keyspace: str
+    table: str
+    partition_key: tuple[str, ...]
+    clustering: tuple[str, ...]
+    columns: Mapping[str, str]
+    members: Target
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.keyspace}.{self.table}"
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return self.partition_key + self.clustering
 
 
-def primary_key(target: Mapping) -> list[str]:
-    return list(target["partition_key"]) + list(target.get("clustering") or [])
+Written = Union[Target, AggregateTable]   # what a table of targets_by_table groups
 
 
-def targets_by_table(spec: Mapping) -> "OrderedDict[str, list[Mapping]]":
-    """The spec's targets grouped by the table they write, in the order of first appearance."""
-    if spec.get("handler"):
-        raise DeriveError(f"flow '{spec.get('name')}' runs the Java handler {spec['handler']}: its target rows "
+def primary_key(target: Target | AggregateTable | Table) -> list[str]:
+    return list(target.key)
+
+
+def targets_by_table(spec: FlowSpec) -> "OrderedDict[str, list[Written]]":
+    """The spec's targets grouped by the table they write, in the order of first appearance; an aggregate table
+    (:func:`aggregate_tables`) is a group of its own."""
+    if spec.handler:
+        raise DeriveError(f"flow '{spec.name}' runs the Java handler {spec.handler}: its target rows "
                           "cannot be derived from the specification")
-    targets = spec.get("targets") or []
-    if not targets:
-        raise DeriveError(f"flow '{spec.get('name')}' has no targets to verify")
-    grouped: OrderedDict[str, list[Mapping]] = OrderedDict()
-    for t in targets:
-        grouped.setdefault(qualified(t), []).append(t)
+    if not spec.targets:
+        raise DeriveError(f"flow '{spec.name}' has no targets to verify")
+    grouped: OrderedDict[str, list[Written]] = OrderedDict()
+    for t in spec.targets:
+        grouped.setdefault(t.qualified, []).append(t)
     for name, table in aggregate_tables(spec).items():
         grouped[name] = [table]
     for name, group in grouped.items():
-        keys = {tuple(primary_key(t)) for t in group}
+        keys = {t.key for t in group}
         if len(keys) > 1:
-            raise DeriveError(f"flow '{spec.get('name')}': targets writing {name} disagree on its primary key")
+            raise DeriveError(f"flow '{spec.name}': targets writing {name} disagree on its primary key")
     return grouped
 
 
-def aggregate_tables(spec: Mapping) -> "OrderedDict[str, dict]":
-    """Per aggregate table (docs/design.md, "Aggregates"), a target-shaped mapping: its key, the columns it computes
-    (``columns``: column to ``aggregate.<kind>``) and the members target it totals (``members``)."""
-    out: OrderedDict[str, dict] = OrderedDict()
-    for t in spec.get("targets") or []:
-        a = t.get("aggregate")
-        if not a:
+def aggregate_tables(spec: FlowSpec) -> "OrderedDict[str, AggregateTable]":
+    """Per aggregate table, its :class:`AggregateTable`."""
+    out: OrderedDict[str, AggregateTable] = OrderedDict()
+    for t in spec.targets:
+        a = t.aggregate
+        if a is None:
             continue
-        columns = {c: "aggregate.key" for c in list(a["partition_key"]) + list(a.get("clustering") or [])}
-        if a.get("count"):
-            columns[a["count"]] = "aggregate.count"
+        columns = {c: "aggregate.key" for c in a.partition_key + a.clustering}
+        if a.count:
+            columns[a.count] = "aggregate.count"
         for kind in ("sum", "min", "max"):
-            columns.update({c: f"aggregate.{kind}" for c in a.get(kind) or {}})
-        out[qualified(a)] = {"keyspace": a["keyspace"], "table": a["table"], "partition_key": list(a["partition_key"]),
-                             "clustering": list(a.get("clustering") or []), "columns": columns, "members": t}
+            columns.update({c: f"aggregate.{kind}" for c in getattr(a, kind)})
+        out[a.qualified] = AggregateTable(a.keyspace, a.table, a.partition_key, a.clustering, columns, t)
     return out
 
 
-def is_aggregate(target: Mapping) -> bool:
-    return "members" in target
+def is_aggregate(target: Written) -> bool:
+    return isinstance(target, AggregateTable)
 
 
-def aggregate_rows(table: Mapping, source_df, fanout_dfs: Mapping[str, object]):
+def aggregate_rows(table: AggregateTable, source_df, fanout_dfs: Mapping[str, object]):
     """The rows an aggregate table should hold: its members (:func:`target_rows` of the members target, which leaves
     out a source row with a null or empty group value) grouped by group, each group's count, sums, least and greatest
     values (nulls left out), on :func:`compared_columns`."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import DecimalType, LongType
 
-    members = table["members"]
-    a = members["aggregate"]
-    names = list(members["columns"])
+    members = table.members
+    a = members.aggregate
+    names = list(members.columns)
     rows = renamed(target_rows(members, source_df, fanout_dfs, names), "m")
     col = {name: F.col(f"m{i}") for i, name in enumerate(names)}
     types = dict(zip(names, (f.dataType for f in rows.schema.fields)))
-    group = [col[g].alias(f"q{i}") for i, g in enumerate(members["partition_key"])]
+    group = [col[g].alias(f"q{i}") for i, g in enumerate(members.partition_key)]
     output = compared_columns([table])
     computed = []
     for j, column in enumerate(output):
-        kind = table["columns"][column].split(".", 1)[1]
+        kind = table.columns[column].split(".", 1)[1]
         if kind == "key":
             continue
         if kind == "count":
             computed.append(F.count(F.lit(1)).alias(f"a{j}"))
             continue
-        value = col[a[kind][column]]
-        if kind == "sum" and isinstance(types[a[kind][column]], LongType):
+        value = col[getattr(a, kind)[column]]
+        if kind == "sum" and isinstance(types[getattr(a, kind)[column]], LongType):
             value = value.cast(DecimalType(38, 0))     # a sum of bigint is kept in varint: no overflow
         computed.append({"sum": F.sum, "min": F.min, "max": F.max}[kind](value).alias(f"a{j}"))
     totals = rows.groupBy(*group).agg(*computed)
-    by_position = [F.col(f"q{members['partition_key'].index(a['group'][c])}") if c in a["group"] else F.col(f"a{j}")
+    by_position = [F.col(f"q{members.partition_key.index(a.group[c])}") if c in a.group else F.col(f"a{j}")
                    for j, c in enumerate(output)]
     return totals.select(*by_position).toDF(*output)
 
 
-def compared_columns(targets: Sequence[Mapping]) -> list[str]:
+def compared_columns(targets: Sequence[Written]) -> list[str]:
     """Primary key first, then the value columns every target of the table maps (in the first one's order)."""
     key = primary_key(targets[0])
-    common = [c for c in targets[0]["columns"] if all(c in t["columns"] for t in targets)]
+    common = [c for c in targets[0].columns if all(c in t.columns for t in targets)]
     missing_key = [c for c in key if c not in common]
     if missing_key:
-        raise DeriveError(f"the targets writing {qualified(targets[0])} do not all set its key column(s) "
+        raise DeriveError(f"the targets writing {targets[0].qualified} do not all set its key column(s) "
                           f"{', '.join(missing_key)}")
     return key + [c for c in common if c not in key]
 
 
-def source_columns(spec: Mapping) -> list[str]:
+def source_columns(spec: FlowSpec) -> list[str]:
     """The source columns the flow reads (mapped values and fan-out matches), in a stable order."""
     cols: list[str] = []
-    for t in spec.get("targets") or []:
-        exprs = list(t["columns"].values()) + list(((t.get("fanout") or {}).get("match") or {}).values())
+    for t in spec.targets:
+        exprs = list(t.columns.values()) + (list(t.fanout.match.values()) if t.fanout else [])
         for expr in exprs:
             scope, col = parse_ref(expr)
             if scope == _SOURCE and col not in cols:
@@ -130,15 +150,15 @@ def source_columns(spec: Mapping) -> list[str]:
     return cols
 
 
-def fanout_columns(spec: Mapping) -> "OrderedDict[str, list[str]]":
+def fanout_columns(spec: FlowSpec) -> "OrderedDict[str, list[str]]":
     """Per fan-out table, the columns the flow reads from it (match columns and ``row.*`` references)."""
     out: OrderedDict[str, list[str]] = OrderedDict()
-    for t in spec.get("targets") or []:
-        fan = t.get("fanout")
-        if not fan:
+    for t in spec.targets:
+        fan = t.fanout
+        if fan is None:
             continue
-        cols = out.setdefault(qualified(fan), [])
-        used = list(fan["match"]) + [parse_ref(e)[1] for e in t["columns"].values() if parse_ref(e)[0] == _ROW]
+        cols = out.setdefault(fan.qualified, [])
+        used = list(fan.match) + [parse_ref(e)[1] for e in t.columns.values() if parse_ref(e)[0] == _ROW]
         for c in used:
             if c not in cols:
                 cols.append(c)
@@ -164,7 +184,7 @@ def renamed(df, prefix: str):
     return df.toDF(*[f"{prefix}{i}" for i in range(len(df.columns))])
 
 
-def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], columns: Sequence[str] | None = None,
+def target_rows(target: Target, source_df, fanout_dfs: Mapping[str, object], columns: Sequence[str] | None = None,
                 carry: Sequence[str] = ()):
     """The rows one target should hold: the source rows (joined with the fan-out table on ``match`` if the
     target has a fan-out) mapped through the target's ``columns``, restricted to rows with a non-null primary
@@ -173,10 +193,10 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
     through unchanged after them (the backfill's write timestamp and TTL of each source row)."""
     from pyspark.sql import functions as F
 
-    fan = target.get("fanout")
+    fan = target.fanout
     fan_df = name = None
     if fan:
-        name = qualified(fan)
+        name = fan.qualified
         if name not in fanout_dfs:
             raise DeriveError(f"no DataFrame given for the fan-out table {name}")
         fan_df = fanout_dfs[name]
@@ -189,7 +209,7 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
     src = renamed(source_df, "s")
     if fan:
         cond = None
-        for fan_col, expr in fan["match"].items():
+        for fan_col, expr in fan.match.items():
             scope, src_col = parse_ref(expr)
             if scope != _SOURCE:
                 raise DeriveError(f"a fan-out matches on source.<column>, found: {expr!r}")
@@ -198,14 +218,14 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
         joined = src.join(renamed(fan_df, "r"), on=cond, how="inner")
     else:
         joined = src
-    wanted = list(columns) if columns is not None else list(target["columns"])
+    wanted = list(columns) if columns is not None else list(target.columns)
     projected = []
     for i, col in enumerate(wanted):
-        if col not in target["columns"]:
-            raise DeriveError(f"{qualified(target)} maps no column {col!r}")
-        scope, ref_col = parse_ref(target["columns"][col])
+        if col not in target.columns:
+            raise DeriveError(f"{target.qualified} maps no column {col!r}")
+        scope, ref_col = parse_ref(target.columns[col])
         if scope == _ROW and not fan:
-            raise DeriveError(f"{qualified(target)}.{col} = {target['columns'][col]} needs a fan-out")
+            raise DeriveError(f"{target.qualified}.{col} = {target.columns[col]} needs a fan-out")
         projected.append(F.col(ref(scope, ref_col)).alias(f"o{i}"))
     projected.extend(F.col(ref(_SOURCE, c)).alias(f"c{i}") for i, c in enumerate(carry))
     # The connector answers a null test on a key column itself (CQL keys are never null) and Spark drops it from the
@@ -216,13 +236,13 @@ def target_rows(target: Mapping, source_df, fanout_dfs: Mapping[str, object], co
     for i, col in enumerate(wanted):
         if col in primary_key(target):
             kept = kept & F.col(f"o{i}").isNotNull()
-        if col in target["partition_key"]:   # Cassandra refuses an empty partition key: such a row derives nothing
+        if col in target.partition_key:   # Cassandra refuses an empty partition key: such a row derives nothing
             kept = kept & (F.length(F.col(f"o{i}")) > 0)
     out = joined.select(*projected, F.rand().alias(barrier)).where(kept).drop(barrier)
     return out.toDF(*wanted, *carry)
 
 
-def expected_rows(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
+def expected_rows(spec: FlowSpec, source_df, fanout_dfs: Mapping[str, object],
                   carry: Sequence[str] = (), since_s: float | None = None) -> "OrderedDict[str, object]":
     """Per target table (``"keyspace.table"``), the distinct rows the flow should have written: the union of
     :func:`target_rows` over the targets writing that table, on :func:`compared_columns` (then ``carry``).
@@ -274,15 +294,15 @@ def distinct(df):
                          for i in range(len(names))]).toDF(*names)
 
 
-def trace_columns(spec: Mapping, targets: Sequence[Mapping]) -> list[str] | None:
+def trace_columns(spec: FlowSpec, targets: Sequence[Written]) -> list[str] | None:
     """The target primary key columns that carry the source partition key, in its order: for each source partition
     key column, a key column every target of the table maps from it. From them, a target row gives the token of the
     source row it derives from (so a token range of the source is compared with exactly the target rows it
     derives). None when the table's key does not carry the whole source partition key."""
     key = primary_key(targets[0])
     out = []
-    for p in spec["source"]["partition_key"]:
-        found = [c for c in key if all(t["columns"].get(c) == f"{_SOURCE}.{p}" for t in targets)]
+    for p in spec.source.partition_key:
+        found = [c for c in key if all(t.columns.get(c) == f"{_SOURCE}.{p}" for t in targets)]
         if not found:
             return None
         out.append(found[0])

@@ -6,7 +6,10 @@ and deletes a fan-out's rows through every copy row.
 """
 from __future__ import annotations
 
+import dataclasses
 from typing import Mapping
+
+from async_triggers.spec import FlowSpec, Target
 
 from . import recent as recent_mod
 from .recent import recent_of  # noqa: F401 (the backfill and verify read it here too)
@@ -17,23 +20,20 @@ VERSION, GONE, CHANGE, EXPIRES = "async_version", "async_gone", "async_n", "asyn
 GONE_TTL_SECONDS = 10 * 24 * 3600   # the plugin keeps a gone row as long as a lineage entry of an expiring row
 
 
-def following_target(spec: Mapping) -> Mapping | None:
-    """The flow's fan-out that follows its table; None when it has none."""
-    for target in spec.get("targets") or []:
-        if (target.get("fanout") or {}).get("follow"):
-            return target
-    return None
+def following_target(spec: FlowSpec | Mapping) -> Target | None:
+    """The flow's fan-out that follows its table (``spec``: a document or its FlowSpec); None when it has none."""
+    return FlowSpec.parse(spec).following_target
 
 
-def is_companion(spec: Mapping) -> bool:
-    return bool(spec.get("follows"))
+def is_companion(spec: FlowSpec) -> bool:
+    return spec.follows is not None
 
 
-def companion_refusal(spec: Mapping, what: str) -> str | None:
+def companion_refusal(spec: FlowSpec, what: str) -> str | None:
     """Why ``what`` (verify, backfill, repair) does not apply to ``spec``; None when it does."""
     if is_companion(spec):
-        return (f"flow '{spec['name']}' is the companion of flow '{spec['follows']['flow']}' (its fan-out that follows "
-                f"its table): {what} flow '{spec['follows']['flow']}', which covers it")
+        return (f"flow '{spec.name}' is the companion of flow '{spec.follows.flow}' (its fan-out that follows "
+                f"its table): {what} flow '{spec.follows.flow}', which covers it")
     return None
 
 
@@ -43,33 +43,33 @@ def base(column):
     return (F.floor(column / SPACING) * SPACING).cast("long")
 
 
-def stamped(target: Mapping, rows, writetime: str):
+def stamped(target: Target, rows, writetime: str):
     """``rows`` of ``target`` (carrying ``writetime``, already the version) with the plugin's stamp within it: the
     change number 0 of a copied fan-out row for the following fan-out, the version's last stamp but one for the join
     index (which also gets its version), the last stamp for every other target."""
     from pyspark.sql import functions as F
 
-    if target.get("join_index"):   # a row kept as gone comes back (the plugin's own write of it clears the mark too)
+    if target.join_index:   # a row kept as gone comes back (the plugin's own write of it clears the mark too)
         return rows.withColumn(VERSION, F.col(writetime)).withColumn(GONE, F.lit(None).cast("boolean")) \
             .withColumn(writetime, F.col(writetime) + SPACING - 2)
-    if (target.get("fanout") or {}).get("follow"):
+    if target.follows:
         return rows
     return rows.withColumn(writetime, F.col(writetime) + SPACING - 1)
 
 
-def copy_frame(spark, target: Mapping):
+def copy_frame(spark, target: Target):
     """The copy of the fan-out table as it is now, without the rows kept as gone, standing for the fan-out table."""
     from pyspark.sql import functions as F
 
     from .session import read_table
 
-    follow = target["fanout"]["follow"]
-    df = read_table(spark, follow["keyspace"], follow["table"], None,
+    follow = target.fanout.follow
+    df = read_table(spark, follow.keyspace, follow.table, None,
                     {"spark.cassandra.input.consistency.level": "LOCAL_QUORUM"})
     return df.where(F.col(GONE).isNull() | ~F.col(GONE))
 
 
-def following_rows(spark, target: Mapping, part, writetime: str, ttl: str, at_change: bool = False):
+def following_rows(spark, target: Target, part, writetime: str, ttl: str, at_change: bool = False):
     """The following fan-out's rows of the source rows of ``part``, over the copy as it is now (read after the join
     index rows of ``part`` were written), each living no longer than its fan-out row (the copy's expiry).
     ``at_change``: each row's ``writetime`` (the version) plus its fan-out row's change number, the stamp its
@@ -81,16 +81,16 @@ def following_rows(spark, target: Mapping, part, writetime: str, ttl: str, at_ch
     from . import derive
 
     cap, change = "backfill_follow_expires", "backfill_follow_change"
-    extended = dict(target, columns={**target["columns"], cap: f"row.{EXPIRES}", change: f"row.{CHANGE}"})
-    rows = derive.target_rows(extended, part, {derive.qualified(target["fanout"]): copy_frame(spark, target)},
-                              list(target["columns"]) + [cap, change], carry=(writetime, ttl))
+    extended = dataclasses.replace(target, columns={**target.columns, cap: f"row.{EXPIRES}", change: f"row.{CHANGE}"})
+    rows = derive.target_rows(extended, part, {target.fanout.qualified: copy_frame(spark, target)},
+                              list(target.columns) + [cap, change], carry=(writetime, ttl))
     if at_change:
         rows = rows.withColumn(writetime, F.col(writetime) + F.coalesce(F.col(change), F.lit(0)).cast("long"))
     rows = rows.drop(change)
     recent = recent_of(target)
     if recent is not None:   # the recency bound ends a row too: the earlier of the two ends
-        ends = F.floor(recent_mod.time_millis(recent["target_column"], recent["type"]) / 1000).cast("long") \
-            + recent["seconds"]
+        ends = F.floor(recent_mod.time_millis(recent.target_column, recent.type) / 1000).cast("long") \
+            + recent.seconds
         rows = rows.withColumn(cap, F.when(F.col(cap) > 0, F.least(F.col(cap), ends)).otherwise(ends))
     left = (F.col(cap) - F.lit(int(time.time()))).cast("int")
     capped = F.when(F.col(cap) > 0, F.when((F.col(ttl) > 0) & (F.col(ttl) < left), F.col(ttl)).otherwise(left)) \
@@ -100,7 +100,7 @@ def following_rows(spark, target: Mapping, part, writetime: str, ttl: str, at_ch
     return rows.where((F.col(cap) == 0) | (left > 0)).withColumn(ttl, capped).drop(cap)
 
 
-def repair_rows(spec: Mapping, table: str, part, fanouts: Mapping, writetime: str, ttl: str):
+def repair_rows(spec: FlowSpec, table: str, part, fanouts: Mapping, writetime: str, ttl: str):
     """What a repair writes into ``table`` for the source rows of ``part`` (``writetime`` already their version):
     each target's rows at the stamp the plugin gives them within the version, the following fan-out's over the copy
     at its fan-out rows' change numbers; per key the row with the newest stamp (the author's own row and a follow of
@@ -113,10 +113,10 @@ def repair_rows(spec: Mapping, table: str, part, fanouts: Mapping, writetime: st
     group = derive.targets_by_table(spec)[table]
     frames = []
     for target in group:
-        if (target.get("fanout") or {}).get("follow"):
+        if target.follows:
             rows = following_rows(part.sparkSession, target, part, writetime, ttl, at_change=True)
         else:
-            rows = derive.target_rows(target, part, fanouts, list(target["columns"]), carry=(writetime, ttl))
+            rows = derive.target_rows(target, part, fanouts, list(target.columns), carry=(writetime, ttl))
         frames.append(stamped(target, rows, writetime))
     rows = frames[0]
     for more in frames[1:]:
@@ -126,7 +126,7 @@ def repair_rows(spec: Mapping, table: str, part, fanouts: Mapping, writetime: st
         .drop("repair_rank")
 
 
-def at_versions(spec: Mapping, part, writetime: str, consistency: str):
+def at_versions(spec: FlowSpec, part, writetime: str, consistency: str):
     """``part`` (source rows with their write times) with ``writetime`` the version the plugin holds for each source
     row: its join index row's (one not kept as gone) where there is one, else the version its write time falls in,
     as the backfill writes it. A repair's stamps are then the plugin's own, also for a source row whose write time
@@ -136,12 +136,12 @@ def at_versions(spec: Mapping, part, writetime: str, consistency: str):
     from . import derive
     from .session import read_table
 
-    index = next(t for t in spec["targets"] if t.get("join_index"))
-    keys = [derive.parse_ref(index["columns"][c])[1] for c in index["clustering"]]
-    held = read_table(part.sparkSession, index["keyspace"], index["table"], None,
+    index = next(t for t in spec.targets if t.join_index)
+    keys = [derive.parse_ref(index.columns[c])[1] for c in index.clustering]
+    held = read_table(part.sparkSession, index.keyspace, index.table, None,
                       {"spark.cassandra.input.consistency.level": consistency})
     held = held.where((F.col(GONE).isNull() | ~F.col(GONE)) & F.col(VERSION).isNotNull()) \
-        .groupBy(*[F.col(f"`{c}`").alias(f"held_{i}") for i, c in enumerate(index["clustering"])]) \
+        .groupBy(*[F.col(f"`{c}`").alias(f"held_{i}") for i, c in enumerate(index.clustering)]) \
         .agg(F.max(VERSION).alias("held_version"))
     on = [part[f"`{k}`"] == held[f"held_{i}"] for i, k in enumerate(keys)]
     return part.join(held, on=on, how="left") \
@@ -149,7 +149,7 @@ def at_versions(spec: Mapping, part, writetime: str, consistency: str):
         .drop(*[f"held_{i}" for i in range(len(keys))], "held_version")
 
 
-def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
+def fill_copy(spark, spec: FlowSpec | Mapping, consistency: str, progress) -> int:
     """Writes every row of the fan-out table to the copy at change number 0 and write time 0: a companion task's
     write (number 1 and up) wins over it whichever lands first. Copied without TTLs (CQL reads none of a row
     marker): the rows that carry one were made companion tasks by the deploy, which give the copy their expiry
@@ -159,19 +159,20 @@ def fill_copy(spark, spec: Mapping, consistency: str, progress) -> int:
     from . import source_rows
     from .session import read_table
 
-    target = following_target(spec)
-    fan, follow = target["fanout"], target["fanout"]["follow"]
+    spec = FlowSpec.parse(spec)
+    target = spec.following_target
+    fan, follow = target.fanout, target.fanout.follow
     # the copy's columns but its own: the fan-out table's key and the columns the target uses (the deploy made it so)
-    columns = [c for c in read_table(spark, follow["keyspace"], follow["table"]).columns if c not in (CHANGE, EXPIRES, GONE)]
-    df = read_table(spark, fan["keyspace"], fan["table"], columns) \
+    columns = [c for c in read_table(spark, follow.keyspace, follow.table).columns if c not in (CHANGE, EXPIRES, GONE)]
+    df = read_table(spark, fan.keyspace, fan.table, columns) \
         .withColumn(CHANGE, F.lit(0).cast("long")).withColumn(EXPIRES, F.lit(0).cast("long")) \
         .withColumn(source_rows.WRITETIME, F.lit(0).cast("long")).persist()
     try:
         n = df.count()
-        source_rows.write_rows(df, follow["keyspace"], follow["table"], ttl=False, consistency=consistency)
+        source_rows.write_rows(df, follow.keyspace, follow.table, ttl=False, consistency=consistency)
     finally:
         df.unpersist()
-    progress(f"backfill {spec['name']}: {n} rows of {fan['keyspace']}.{fan['table']} copied for its following fan-out")
+    progress(f"backfill {spec.name}: {n} rows of {fan.qualified} copied for its following fan-out")
     return n
 
 
@@ -185,12 +186,12 @@ def resume_held(session, flow: str, progress) -> None:
         progress(f"backfill {flow}: resumed (its fan-out table is copied)")
 
 
-def gone_statement(index: Mapping, version: int) -> tuple[str, list]:
+def gone_statement(index: Target, version: int) -> tuple[str, list]:
     """The CQL (and what it binds after the key values) that marks a join index row gone at ``version``, as the
     plugin does: its values tombstoned, its version and mark at the version minus one."""
-    values = [c for c in index["columns"] if c not in index["partition_key"] + index["clustering"]]
+    values = [c for c in index.columns if c not in index.key]
     sets = ", ".join([f'"{c}" = null' for c in values] + [f'"{VERSION}" = %s', f'"{GONE}" = true'])
-    where = " AND ".join(f'"{c}" = %s' for c in index["partition_key"] + index["clustering"])
-    cql = (f'UPDATE "{index["keyspace"]}"."{index["table"]}" USING TTL {GONE_TTL_SECONDS} AND TIMESTAMP {version - 1} '
+    where = " AND ".join(f'"{c}" = %s' for c in index.key)
+    cql = (f'UPDATE "{index.keyspace}"."{index.table}" USING TTL {GONE_TTL_SECONDS} AND TIMESTAMP {version - 1} '
            f"SET {sets} WHERE {where}")
     return cql, [version]

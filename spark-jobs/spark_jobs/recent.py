@@ -5,7 +5,9 @@ caps each row's TTL by it (follows.following_rows).
 """
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Sequence
+
+from async_triggers.spec import Recent, Target
 
 # a recency bound's edge is uncertain by the clocks of the nodes and of Spark and by a TTL's whole seconds: verify
 # compares no row whose time crosses the edge, widened by this, while it reads
@@ -13,9 +15,9 @@ RECENT_SLACK_S = 5
 UUID_EPOCH_OFFSET = 0x01B21DD213814000   # 100-ns intervals from the UUID epoch (1582-10-15) to the Unix epoch
 
 
-def recent_of(target: Mapping) -> Mapping | None:
+def recent_of(target: Target) -> Recent | None:
     """A following fan-out's recency bound (``column``, ``type``, ``target_column``, ``seconds``); None: none."""
-    return ((target.get("fanout") or {}).get("follow") or {}).get("recent")
+    return target.fanout.follow.recent if target.follows else None
 
 
 def time_millis(column: str, cql_type: str):
@@ -32,18 +34,18 @@ def time_millis(column: str, cql_type: str):
     return F.floor((ticks - F.lit(UUID_EPOCH_OFFSET)) / 10_000).cast("long")
 
 
-def within_bound(target: Mapping, rows, since_s: float):
+def within_bound(target: Target, rows, since_s: float):
     """``rows`` of ``target`` (its columns) without those its recency bound has taken out of it by ``since_s``, an
     epoch time in seconds, less the slack: what the target holds of them."""
     from pyspark.sql import functions as F
     recent = recent_of(target)
     if recent is None:
         return rows
-    edge = int((since_s - recent["seconds"] - RECENT_SLACK_S) * 1000)
-    return rows.where(time_millis(recent["target_column"], recent["type"]) > F.lit(edge))
+    edge = int((since_s - recent.seconds - RECENT_SLACK_S) * 1000)
+    return rows.where(time_millis(recent.target_column, recent.type) > F.lit(edge))
 
 
-def without_edge(group, classified, keys, started_s: float, ended_s: float):
+def without_edge(group: Sequence[Target], classified, keys, started_s: float, ended_s: float):
     """The classified keys of a table (``k0, ...`` for ``keys``) less those whose time crossed the recency bound of
     the table's following fan-out between ``started_s`` and ``ended_s`` (epoch seconds, widened by the slack): such a
     row may or may not be there, whatever the flow does."""
@@ -51,7 +53,7 @@ def without_edge(group, classified, keys, started_s: float, ended_s: float):
     recent = next((recent_of(t) for t in group if recent_of(t)), None)
     if recent is None:
         return classified
-    at = time_millis(f"k{list(keys).index(recent['target_column'])}", recent["type"])
-    low = int((started_s - recent["seconds"] - RECENT_SLACK_S) * 1000)
-    high = int((ended_s - recent["seconds"] + RECENT_SLACK_S) * 1000)
+    at = time_millis(f"k{list(keys).index(recent.target_column)}", recent.type)
+    low = int((started_s - recent.seconds - RECENT_SLACK_S) * 1000)
+    high = int((ended_s - recent.seconds + RECENT_SLACK_S) * 1000)
     return classified.where((at <= F.lit(low)) | (at > F.lit(high)))

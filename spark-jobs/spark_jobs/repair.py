@@ -29,6 +29,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Iterable, Mapping, Sequence
 
+from async_triggers.spec import FlowSpec
+
 from . import derive
 from .backfill import TTL, WRITETIME
 from .compare import Layout
@@ -202,7 +204,7 @@ def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], 
     return done
 
 
-def repair_table(session, spec: Mapping, table: str, classified, layout: Layout, part, consistency: str,
+def repair_table(session, spec: FlowSpec, table: str, classified, layout: Layout, part, consistency: str,
                  fallback_micros: int, fanouts: Mapping | None = None) -> Repaired:
     """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL``, ``CELLS``
     and the source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
@@ -224,12 +226,12 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
 
     keyspace, name = table.split(".", 1)
     targets = derive.targets_by_table(spec)[table]
-    clash = {WRITETIME, TTL} & {c for t in targets for c in t["columns"]}
+    clash = {WRITETIME, TTL} & {c for t in targets for c in t.columns}
     if clash:
-        raise VerifyError(f"flow '{spec['name']}': {table} has a column named {', '.join(sorted(clash))}, which the "
+        raise VerifyError(f"flow '{spec.name}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
     level = repair_confirm.trusted_level(consistency)
-    following = follows.following_target(spec) is not None and part is not None
+    following = spec.following_target is not None and part is not None
     writes = planned_writes(classified, layout)
     if following:
         # every missing or wrong row, at the stamp the plugin gives it (a row found newer than that keeps it: the
@@ -243,8 +245,8 @@ def repair_table(session, spec: Mapping, table: str, classified, layout: Layout,
     writes = writes.persist()   # kept until the read back: a following flow's rows are confirmed at its stamps
     try:
         if writes.count():
-            for index, target in enumerate(spec["targets"]):
-                if target.get("mode") == "lineage" and derive.qualified(target) == table and part is not None:
+            for index, target in enumerate(spec.targets):
+                if target.mode == "lineage" and target.qualified == table and part is not None:
                     write_rows(lineage_rows(spec, index, part), ours.KEYSPACE, ours.LINEAGE.name,
                                consistency=LINEAGE_WRITE_CONSISTENCY)
             write_rows(writes, keyspace, name, consistency=level)

@@ -26,6 +26,8 @@ import time
 import uuid
 from typing import Iterable, Mapping, Sequence
 
+from async_triggers.spec import FlowSpec
+
 from .errors import VerifyError
 
 CHUNK = 500
@@ -175,20 +177,20 @@ class _Table:
 class _Source:
     """The source row of a repaired row, read again: whether it changed since the verification read it."""
 
-    def __init__(self, session, spec: Mapping, consistency: str):
+    def __init__(self, session, spec: FlowSpec, consistency: str):
         from cassandra import ConsistencyLevel
 
         from .backfill import simple_timestamp_columns, source_key_columns
 
-        src = spec["source"]
+        src = spec.source
         self.session = session
         self.key = source_key_columns(spec)
-        self.types = [src["columns"][c] for c in self.key]
+        self.types = [src.columns[c] for c in self.key]
         self.dated = simple_timestamp_columns(spec)      # in backfill_cells' order
         selected = [_quoted(self.key[0])] + [f"writetime({_quoted(c)})" for c in self.dated] + \
             [f"ttl({_quoted(c)})" for c in self.dated]
-        self.select = session.prepare(f"SELECT {', '.join(selected)} FROM {_quoted(src['keyspace'])}."
-                                      f"{_quoted(src['table'])} WHERE {_where(self.key)}")
+        self.select = session.prepare(f"SELECT {', '.join(selected)} FROM {_quoted(src.keyspace)}."
+                                      f"{_quoted(src.table)} WHERE {_where(self.key)}")
         self.select.consistency_level = ConsistencyLevel.name_to_value[consistency]
 
     def unchanged(self, wanted: Sequence[Wanted]) -> list:
@@ -211,7 +213,7 @@ class _Source:
         return out
 
 
-def settle_writes(session, spec: Mapping, keyspace: str, table: str, key: Sequence[str], values: Sequence[str],
+def settle_writes(session, spec: FlowSpec, keyspace: str, table: str, key: Sequence[str], values: Sequence[str],
                   dated: Sequence[str], wanted: Iterable[Wanted], consistency: str,
                   raise_shadowed: bool = True) -> Settled:
     """Reads back the rows a repair wanted written (``wanted``), raises the shadowed ones whose source did not

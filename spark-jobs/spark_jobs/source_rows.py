@@ -1,11 +1,13 @@
 """The rows a backfill, a verification and its repair read and write, as Spark transforms: a source read with each
 row's write time and TTL (the connector's writetime()/ttl()), its token and source key, its lineage entries, and
 derived rows written at a given timestamp and TTL. Shared by backfill.py, backfill_lineage.py, follows.py,
-verify_run.py and repair.py; it imports none of them.
+verify_run.py and repair.py; it imports none of them. Each reads the flow's typed specification (``FlowSpec``).
 """
 from __future__ import annotations
 
 from typing import Mapping, Sequence
+
+from async_triggers.spec import FlowSpec
 
 from . import derive, ring
 
@@ -16,22 +18,22 @@ CELLS = "backfill_cells"
 TOKEN, SOURCE_KEY = "backfill_token", "backfill_source_key"
 
 
-def source_key_columns(spec: Mapping) -> list[str]:
-    src = spec["source"]
-    return list(src["partition_key"]) + list(src.get("clustering") or [])
+def source_key_columns(spec: FlowSpec) -> list[str]:
+    return list(spec.source.key)
 
 
-def timestamp_columns(spec: Mapping) -> list[str]:
+def timestamp_columns(spec: FlowSpec | Mapping) -> list[str]:
     """The non-key source columns whose cells date a row: the ones the flow reads, else every non-key column the
-    spec knows (WRITETIME is undefined on key columns)."""
+    spec knows (WRITETIME is undefined on key columns). ``spec``: a FlowSpec, or a document (parsed here)."""
+    spec = FlowSpec.parse(spec)
     key = source_key_columns(spec)
     read = [c for c in derive.source_columns(spec) if c not in key]
-    return read or [c for c in spec["source"]["columns"] if c not in key]
+    return read or [c for c in spec.source.columns if c not in key]
 
 
-def simple_timestamp_columns(spec: Mapping) -> list[str]:
+def simple_timestamp_columns(spec: FlowSpec) -> list[str]:
     """:func:`timestamp_columns` without the non-frozen collections (CQL gives them no single WRITETIME)."""
-    types = spec["source"]["columns"]
+    types = spec.source.columns
     return [c for c in timestamp_columns(spec)
             if not str(types.get(c, "")).lower().startswith(("list<", "set<", "map<"))]
 
@@ -69,14 +71,14 @@ def _lineage_key_udf(index: int, types: Sequence[str]):
     return F.udf(lambda *values: ring.lineage_key(index, values, types), "binary")
 
 
-def with_ring_columns(df, spec: Mapping):
+def with_ring_columns(df, spec: FlowSpec):
     """Adds each row's partition token and, for flows with lineage targets, its lineage ``source_key``."""
     from pyspark.sql import functions as F
 
-    src, types = spec["source"], spec["source"]["columns"]
-    pk = list(src["partition_key"])
+    types = spec.source.columns
+    pk = list(spec.source.partition_key)
     df = df.withColumn(TOKEN, token_udf([types[c] for c in pk])(*[F.col(c) for c in pk]))
-    if any(t.get("mode") == "lineage" for t in spec["targets"]):
+    if any(t.mode == "lineage" for t in spec.targets):
         key = source_key_columns(spec)
         df = df.withColumn(SOURCE_KEY, _source_key_udf([types[c] for c in key])(*[F.col(c) for c in key]))
     return df
@@ -96,39 +98,39 @@ LINEAGE_WRITE_CONSISTENCY = "EACH_QUORUM"   # the plugin's Lineage.writeLevel fo
 LINEAGE_TTL_GRACE_SECONDS = 10 * 24 * 3600  # the plugin's Lineage.EXPIRED_ROW_GRACE_SECONDS
 
 
-def lineage_rows(spec: Mapping, index: int, part):
+def lineage_rows(spec: FlowSpec, index: int, part):
     """The lineage entries the plugin records for target ``index`` of each source row of ``part``: its image at the
     row's timestamp. A row without an image (a null lineage column, or a target without a fan-out whose key is null or
     has an empty partition key value) derives nothing: no entry."""
     from pyspark.sql import functions as F
 
-    target, types = spec["targets"][index], spec["source"]["columns"]
-    cols = list(target.get("lineage_columns") or [])
+    target, types = spec.targets[index], spec.source.columns
+    cols = list(target.lineage_columns)
     known = F.lit(True)
     for c in cols:
         known = known & F.col(c).isNotNull()
-    if not target.get("fanout"):
+    if target.fanout is None:
         for k in derive.primary_key(target):
-            c = derive.parse_ref(target["columns"][k])[1]
+            c = derive.parse_ref(target.columns[k])[1]
             known = known & F.col(c).isNotNull()
-            if k in target["partition_key"]:
+            if k in target.partition_key:
                 known = known & (F.length(F.col(c)) > 0)
     key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
     # a TTL'd row's entry lives its rows' TTL plus the grace the plugin gives it (a late older image stays away)
     entry_ttl = F.when(F.col(TTL) > 0, F.col(TTL) + LINEAGE_TTL_GRACE_SECONDS).otherwise(F.lit(0)).alias(TTL)
-    return part.where(known).select(F.lit(spec["name"]).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
+    return part.where(known).select(F.lit(spec.name).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
                                     key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME), entry_ttl)
 
 
-def lineage_key_rows(spec: Mapping, part):
+def lineage_key_rows(spec: FlowSpec, part):
     """The rows of ``async_triggers.lineage_keys`` the plugin records for each source row of ``part`` (a clustered
     source with lineage targets): its key under its partition, at the row's timestamp."""
     from pyspark.sql import functions as F
 
-    types = spec["source"]["columns"]
-    pk = list(spec["source"]["partition_key"])
+    types = spec.source.columns
+    pk = list(spec.source.partition_key)
     partition = F.udf(lambda *values: ring.source_key(values, [types[c] for c in pk]), "binary")
-    return part.select(F.lit(spec["name"]).alias("flow"), partition(*[F.col(c) for c in pk]).alias("source_partition"),
+    return part.select(F.lit(spec.name).alias("flow"), partition(*[F.col(c) for c in pk]).alias("source_partition"),
                        F.col(SOURCE_KEY).alias("source_key"), F.col(WRITETIME))
 
 
@@ -138,7 +140,7 @@ def quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str, str] | None = None,
+def read_source(spark, spec: FlowSpec, fallback_micros: int, options: Mapping[str, str] | None = None,
                 cells: bool = False):
     """The source table: its key columns, the columns the flow reads, their write options and ring columns.
     ``options``: more reader options (a verification's consistency level). ``cells``: also ``backfill_cells``, the
@@ -148,8 +150,7 @@ def read_source(spark, spec: Mapping, fallback_micros: int, options: Mapping[str
     from .session import read_table
 
     key = source_key_columns(spec)
-    src = spec["source"]
-    table = read_table(spark, src["keyspace"], src["table"], options=options)
+    table = read_table(spark, spec.source.keyspace, spec.source.table, options=options)
     # every column of the table, not only the flow's: a row is there when SELECT * returns it, and a select of some
     # columns leaves out a row whose marker expired and whose live cells are all in the others (a cached frame
     # keeps the scan from being narrowed to the columns used downstream)

@@ -1,16 +1,21 @@
 """The deployed flows' specifications, as the Spark jobs read them: through the connector, from
-``async_triggers.flows``. Below every job that needs one (verify, backfill, the fault campaign's check)."""
+``async_triggers.flows``, each parsed into its typed form (``async_triggers.spec.FlowSpec``). Below every job that
+needs one (verify, backfill, the fault campaign's check)."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Sequence
+
+from async_triggers.spec import FlowSpec, SpecError
 
 from .errors import VerifyError
 
 
-def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_triggers") -> dict[str, dict]:
+def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_triggers") -> dict[str, FlowSpec]:
     """The deployed specifications of ``flows`` (all deployed flows for None, by name) from ``async_triggers.flows``,
-    read through the connector; an UnknownFlowError naming every flow not deployed."""
+    read through the connector and parsed; an UnknownFlowError naming every flow not deployed, a VerifyError naming
+    the flow whose stored document is not valid JSON or not a specification."""
     from async_triggers.errors import UnknownFlowError
 
     from .errors import describe_error
@@ -28,12 +33,17 @@ def load_specs(spark, flows: Sequence[str] | None, keyspace: str = "async_trigge
     out = {}
     for name in wanted:
         try:
-            out[name] = json.loads(rows[name])
+            doc = json.loads(rows[name])
         except (TypeError, ValueError) as e:
             raise VerifyError(f"flow '{name}': the stored specification is not valid JSON: {e}") from e
+        try:
+            out[name] = FlowSpec.parse(doc)
+        except SpecError as e:   # it names the flow as its document does: named once here, as the row does
+            detail = re.sub(r"^flow '.*?': ", "", str(e), count=1)
+            raise VerifyError(f"flow '{name}': the stored specification is malformed: {detail}") from e
     return out
 
 
-def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> dict:
+def load_spec(spark, flow: str, keyspace: str = "async_triggers") -> FlowSpec:
     """The deployed specification of ``flow``."""
     return load_specs(spark, [flow], keyspace)[flow]

@@ -59,10 +59,11 @@ import sys
 from typing import Iterable, Mapping, Sequence
 
 from async_triggers.errors import AsyncTriggersError
+from async_triggers.spec import FlowSpec
 
 from .compare import SAMPLE_SIZE, Result, compare  # noqa: F401
 from .derive import (aggregate_rows, aggregate_tables, compared_columns, expected_rows, fanout_columns, parse_ref, primary_key,  # noqa: F401
-                     qualified, source_columns, target_rows, targets_by_table)
+                     source_columns, target_rows, targets_by_table)
 from .errors import VerifyError
 from . import follows
 from .specs import load_specs
@@ -74,10 +75,11 @@ SESSION_CONF = {"spark.sql.extensions": "com.datastax.spark.connector.CassandraS
                 "spark.sql.caseSensitive": "true"}
 
 
-def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
+def verify_frames(spec: FlowSpec | Mapping, source_df, fanout_dfs: Mapping[str, object],
                   actual_dfs: Mapping[str, object], sample_size: int = SAMPLE_SIZE) -> list[Result]:
-    """:func:`expected_rows` then :func:`compare` for every target table; ``actual_dfs`` maps each target
-    table's qualified name to its DataFrame."""
+    """:func:`expected_rows` then :func:`compare` for every target table of ``spec`` (a document or its FlowSpec);
+    ``actual_dfs`` maps each target table's qualified name to its DataFrame."""
+    spec = FlowSpec.parse(spec)
     results = []
     for name, exp in expected_rows(spec, source_df, fanout_dfs).items():
         if name not in actual_dfs:
@@ -94,30 +96,31 @@ def verify_frames(spec: Mapping, source_df, fanout_dfs: Mapping[str, object],
 
 # --- against Cassandra -----------------------------------------------------------------------------------------
 
-def verify_with_session(spark, spec: Mapping, consistency: str = DEFAULT_CONSISTENCY,
+def verify_with_session(spark, spec: FlowSpec | Mapping, consistency: str = DEFAULT_CONSISTENCY,
                         sample_size: int = SAMPLE_SIZE) -> list[Result]:
-    """Reads the source, fan-out and target tables of ``spec`` with the connector at ``consistency`` and verifies
-    every target (whole tables, nothing recorded, no driver session needed)."""
+    """Reads the source, fan-out and target tables of ``spec`` (a document or its FlowSpec) with the connector at
+    ``consistency`` and verifies every target (whole tables, nothing recorded, no driver session needed)."""
     options = Options(consistency=consistency, sample_size=sample_size)
-    return list(verify_flow(spark, None, spec, options).results)
+    return list(verify_flow(spark, None, FlowSpec.parse(spec), options).results)
 
 
-def run_verify(spec: Mapping, contact_points: Iterable[str] | None = None, master: str = "local[*]",
+def run_verify(spec: FlowSpec | Mapping, contact_points: Iterable[str] | None = None, master: str = "local[*]",
                port: int | None = None, home=None, connection=None,
                consistency: str = DEFAULT_CONSISTENCY) -> list[Result]:
-    """Starts a Spark session with the connector and verifies ``spec``. Raises VerifyError when the verification
-    cannot run; differences are a result, not an error."""
+    """Starts a Spark session with the connector and verifies ``spec`` (a document or its FlowSpec). Raises
+    VerifyError when the verification cannot run; differences are a result, not an error."""
     from .errors import describe_error
     from .session import build_session
 
+    spec = FlowSpec.parse(spec)
     spark = build_session(master=master, contact_points=contact_points, port=port, connection=connection,
-                          app_name=f"verify-{spec.get('name', 'flow')}", home=home, conf=SESSION_CONF)
+                          app_name=f"verify-{spec.name}", home=home, conf=SESSION_CONF)
     try:
         return verify_with_session(spark, spec, consistency)
     except AsyncTriggersError:
         raise
     except Exception as e:  # Spark surfaces Cassandra errors (unknown table, unavailable) as Py4J/analysis errors
-        raise VerifyError(f"verifying flow '{spec.get('name')}' failed: {describe_error(e)}") from e
+        raise VerifyError(f"verifying flow '{spec.name}' failed: {describe_error(e)}") from e
 
 
 # --- command line ----------------------------------------------------------------------------------------------
@@ -205,15 +208,16 @@ def run(request: Request, connection=None, progress=_stderr) -> list:
     if request.spec:
         try:
             with open(request.spec) as f:
-                spec = json.load(f)
+                doc = json.load(f)
         except (OSError, ValueError) as e:
             from async_triggers.errors import ConfigError
             raise ConfigError(f"cannot read the specification {request.spec}: {e}") from e
-    label = spec.get("name", request.spec) if spec else ("all" if request.all else "-".join(list(request.flows)))
+        spec = FlowSpec.parse(doc)   # a SpecError (bad input) names the field
+    label = spec.name if spec is not None else ("all" if request.all else "-".join(list(request.flows)))
     spark = build_session(master=request.master, connection=connection, app_name=f"verify-{label}", home=request.home,
                           conf=SESSION_CONF)
     try:
-        specs = {label: spec} if spec else load_specs(spark, None if request.all else list(request.flows))
+        specs = {label: spec} if spec is not None else load_specs(spark, None if request.all else list(request.flows))
     except AsyncTriggersError:
         raise
     except Exception as e:
@@ -224,11 +228,11 @@ def run(request: Request, connection=None, progress=_stderr) -> list:
     needs_driver = options.ranges > 1 or options.repair
     with (connect(connection) if needs_driver and specs else contextlib.nullcontext()) as session:
         for name, s in specs.items():
-            if request.all and s.get("handler"):
-                out.append(Skipped(name, f"runs the Java handler {s['handler']}, whose rows Spark cannot derive"))
+            if request.all and s.handler:
+                out.append(Skipped(name, f"runs the Java handler {s.handler}, whose rows Spark cannot derive"))
                 continue
             if request.all and follows.is_companion(s):
-                out.append(Skipped(name, f"the companion of flow '{s['follows']['flow']}', verified with it"))
+                out.append(Skipped(name, f"the companion of flow '{s.follows.flow}', verified with it"))
                 continue
             refusal = follows.companion_refusal(s, "verify")
             if refusal:

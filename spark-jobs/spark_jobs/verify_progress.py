@@ -20,6 +20,7 @@ import json
 from typing import Iterable, Mapping, Sequence
 
 from async_triggers import keyspace
+from async_triggers.spec import FlowSpec
 
 from .errors import VerifyError
 from .ring import MAX_TOKEN, split_ring
@@ -28,8 +29,9 @@ TABLE = keyspace.VERIFY_PROGRESS
 FINAL = (MAX_TOKEN, MAX_TOKEN)    # the unit that finds the unexpected rows of tables without a traceable key
 
 
-def spec_hash(spec: Mapping) -> str:
-    return hashlib.sha256(json.dumps(spec, sort_keys=True, default=str).encode()).hexdigest()[:16]
+def spec_hash(doc: Mapping) -> str:
+    """The hash of a specification document (``FlowSpec.doc``)."""
+    return hashlib.sha256(json.dumps(doc, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,10 +100,10 @@ def recorded(session, flow: str) -> list[dict]:
     return [r._asdict() for r in rows]
 
 
-def open_run(session, flow: str, ranges: int, restart: bool, mode: str, consistency: str, spec: Mapping,
+def open_run(session, flow: str, ranges: int, restart: bool, mode: str, consistency: str, spec: FlowSpec,
              final: bool) -> Run:
     return plan_run(flow, recorded(session, flow), ranges, restart, dt.datetime.utcnow(), mode, consistency,
-                    spec_hash(spec), final)
+                    spec_hash(spec.doc), final)
 
 
 def record(session, run: Run, unit: Sequence[int], result: Mapping) -> None:

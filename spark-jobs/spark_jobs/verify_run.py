@@ -25,6 +25,8 @@ import datetime as dt
 import time
 from typing import Callable, Mapping, Sequence
 
+from async_triggers.spec import FlowSpec
+
 from . import backfill, compare, derive, follows, recent, repair, verify_progress
 from .compare import Result
 from .repair import FOUND_WRITETIME, Repaired
@@ -90,22 +92,22 @@ def _with_token(df, columns: Sequence[str], types: Sequence[str], name: str):
     return renamed.withColumn(name, token).toDF(*df.columns, name)
 
 
-def read_source(spark, spec: Mapping, options: Options, fallback_micros: int):
+def read_source(spark, spec: FlowSpec, options: Options, fallback_micros: int):
     """The source rows the flow reads (and its partition key); with a repair their write options and ring columns
     (``backfill.read_source``), with several ranges their token."""
     from .session import read_table
 
-    src = spec["source"]
+    src = spec.source
     if options.repair:
         return backfill.read_source(spark, spec, fallback_micros, read_options(options.consistency), cells=True)
     # every column, cached by the caller: a row is there when SELECT * returns it (backfill.read_source)
-    df = read_table(spark, src["keyspace"], src["table"], None, read_options(options.consistency))
+    df = read_table(spark, src.keyspace, src.table, None, read_options(options.consistency))
     if options.ranges > 1:
-        df = _with_token(df, src["partition_key"], [src["columns"][c] for c in src["partition_key"]], backfill.TOKEN)
+        df = _with_token(df, src.partition_key, [src.columns[c] for c in src.partition_key], backfill.TOKEN)
     return df
 
 
-def read_target(spark, session, spec: Mapping, table: str, traced: Sequence[str] | None, options: Options):
+def read_target(spark, session, spec: FlowSpec, table: str, traced: Sequence[str] | None, options: Options):
     """A target table's compared columns; with a repair the newest write time of each row's cells
     (``verify_found_writetime``); for a traced table with several ranges its source token (``verify_token``)."""
     from pyspark.sql import functions as F
@@ -113,8 +115,9 @@ def read_target(spark, session, spec: Mapping, table: str, traced: Sequence[str]
     from .session import read_table
 
     keyspace, name = table.split(".", 1)
-    columns = derive.compared_columns(derive.targets_by_table(spec)[table])
-    joined = any(t.get("join_index") for t in derive.targets_by_table(spec)[table])
+    group = derive.targets_by_table(spec)[table]
+    columns = derive.compared_columns(group)
+    joined = any(not derive.is_aggregate(t) and t.join_index for t in group)
     df = read_table(spark, keyspace, name, None if options.repair or joined else columns, read_options(options.consistency))
     if joined:   # a join index keeps the rows its source rows left as gone for a while: they are not the flow's rows
         df = df.where(F.col(follows.GONE).isNull() | ~F.col(follows.GONE))
@@ -126,8 +129,8 @@ def read_target(spark, session, spec: Mapping, table: str, traced: Sequence[str]
         newest = (times[0] if len(times) == 1 else F.greatest(*times)) if times else F.lit(None)
         df = df.select(*[F.col(backfill.quoted(c)) for c in columns], newest.cast("long").alias(FOUND_WRITETIME))
     if traced is not None and options.ranges > 1:
-        types = spec["source"]["columns"]
-        df = _with_token(df, traced, [types[p] for p in spec["source"]["partition_key"]], TRACE_TOKEN)
+        types = spec.source.columns
+        df = _with_token(df, traced, [types[p] for p in spec.source.partition_key], TRACE_TOKEN)
     return df
 
 
@@ -138,7 +141,7 @@ def in_range(df, column: str, unit):
 
 # --- the units -------------------------------------------------------------------------------------------------
 
-def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping, traced: Mapping,
+def compare_unit(spec: FlowSpec, unit, source, fanouts: Mapping, targets: Mapping, traced: Mapping,
                  options: Options, session=None, fallback_micros: int = 0, started_s: float | None = None):
     """Compares (and repairs) one unit: WHOLE, a token range, or verify_progress.FINAL. Returns the Result per table
     and, with a repair, the Repaired per table. ``started_s``: when the verification started reading (epoch
@@ -192,7 +195,7 @@ def compare_unit(spec: Mapping, unit, source, fanouts: Mapping, targets: Mapping
     return results, repaired
 
 
-def compare_aggregate(table: str, aggregate: Mapping, source, fanouts: Mapping, found, options: Options):
+def compare_aggregate(table: str, aggregate: derive.AggregateTable, source, fanouts: Mapping, found, options: Options):
     """Compares an aggregate table with the totals the whole source gives (``derive.aggregate_rows``)."""
     from pyspark.sql import functions as F
 
@@ -223,17 +226,18 @@ def _quiet(msg: str) -> None:
     pass
 
 
-def verify_flow(spark, session, spec: Mapping, options: Options = Options(), progress: Progress = _quiet,
+def verify_flow(spark, session, spec: FlowSpec | Mapping, options: Options = Options(), progress: Progress = _quiet,
                 now: dt.datetime | None = None) -> FlowReport:
-    """Verifies (and repairs) ``spec`` through the Spark session (reads, comparisons, repair writes) and the driver
-    ``session`` (checkpoints, deletes, schema; None is enough for a whole-table verification without repair).
-    ``progress`` gets a line per unit done (the command line prints them on stderr)."""
+    """Verifies (and repairs) ``spec`` (a document or its FlowSpec) through the Spark session (reads, comparisons,
+    repair writes) and the driver ``session`` (checkpoints, deletes, schema; None is enough for a whole-table
+    verification without repair). ``progress`` gets a line per unit done (the command line prints them on stderr)."""
     from pyspark import StorageLevel
 
     from .session import read_table
 
     started, started_s = time.monotonic(), time.time()
-    flow = spec["name"]
+    spec = FlowSpec.parse(spec)
+    flow = spec.name
     groups = derive.targets_by_table(spec)
     if options.repair:
         backfill.check_applicable(spec)
@@ -283,7 +287,7 @@ def verify_flow(spark, session, spec: Mapping, options: Options = Options(), pro
             progress(f"verify {flow}: ranges {done}/{total} done ({_unit_text(unit)}: {found} difference(s)); "
                      f"{so_far} difference(s) so far")
         removed = 0
-        if options.repair and any(t.get("mode") == "lineage" for t in spec["targets"]):
+        if options.repair and any(t.mode == "lineage" for t in spec.targets):
             from . import backfill_lineage
             removed = backfill_lineage.converge(spark, session, spec, progress, label=f"verify {flow} --repair")
         if options.repair and any(r.differences for res, _ in per_unit for r in res.values()):

@@ -9,6 +9,7 @@ import pytest
 
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import derive, verify  # noqa: E402
+from async_triggers.spec import FlowSpec  # noqa: E402
 
 SPEC = {
     "name": "totals", "handler": None, "events": ["insert", "update", "delete"],
@@ -38,7 +39,7 @@ def orders(spark):
 
 
 def test_should_total_every_group_leaving_nulls_out(spark, orders):
-    [table] = derive.aggregate_tables(SPEC).values()
+    [table] = derive.aggregate_tables(FlowSpec.parse(SPEC)).values()
     rows = derive.aggregate_rows(table, orders, {})
     assert rows.columns == COLUMNS
     assert_same_rows(rows, [
@@ -67,7 +68,8 @@ def _members(spark):
 
 
 def test_should_list_an_aggregate_table_among_the_tables_a_flow_writes():
-    groups = derive.targets_by_table(SPEC)
+    spec = FlowSpec.parse(SPEC)
+    groups = derive.targets_by_table(spec)
     assert list(groups) == ["shop.async_members_totals", "shop.totals"]
     assert derive.compared_columns(groups["shop.totals"]) == COLUMNS
-    assert derive.trace_columns(SPEC, groups["shop.totals"]) is None
+    assert derive.trace_columns(spec, groups["shop.totals"]) is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import backfill, backfill_lineage, ring  # noqa: E402
+from async_triggers.spec import FlowSpec  # noqa: E402
 
 USERS = {
     "name": "users_by_name",
@@ -27,8 +28,9 @@ def test_should_take_the_newest_writetime_and_the_least_ttl_of_a_row(spark):
 def test_should_record_the_image_of_each_row_that_has_one(spark):
     part = spark.createDataFrame([(1, "ann", "a@x", 10, 0), (2, None, "b@x", 20, 0), (3, "cy", "c@x", 30, 100)],
                                  f"user_id int, name string, email string, {backfill.WRITETIME} long, {backfill.TTL} int")
-    part = backfill.with_ring_columns(part, USERS)
-    rows = backfill.lineage_rows(USERS, 0, part).collect()
+    spec = FlowSpec.parse(USERS)
+    part = backfill.with_ring_columns(part, spec)
+    rows = backfill.lineage_rows(spec, 0, part).collect()
     # no image for the row without a name; a TTL'd row's entry outlives it by the plugin's grace (10 days)
     assert sorted((r["flow"], bytes(r["source_key"]), bytes(r["target_key"]), r["ts"], r[backfill.WRITETIME],
                    r[backfill.TTL]) for r in rows) == [

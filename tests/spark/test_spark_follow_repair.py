@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import backfill, compare, follows, repair  # noqa: E402
+from async_triggers.spec import FlowSpec  # noqa: E402
 
 WT, TTL, SPACING = backfill.WRITETIME, backfill.TTL, follows.SPACING
 SOURCE = {"keyspace": "tw", "table": "tweets", "partition_key": ["tweet_id"], "clustering": [],
@@ -32,14 +33,14 @@ def test_should_write_each_target_at_its_stamp_and_a_follower_at_the_follows_cha
                                   (6, 9, 1, 0, None)],
                                  "user_id long, follower_id long, async_n long, async_expires long, async_gone boolean")
     monkeypatch.setattr(follows, "copy_frame", lambda spark, target: copy.where("async_gone is null or not async_gone"))
-    timeline = follows.repair_rows(SPEC, "tw.timeline", part, {}, WT, TTL)
+    timeline = follows.repair_rows(FlowSpec.parse(SPEC), "tw.timeline", part, {}, WT, TTL)
     assert_same_rows(timeline.select("user_id", "tweet_id", "body", WT, TTL), [
         (5, 1, "hi", V + SPACING - 1, 0),        # the author's own row; its self-follow's (V + 1) is older
         (7, 1, "hi", V + 2, 0),                  # through the follow, at its change number
         (6, 2, "yo", V + 2 * SPACING - 1, 600),
         (9, 2, "yo", V + SPACING + 1, 600),
     ])
-    index = follows.repair_rows(SPEC, "tw.async_join_tl", part, {}, WT, TTL)
+    index = follows.repair_rows(FlowSpec.parse(SPEC), "tw.async_join_tl", part, {}, WT, TTL)
     assert_same_rows(index.select("m0", "k0", "v0", follows.VERSION, WT), [
         (5, 1, "hi", V, V + SPACING - 2), (6, 2, "yo", V + SPACING, V + 2 * SPACING - 2)])
 
@@ -79,7 +80,7 @@ def test_should_take_each_source_rows_version_from_its_join_index_row_else_from_
                                    (6, 2, 9 * SPACING, True)],   # run's start a key-only row's write time reads as
                                   f"m0 long, k0 long, {follows.VERSION} long, {follows.GONE} boolean")
     monkeypatch.setattr(session, "read_table", lambda spark, keyspace, table, columns=None, options=None: index)
-    got = follows.at_versions(SPEC, part, WT, "LOCAL_QUORUM")
+    got = follows.at_versions(FlowSpec.parse(SPEC), part, WT, "LOCAL_QUORUM")
     assert got.columns == part.columns
     # a row kept as gone holds no version: tweet 2 is at the version its write time falls in
     assert_same_rows(got, [(1, 5, 2 * SPACING), (2, 6, 3 * SPACING), (3, 6, 4 * SPACING)])

@@ -6,10 +6,15 @@ import datetime as dt
 import uuid
 
 from async_triggers.spark_jobs import recent
+from async_triggers.spec import FlowSpec
 
 RECENT = {"column": "tweet_id", "type": "timeuuid", "target_column": "tweet_id", "seconds": 60}
-TARGET = {"keyspace": "tw", "table": "timeline", "partition_key": ["user_id"], "clustering": ["tweet_id"],
-          "fanout": {"follow": {"index": 0, "keyspace": "tw", "table": "async_follows_tl", "recent": RECENT}}}
+TARGET = FlowSpec.parse({
+    "name": "tl", "source": {"keyspace": "tw", "table": "tweets", "partition_key": ["tweet_id"]},
+    "targets": [{"keyspace": "tw", "table": "timeline", "partition_key": ["user_id"], "clustering": ["tweet_id"],
+                 "fanout": {"keyspace": "tw", "table": "followers",
+                            "follow": {"index": 0, "keyspace": "tw", "table": "async_follows_tl", "recent": RECENT}}}],
+}).targets[0]
 
 
 def timeuuid(millis: int) -> str:

@@ -11,6 +11,7 @@ import pytest
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import verify  # noqa: E402
 from async_triggers.spark_jobs.errors import VerifyError  # noqa: E402
+from async_triggers.spec import FlowSpec  # noqa: E402
 TIMELINE = {
     "name": "twitter_timeline",
     "source": {"keyspace": "twitter", "table": "tweets", "partition_key": ["tweet_id"], "clustering": [],
@@ -79,44 +80,44 @@ def counts(r):
 # --- what a flow derives ---------------------------------------------------------------------------------------
 
 def test_should_map_source_columns_into_a_direct_target(tweets, followers):
-    out = verify.expected_rows(only_target(TIMELINE, 0), tweets, {})
+    out = verify.expected_rows(FlowSpec.parse(only_target(TIMELINE, 0)), tweets, {})
     assert list(out) == ["twitter.timeline"]
     assert out["twitter.timeline"].columns == TIMELINE_COLS
     assert_same_rows(out["twitter.timeline"], OWN_ROWS)
 
 
 def test_should_join_the_source_with_the_fanout_table_on_match(tweets, followers):
-    out = verify.expected_rows(only_target(TIMELINE, 1), tweets, {"twitter.followers": followers})
+    out = verify.expected_rows(FlowSpec.parse(only_target(TIMELINE, 1)), tweets, {"twitter.followers": followers})
     assert_same_rows(out["twitter.timeline"], FOLLOWER_ROWS)
 
 
 def test_should_union_the_targets_writing_the_same_table(tweets, followers):
-    out = verify.expected_rows(TIMELINE, tweets, {"twitter.followers": followers})
+    out = verify.expected_rows(FlowSpec.parse(TIMELINE), tweets, {"twitter.followers": followers})
     assert list(out) == ["twitter.timeline"]
     assert_same_rows(out["twitter.timeline"], OWN_ROWS + FOLLOWER_ROWS)
 
 
 def test_should_refuse_a_fanout_without_its_table(tweets):
     with pytest.raises(VerifyError, match="twitter.followers"):
-        verify.expected_rows(TIMELINE, tweets, {})
+        verify.expected_rows(FlowSpec.parse(TIMELINE), tweets, {})
 
 
 def test_should_refuse_a_handler_flow(tweets):
     spec = dict(TIMELINE, handler="com.example.MyHandler", targets=[])
     with pytest.raises(VerifyError, match="com.example.MyHandler"):
-        verify.expected_rows(spec, tweets, {})
+        verify.expected_rows(FlowSpec.parse(spec), tweets, {})
 
 
 def test_should_name_a_column_the_source_lacks(spark):
     spec = only_target(TIMELINE, 0)
     no_body = spark.createDataFrame([("t1", 1)], "tweet_id string, author_id long")
     with pytest.raises(VerifyError, match="the source has no column 'body'"):
-        verify.expected_rows(spec, no_body, {})
+        verify.expected_rows(FlowSpec.parse(spec), no_body, {})
 
 
 def test_should_list_the_columns_read_from_each_table():
-    assert verify.source_columns(TIMELINE) == ["author_id", "tweet_id", "body"]
-    assert dict(verify.fanout_columns(TIMELINE)) == {"twitter.followers": ["user_id", "follower_id"]}
+    assert verify.source_columns(FlowSpec.parse(TIMELINE)) == ["author_id", "tweet_id", "body"]
+    assert dict(verify.fanout_columns(FlowSpec.parse(TIMELINE))) == {"twitter.followers": ["user_id", "follower_id"]}
 
 
 # --- the comparison --------------------------------------------------------------------------------------------
@@ -176,7 +177,7 @@ def test_should_match_a_null_value_with_null_and_not_with_a_value(spark, tweets)
 def test_should_expect_one_index_row_per_source_row_with_a_key_and_no_row_of_a_former_name(spark):
     users = spark.createDataFrame([("u1", "ada", "ada@x"), ("u2", "bob", None), ("u3", None, "anon@x")],
                                   "user_id string, name string, email string")
-    out = verify.expected_rows(USERS_BY_NAME, users, {})
+    out = verify.expected_rows(FlowSpec.parse(USERS_BY_NAME), users, {})
     # u3 has no name: no index row; columns in key order, then values
     assert out["app.users_by_name"].columns == ["name", "user_id", "email"]
     assert_same_rows(out["app.users_by_name"], [("ada", "u1", "ada@x"), ("bob", "u2", None)])
@@ -192,12 +193,12 @@ def test_should_expect_one_index_row_per_source_row_with_a_key_and_no_row_of_a_f
 def test_should_expect_no_row_where_a_partition_key_value_is_empty(spark):
     # Cassandra refuses an empty partition key: a user named '' has no index row, as one without a name
     users = spark.createDataFrame([("u1", "ada", "ada@x"), ("u2", "", "b@x")], "user_id string, name string, email string")
-    out = verify.expected_rows(USERS_BY_NAME, users, {})
+    out = verify.expected_rows(FlowSpec.parse(USERS_BY_NAME), users, {})
     assert_same_rows(out["app.users_by_name"], [("ada", "u1", "ada@x")])
     # an empty clustering value is a key like any other
     by_id = copy.deepcopy(USERS_BY_NAME)
     by_id["targets"][0].update(partition_key=["user_id"], clustering=["name"])
-    assert_same_rows(verify.expected_rows(by_id, users, {})["app.users_by_name"],
+    assert_same_rows(verify.expected_rows(FlowSpec.parse(by_id), users, {})["app.users_by_name"],
                      [("u1", "ada", "ada@x"), ("u2", "", "b@x")])
 
 
@@ -215,7 +216,7 @@ def test_should_accept_any_of_the_values_several_source_rows_derive_for_one_key(
 
 
 def test_should_name_the_compared_columns_a_table_lacks(spark, tweets):
-    exp = verify.expected_rows(only_target(TIMELINE, 0), tweets, {})["twitter.timeline"]
+    exp = verify.expected_rows(FlowSpec.parse(only_target(TIMELINE, 0)), tweets, {})["twitter.timeline"]
     actual = spark.createDataFrame([(1, "t1")], "user_id long, tweet_id string")
     with pytest.raises(VerifyError, match="author_id, body"):
         verify.compare(exp, actual, ["user_id", "tweet_id"], table="twitter.timeline")
@@ -233,9 +234,9 @@ def test_should_understand_the_specs_the_control_plane_renders(golden, source_co
     from pathlib import Path
 
     spec = json.loads((Path(__file__).resolve().parents[1] / "golden" / golden).read_text())
-    assert set(verify.source_columns(spec)) == source_cols
-    assert {k: set(v) for k, v in verify.fanout_columns(spec).items()} == fanouts
-    assert {k: verify.compared_columns(g) for k, g in verify.targets_by_table(spec).items()} == compared
+    assert set(verify.source_columns(FlowSpec.parse(spec))) == source_cols
+    assert {k: set(v) for k, v in verify.fanout_columns(FlowSpec.parse(spec)).items()} == fanouts
+    assert {k: verify.compared_columns(g) for k, g in verify.targets_by_table(FlowSpec.parse(spec)).items()} == compared
 
 
 # --- any column names: a verdict, never Spark's AMBIGUOUS_REFERENCE --------------------------------------------

@@ -13,6 +13,7 @@ from async_triggers.spark_jobs import verify_run  # noqa: E402
 from async_triggers.spark_jobs.compare import Result  # noqa: E402
 from async_triggers.spark_jobs.repair import Repaired  # noqa: E402
 from async_triggers.spark_jobs.verify_run import FlowReport, Options  # noqa: E402
+from async_triggers.spec import FlowSpec  # noqa: E402
 
 WT, TTL, FOUND = backfill.WRITETIME, backfill.TTL, repair.FOUND_WRITETIME
 
@@ -38,9 +39,10 @@ def counts(r):
 
 
 def test_should_trace_a_target_row_to_its_source_token_only_through_its_key():
-    groups = derive.targets_by_table(SPEC)
-    assert derive.trace_columns(SPEC, groups["shop.orders_by_status"]) == ["tenant"]
-    assert derive.trace_columns(SPEC, groups["shop.by_order"]) is None
+    spec = FlowSpec.parse(SPEC)
+    groups = derive.targets_by_table(spec)
+    assert derive.trace_columns(spec, groups["shop.orders_by_status"]) == ["tenant"]
+    assert derive.trace_columns(spec, groups["shop.by_order"]) is None
 
 
 def test_should_add_up_the_token_ranges_to_the_whole_table_comparison(spark):
@@ -53,8 +55,9 @@ def test_should_add_up_the_token_ranges_to_the_whole_table_comparison(spark):
     targets = {
         "shop.orders_by_status": spark.createDataFrame(by_status, "status string, tenant int, order_id int, total int"),
         "shop.by_order": spark.createDataFrame(by_order, "order_id int, status string")}
-    traced = {t: derive.trace_columns(SPEC, g) for t, g in derive.targets_by_table(SPEC).items()}
-    whole, _ = verify_run.compare_unit(SPEC, verify_run.WHOLE, source, {}, targets, traced, Options())
+    spec = FlowSpec.parse(SPEC)
+    traced = {t: derive.trace_columns(spec, g) for t, g in derive.targets_by_table(spec).items()}
+    whole, _ = verify_run.compare_unit(spec, verify_run.WHOLE, source, {}, targets, traced, Options())
 
     options = Options(ranges=4)
     tokened = verify_run._with_token(source, ["tenant"], ["int"], backfill.TOKEN)
@@ -62,7 +65,7 @@ def test_should_add_up_the_token_ranges_to_the_whole_table_comparison(spark):
     ranged_targets["shop.orders_by_status"] = verify_run._with_token(
         targets["shop.orders_by_status"], ["tenant"], ["int"], verify_run.TRACE_TOKEN)
     units = ring.split_ring(4) + [verify_progress.FINAL]
-    per_unit = [verify_run.compare_unit(SPEC, u, tokened, {}, ranged_targets, traced, options)[0] for u in units]
+    per_unit = [verify_run.compare_unit(spec, u, tokened, {}, ranged_targets, traced, options)[0] for u in units]
     assert "shop.orders_by_status" not in per_unit[-1]       # the last unit only looks at by_order's unexpected rows
     assert per_unit[-1]["shop.by_order"].unexpected == 1
     assert sum(1 for res in per_unit[:-1] if res["shop.orders_by_status"].expected) > 1   # spread over ranges
@@ -76,7 +79,7 @@ def test_should_add_up_the_token_ranges_to_the_whole_table_comparison(spark):
 def classified(spark, source_rows, actual_rows):
     source = spark.createDataFrame(source_rows, f"tenant int, order_id int, status string, total int, "
                                                 f"{WT} long, {TTL} int")
-    spec = dict(SPEC, targets=SPEC["targets"][:1])
+    spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][:1]))
     exp = derive.expected_rows(spec, source, {}, carry=(WT, TTL))["shop.orders_by_status"]
     actual = spark.createDataFrame(actual_rows, f"status string, tenant int, order_id int, total int, {FOUND} long")
     return compare.classify(exp, actual, ["status", "tenant", "order_id"], carry=(WT, TTL), found=(FOUND,),
@@ -106,7 +109,7 @@ def test_should_write_missing_and_wrong_rows_at_their_source_rows_time_and_delet
 
 def test_should_write_the_newest_source_rows_values_when_several_derive_one_key(spark):
     # two source rows (tenants 1 and 2, order 7) derive the same by_order row: the newer one's status is written
-    spec = dict(SPEC, targets=SPEC["targets"][1:])
+    spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][1:]))
     source = spark.createDataFrame([(1, 7, "open", 1, 5_000, 0), (2, 7, "paid", 1, 6_000, 0)],
                                    f"tenant int, order_id int, status string, total int, {WT} long, {TTL} int")
     exp = derive.expected_rows(spec, source, {}, carry=(WT, TTL))["shop.by_order"]
@@ -140,7 +143,7 @@ def test_should_count_a_row_read_back_only_when_it_holds_what_the_repair_wrote_a
 
 def test_should_hand_the_read_back_each_row_with_its_source_key_and_cells(spark):
     # the source key columns (tenant, order_id) are also target columns: carried by position, never by name
-    spec = dict(SPEC, targets=SPEC["targets"][:1])
+    spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][:1]))
     source = spark.createDataFrame(
         [(1, 1, "open", 10, 5_000, 60, [5_000, 4_000]), (2, 2, "paid", 20, 6_000, 0, [6_000, None])],
         f"tenant int, order_id int, status string, total int, {WT} long, {TTL} int, {backfill.CELLS} array<long>")
@@ -253,7 +256,7 @@ def test_should_exit_1_from_verify_main_on_any_difference(spark, tmp_path, monke
 
     def fake_verify_flow(spark_, driver, spec, options, progress):
         seen["options"] = options
-        return FlowReport(spec["name"], (result,), 0.5, options.consistency)
+        return FlowReport(spec.name, (result,), 0.5, options.consistency)
 
     monkeypatch.setattr(verify, "verify_flow", fake_verify_flow)
     assert verify.main(["--spec", str(spec_file), "--json", "--consistency", "all"]) == code

@@ -15,6 +15,7 @@ from async_triggers import aggregates, backup_map, capture_index, cli, deploy, d
 from async_triggers.cli import trigger as cli_trigger
 from async_triggers.errors import ConfigError, ValidationError
 from async_triggers.flows import Aggregate, FanOut, Flow, Write, row, source
+from async_triggers.spec import FlowSpec
 
 TWEETS = schema.TableSchema("twitter", "tweets", ("tweet_id",), (),
                             {"tweet_id": "timeuuid", "author_id": "bigint", "body": "text", "created_at": "timestamp",
@@ -341,7 +342,7 @@ def test_should_drop_the_companion_of_a_flow_redeployed_without_its_following_fa
     monkeypatch.setattr(deploy.status_mod, "paused_flows", lambda s: set())
     monkeypatch.setattr(deploy, "replication_for", lambda s, specs, r: {"dc1": 1})
     session.cluster.metadata.keyspaces = {}
-    monkeypatch.setattr(deploy, "read_deployed", lambda s: {x["name"]: x for x in session.specs})
+    monkeypatch.setattr(deploy, "read_deployed", lambda s: {x["name"]: FlowSpec.parse(x) for x in session.specs})
     deploy.deploy(session, [], check_plugin=False)
     statements = [q for q, _ in session.executed]
     dropped = statements.index('DELETE FROM "async_triggers"."flows" WHERE "name" = %s')
@@ -352,7 +353,7 @@ def test_should_drop_the_companion_of_a_flow_redeployed_without_its_following_fa
 
 def test_should_uninstall_a_companion_with_its_flow(monkeypatch):
     dropped = []
-    specs = {s["name"]: s for s in validate.compile_all([flow()], SCHEMA)}
+    specs = {s["name"]: FlowSpec.parse(s) for s in validate.compile_all([flow()], SCHEMA)}
     monkeypatch.setattr(deploy, "read_deployed", lambda s: specs)
     monkeypatch.setattr(deploy, "drop", lambda s, name, progress: dropped.append(name))
     removed = uninstall.uninstall(FakeSession([]))
@@ -361,7 +362,7 @@ def test_should_uninstall_a_companion_with_its_flow(monkeypatch):
 
 def drop_command(monkeypatch, held: dict, *args):
     """`ctl trigger drop` on the compiled Twitter flow, with what each flow holds; returns (result, calls)."""
-    specs = {s["name"]: s for s in validate.compile_all([flow()], SCHEMA)}
+    specs = {s["name"]: FlowSpec.parse(s) for s in validate.compile_all([flow()], SCHEMA)}
     calls = []
     monkeypatch.setattr(cli_trigger, "acting_on", contextlib.contextmanager(lambda settings, what: (yield object())))
     monkeypatch.setattr(deploy, "require_deployed", lambda session, names: specs)

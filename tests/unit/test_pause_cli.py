@@ -8,9 +8,12 @@ from typer.testing import CliRunner
 from async_triggers import config, pause
 from async_triggers.cli import trigger as cli_trigger
 from async_triggers.errors import ConfigError, UnknownFlowError, FlowPausedError
+from async_triggers.spec import FlowSpec
 
-DEPLOYED = {"copy": {"name": "copy", "backup": {"enabled": True, "safety_net_ms": 300000}},
-            "fast": {"name": "fast", "backup": {"enabled": False, "safety_net_ms": 300000}}}
+SOURCE = {"keyspace": "app", "table": "users", "partition_key": ["id"], "clustering": [], "columns": {"id": "bigint"}}
+DEPLOYED = {name: FlowSpec.parse({"name": name, "source": SOURCE, "targets": [],
+                                  "backup": {"enabled": backup, "safety_net_ms": 300000}}, version=1)
+            for name, backup in (("copy", True), ("fast", False))}
 
 
 class NoKeyspaceSession:

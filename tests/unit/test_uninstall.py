@@ -41,7 +41,9 @@ class FakeSession:
 def test_should_drop_the_flows_then_the_leftovers_then_the_keyspace(monkeypatch):
     dropped = []
     session = FakeSession()
-    monkeypatch.setattr(deploy, "read_deployed", lambda s: {"b": {}, "a": {}})
+    spec = lambda name: {"name": name, "source": {"keyspace": "shop", "table": "orders", "partition_key": ["id"],
+                                                  "clustering": [], "columns": {"id": "bigint"}}, "targets": []}
+    monkeypatch.setattr(deploy, "read_deployed", lambda s: {"b": spec("b"), "a": spec("a")})
     monkeypatch.setattr(deploy, "drop", lambda s, name, progress: (dropped.append(name), s.executed.append(name)))
     removed = uninstall.uninstall(session)
     assert dropped == ["a", "b"]
