@@ -72,22 +72,34 @@ class _Reader:
         return value
 
 
+class Placed:
+    """A table's place, for the typed parts that name one (``keyspace`` and ``table``): its qualified name."""
+    keyspace: str
+    table: str
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.keyspace}.{self.table}"
+
+
+class Keyed(Placed):
+    """A table with its primary key (``partition_key`` and ``clustering``)."""
+    partition_key: tuple[str, ...]
+    clustering: tuple[str, ...]
+
+    @property
+    def key(self) -> tuple[str, ...]:
+        return tuple(self.partition_key) + tuple(self.clustering)
+
+
 @dataclasses.dataclass(frozen=True)
-class Table:
+class Table(Keyed):
     """A flow's source table (or a companion's: the fan-out table): its key and each column's CQL type."""
     keyspace: str
     table: str
     partition_key: tuple[str, ...]
     clustering: tuple[str, ...]
     columns: Mapping[str, str]
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.partition_key + self.clustering
 
     @classmethod
     def _parse(cls, r: _Reader, node: Any, path: str) -> "Table":
@@ -106,30 +118,22 @@ class Recent:
 
 
 @dataclasses.dataclass(frozen=True)
-class Follow:
+class Follow(Placed):
     """A fan-out that follows its table: the join index's position among the targets and the copy it keeps."""
     index: int
     keyspace: str
     table: str
     recent: Recent | None
 
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
-
 
 @dataclasses.dataclass(frozen=True)
-class FanOut:
+class FanOut(Placed):
     """The fan-out table a target reads: the source's values it matches and the columns it reads."""
     keyspace: str
     table: str
     match: Mapping[str, str]       # fan-out column -> expression
     columns: tuple[str, ...]
     follow: Follow | None
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
 
     @classmethod
     def _parse(cls, r: _Reader, node: Any, path: str) -> "FanOut | None":
@@ -150,7 +154,7 @@ class FanOut:
 
 
 @dataclasses.dataclass(frozen=True)
-class Aggregate:
+class Aggregate(Keyed):
     """An aggregate target's table (the target itself is its members table) and what it computes, each value named
     by the members column it is computed from."""
     keyspace: str
@@ -162,10 +166,6 @@ class Aggregate:
     sum: Mapping[str, str]
     min: Mapping[str, str]
     max: Mapping[str, str]
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
 
     @classmethod
     def _parse(cls, r: _Reader, node: Any, path: str) -> "Aggregate | None":
@@ -179,7 +179,7 @@ class Aggregate:
 
 
 @dataclasses.dataclass(frozen=True)
-class Target:
+class Target(Keyed):
     """A table a flow writes, each column's expression (``source.<column>`` or ``row.<column>``), its mode and what
     it is for: a fan-out's rows, a following fan-out's join index, an aggregate's members."""
     keyspace: str
@@ -192,14 +192,6 @@ class Target:
     fanout: FanOut | None
     join_index: bool
     aggregate: Aggregate | None
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.partition_key + self.clustering
 
     @property
     def follows(self) -> bool:

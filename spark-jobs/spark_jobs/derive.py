@@ -12,7 +12,7 @@ from collections import OrderedDict
 from typing import Mapping, Sequence, Union
 
 from async_triggers.errors import DeriveError
-from async_triggers.spec import FlowSpec, Table, Target
+from async_triggers.spec import FlowSpec, Keyed, Table, Target
 
 _SOURCE, _ROW = "source", "row"
 
@@ -28,7 +28,7 @@ def parse_ref(expr: str) -> tuple[str, str]:
 
 
 @dataclasses.dataclass(frozen=True)
-class AggregateTable:
+class AggregateTable(Keyed):
     """An aggregate table (docs/design.md, "Aggregates") in a target's shape: its key, the columns it computes
     (``columns``: column to ``aggregate.<kind>``) and the members target it totals (``members``)."""
     keyspace: str
@@ -37,14 +37,6 @@ class AggregateTable:
     clustering: tuple[str, ...]
     columns: Mapping[str, str]
     members: Target
-
-    @property
-    def qualified(self) -> str:
-        return f"{self.keyspace}.{self.table}"
-
-    @property
-    def key(self) -> tuple[str, ...]:
-        return self.partition_key + self.clustering
 
 
 Written = Union[Target, AggregateTable]   # what a table of targets_by_table groups
