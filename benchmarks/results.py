@@ -343,6 +343,14 @@ def machine_description() -> dict:
 COMMITTED_RESULTS = "benchmarks/results"   # in the repository: the committed run
 
 
+def saturating_rate(run: dict) -> float | None:
+    """A saturating run's rate: the offered rate its search confirmed bounded (``config.saturating_rate``: the
+    highest rate that counted bounded, the search's lower bound), else, for a run from before searches recorded
+    it, its completed throughput. The rate the other experiments' shares are of, and Table 1's throughput."""
+    confirmed = (run.get("config") or {}).get("saturating_rate")
+    return confirmed if confirmed is not None else run.get("throughput_msg_s")
+
+
 @functools.lru_cache(maxsize=None)
 def git_commit(repo: Path | None = None) -> str | None:
     """The commit of the checkout the benchmark ran from, with ``-dirty`` when it had local changes: read once per

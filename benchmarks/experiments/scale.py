@@ -4,6 +4,7 @@ trend over sizes) and its response times at 80 % of that size's lowest saturatin
 one after the other (one cluster switch per size)."""
 from __future__ import annotations
 
+from async_triggers.benchmarks import results
 from async_triggers.benchmarks.experiments import eighty_pct, saturating
 from async_triggers.benchmarks.harness.testbed import Testbed
 
@@ -17,7 +18,7 @@ def run(bed: Testbed) -> dict[int, list[dict[str, dict]]]:
             bed.repetition = repetition
             bed.progress(f"scale: {nodes} nodes, repetition {repetition} of {bed.cfg.repeat}")
             best = saturating.run(bed, nodes=nodes, ratio=bed.cfg.scale_search_ratio)
-            rates = {app: run["throughput_msg_s"] for app, run in best.items() if run.get("throughput_msg_s")}
+            rates = {app: results.saturating_rate(run) for app, run in best.items() if results.saturating_rate(run)}
             eighty_pct.run(bed, nodes=nodes, rates=rates)
             out.setdefault(nodes, []).append(best)
     return out

@@ -1,5 +1,5 @@
 """The saturation searches behind Table 1, one row per approach and repetition: how many trials each took (and how
-many were a miss tried again), which were invalid and why (the load generator fell behind: such a trial counts as a
+many were a miss tried again), every trial's rate and outcome, which were invalid and why (the load generator fell behind: such a trial counts as a
 miss), and where the search ended. A search with no confirmed miss (no rate unbounded in both its trials) found a
 lower bound, not a limit: it says so, as a rate that stands for more than was measured would flatter whichever side
 of a ratio it is on."""
@@ -33,7 +33,8 @@ def search_lines(runs: Sequence[dict], db_nodes: int) -> list[str]:
             "generator fell behind) counts as a miss. A search ends when its bounds are within the search's ratio or "
             "after its trials; one with no confirmed miss (a rate unbounded in both its trials) gives a lower bound.", "",
             *md_table(["", "repetition", "trials (repeated)", "invalid trials", "bounded at [msg/s]",
-                       "not bounded at [msg/s]", "end"], rows), ""]
+                       "not bounded at [msg/s]", "end", "every trial [msg/s]: + bounded, - not, (again) repeated"],
+                      rows), ""]
 
 
 def describe(trials: Sequence[dict], bounds: dict | None) -> list[str]:
@@ -50,5 +51,7 @@ def describe(trials: Sequence[dict], bounds: dict | None) -> list[str]:
         end = f"lower bound: no confirmed miss in {len(trials)} trial{'s' if len(trials) != 1 else ''}"
     else:
         end = f"limit within {hi / lo:.2f}x"
+    every = ", ".join(f"{fmt_rate(t['rate'])} {'+' if t.get('bounded') else '-'}{' (again)' if t.get('repeat') else ''}"
+                      for t in trials)
     return [f"{len(trials)} ({repeated})", invalid_cell, NA if lo is None else fmt_rate(lo),
-            NA if hi is None else fmt_rate(hi), end]
+            NA if hi is None else fmt_rate(hi), end, every]

@@ -8,6 +8,7 @@ from async_triggers.benchmarks.report import reference
 from async_triggers.benchmarks.report.format import NA, md_table
 from async_triggers.benchmarks.report.runs import (app_cost_per_message, get, latest, repetition, repetitions,
                                                    with_burst_base)
+from async_triggers.benchmarks.results import saturating_rate
 
 APPS = reference.APPROACHES
 
@@ -48,7 +49,7 @@ def targets(runs: Sequence[dict], db_nodes: int = 2) -> list[tuple[str, str, str
         rows.append((name, measured, "met" if all(ok(v) for v in ratios) else "MISSED"))
 
     def throughput(run):
-        return get(run, "throughput_msg_s")
+        return saturating_rate(run)
 
     def response(key):
         return lambda run: get(run, "response_ms", key)

@@ -208,11 +208,12 @@ def test_should_list_each_search_with_its_invalid_trials_and_say_when_it_found_o
                "invalid_reason": "the load generator fell 2.0 % behind"},
               {"rate": 244.9, "bounded": True, "valid": True, "repeat": True}]
     assert describe(trials, {"bounded": 244.9, "unbounded": 300.0}) == [
-        "5 (2)", "2: the load generator fell 2.0 % behind (x2)", "245", "300", "limit within 1.22x"]
+        "5 (2)", "2: the load generator fell 2.0 % behind (x2)", "245", "300", "limit within 1.22x",
+        "200 +, 300 -, 300 - (again), 245 -, 245 + (again)"]   # every trial, in order
     climbing = [{"rate": 200.0 * 1.5 ** i, "bounded": True, "valid": True, "repeat": False} for i in range(10)]
-    assert describe(climbing, {"bounded": climbing[-1]["rate"], "unbounded": None})[-2:] == [
+    assert describe(climbing, {"bounded": climbing[-1]["rate"], "unbounded": None})[-3:-1] == [
         "n/a", "lower bound: no confirmed miss in 10 trials"]
-    assert describe(trials[1:3], {"bounded": None, "unbounded": 300.0})[-1] == "no trial was bounded"
+    assert describe(trials[1:3], {"bounded": None, "unbounded": 300.0})[-2] == "no trial was bounded"
     assert describe(trials[1:2], None)[1] == "1: the load generator fell 2.0 % behind"
 
 
@@ -252,3 +253,35 @@ def test_should_plan_the_own_bursts_as_common_bursts_only_when_the_common_ones_r
     assert alone == after == pytest.approx(together + cfg.repeat * (2 * (sum(cfg.burst_s) + plan.RUN_OVERHEAD_S)
                                                                     + plan.INTEGRATED_BURST_DRAIN_S
                                                                     + plan.BURST_REPETITION_S))
+
+
+def test_should_take_the_saturating_run_at_the_confirmed_bound_not_the_luckiest_trial(monkeypatch):
+    """A trial at 400 msg/s completing 450 (a lucky one) must not stand for the approach: the search confirmed 664
+    bounded (735 missed twice), so Table 1 and the other experiments' shares take 664 and that trial's run."""
+    from types import SimpleNamespace
+
+    from async_triggers.benchmarks import results
+    from async_triggers.benchmarks.experiments import saturating
+    completed = {400.0: 450.0, 600.0: 380.0, 664.0: 420.0}   # bounded trials' completed throughput; others miss
+    written = []
+
+    def fake_run(bed, experiment, app, phases, write, config):
+        rate = round(phases[0].rate, 1)
+        ok = rate in completed
+        step = {"throughput_msg_s": completed.get(rate, 300.0), "drain_s": 1.0 if ok else 60.0,
+                "requests": {"error": 0, "dropped": 0}, "valid": True, "run_id": f"run-{rate}",
+                "config": {"phases": [{"rate": phases[0].rate}], **config}}
+        return step, [rate]
+
+    monkeypatch.setattr(saturating, "run_app", fake_run)
+    monkeypatch.setattr(results, "write_run", lambda out, run, records: written.append((run, records)))
+    cfg = dataclasses.replace(BenchConfig(), apps=("integrated",), plain_baseline=False, start_rate=400.0)
+    bed = SimpleNamespace(cfg=cfg, nodes=cfg.db_nodes, search_start={}, saturating_rates={}, progress=lambda m: None,
+                          use_cluster=lambda n: None)
+    best = saturating.run(bed)["integrated"]
+    assert [round(t["rate"], 1) for t in best["config"]["search"]] == [400.0, 600.0, 900.0, 900.0, 734.8, 734.8, 664.0]
+    assert round(best["config"]["saturating_rate"], 1) == 664.0 and best["run_id"] == "run-664.0"
+    assert written == [(best, [664.0])]
+    assert [round(r, 1) for r in bed.saturating_rates["integrated"]] == [664.0]
+    assert results.saturating_rate(best) == best["config"]["saturating_rate"]
+    assert results.saturating_rate({"throughput_msg_s": 715.0, "config": {}}) == 715.0   # a run from before
