@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import re
 import sys
 import time
 from pathlib import Path
@@ -40,7 +41,7 @@ TARGET = 1.1          # the work per row at the largest size <= 1.1x the smalles
 CELEBRITY = 1
 SCHEMA = [
     f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
-    f"{{'class': 'SimpleStrategy', 'replication_factor': {RF}}}",
+    f"{{'class': 'NetworkTopologyStrategy', 'replication_factor': {RF}}}",
     f"CREATE TABLE IF NOT EXISTS {KS}.followers (user_id bigint, follower_id bigint, PRIMARY KEY (user_id, follower_id))",
     f"CREATE TABLE IF NOT EXISTS {KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, "
     "created_at timestamp)",
@@ -84,10 +85,19 @@ def settle(settings, name: str, nodes: list[str], timeout: float = 600) -> None:
         cluster_mod.nodetool(settings, node, ["flush", KS], name)
     deadline = time.monotonic() + timeout
     for node in nodes:
-        while "pending tasks: 0" not in cluster_mod.nodetool(settings, node, ["compactionstats"], name):
+        while not compactions_idle(cluster_mod.nodetool(settings, node, ["compactionstats"], name)):
             if time.monotonic() > deadline:
                 raise TimeoutError(f"{node}: compactions still pending after {timeout:.0f} s")
             time.sleep(1)
+
+
+def compactions_idle(stats: str) -> bool:
+    """``nodetool compactionstats`` says no compaction is pending and none runs (5.0 prints a table: "pending tasks"
+    and its count, then a row per running compaction under a header naming "compaction type")."""
+    pending = re.search(r"pending tasks\s*:?\s*(\d+)", stats)
+    if pending is None:
+        raise ValueError(f"nodetool compactionstats printed no pending tasks count: {stats[:200]!r}")
+    return int(pending.group(1)) == 0 and "compaction type" not in stats
 
 
 def count_rows(session) -> int:

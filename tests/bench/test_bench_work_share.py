@@ -59,3 +59,14 @@ def test_should_build_a_graph_where_every_tweet_row_is_distinct():
     lines, figures = work_per_row.report({2: [rep(2, 1000, [1.0, 1.0])], 4: [rep(4, 1000, [0.6] * 4)]}, 12)
     assert figures["growth"] == pytest.approx([1.2]) and figures["verdict"] == "missed"
     assert any("missed" in line for line in lines)
+
+
+def test_should_read_whether_compactions_are_idle_from_nodetools_table():
+    idle = "concurrent compactors         1\npending tasks                 0\ncompactions completed         12\n"
+    busy = ("concurrent compactors 1\npending tasks 0\n"
+            "id compaction type keyspace table completed total unit progress\nab Compaction workbench timeline 1 9 bytes 11%\n")
+    assert work_per_row.compactions_idle(idle)
+    assert not work_per_row.compactions_idle(busy)
+    assert not work_per_row.compactions_idle(idle.replace("pending tasks                 0", "pending tasks 3"))
+    with pytest.raises(ValueError, match="no pending tasks count"):
+        work_per_row.compactions_idle("error: connection refused")
