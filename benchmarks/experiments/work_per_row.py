@@ -79,6 +79,22 @@ def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
     return out
 
 
+def thread_cpu(pids: dict[str, int]) -> dict[tuple[int, str], float]:
+    """CPU seconds of every thread of the nodes, by (thread id, its OS name), from /proc."""
+    import os
+    tick = os.sysconf("SC_CLK_TCK")
+    out = {}
+    for pid in pids.values():
+        for tid in os.listdir(f"/proc/{pid}/task"):
+            try:
+                name = open(f"/proc/{pid}/task/{tid}/comm").read().strip()
+                fields = open(f"/proc/{pid}/task/{tid}/stat").read().rsplit(")", 1)[1].split()
+            except OSError:   # the thread ended meanwhile
+                continue
+            out[(int(tid), name)] = (int(fields[11]) + int(fields[12])) / tick   # utime, stime
+    return out
+
+
 def settle(settings, name: str, nodes: list[str], timeout: float = 600) -> None:
     """Flush the keyspace on every node, then wait until none has a compaction pending."""
     for node in nodes:
@@ -123,20 +139,21 @@ def repetition(session, settings, name: str, pids: dict[str, int], pairs: list[t
     idle = {n: (c - before[n]) / idle_s for n, c in cpu_seconds(pids).items()}
     insert = session.prepare(f"INSERT INTO {KS}.tweets (tweet_id, author_id, body, created_at) VALUES (?, ?, ?, ?)")
     insert.consistency_level = ConsistencyLevel.QUORUM
-    start_cpu, started = cpu_seconds(pids), time.monotonic()
+    start_cpu, start_threads, started = cpu_seconds(pids), thread_cpu(pids), time.monotonic()
     now = time.time()
     values = [(uuid_from_time(now + i * 1e-6), a, "w" * 140, int(now * 1000)) for i, a in enumerate(writers)]
     execute_concurrent_with_args(session, insert, values, concurrency=32, raise_on_first_error=True)
     status.wait_drained(session, [FLOW], dt.datetime.utcnow(), timeout=1800, poll=0.5)
     drain_s = time.monotonic() - started
     settle(settings, name, list(pids))
-    end_cpu, window = cpu_seconds(pids), time.monotonic() - started
+    end_cpu, end_threads, window = cpu_seconds(pids), thread_cpu(pids), time.monotonic() - started
     found = count_rows(session)
     if found != rows:
         raise AssertionError(f"{found} timeline rows after the flow drained, {rows} expected: a repetition counts "
                              "only the rows it wrote")
     rep = work_share.Repetition(len(pids), rows, window, drain_s, tuple(
-        work_share.NodeWork(n, end_cpu[n] - start_cpu[n], idle[n], window) for n in sorted(pids)))
+        work_share.NodeWork(n, end_cpu[n] - start_cpu[n], idle[n], window) for n in sorted(pids)),
+        work_share.by_group(start_threads, end_threads))
     log(f"{len(pids)} nodes: {rows} rows, drained in {drain_s:.1f} s, window {window:.1f} s, "
         f"{rep.per_1k_rows:.3f} CPU-s per 1,000 rows")
     return rep
@@ -176,6 +193,9 @@ def report(by_size: dict[int, list[work_share.Repetition]], project_to: int) -> 
                      + f"   (rows {reps[0].rows:,}; drained in " + ", ".join(f"{r.drain_s:.0f}" for r in reps) + " s)")
         for node in sorted(reps[0].node_per_1k_rows()):
             lines.append(f"    {node}: " + ", ".join(f"{r.node_per_1k_rows()[node]:.3f}" for r in reps))
+        if reps[-1].threads:
+            lines.append("    by thread group, every node, the last repetition (idle included): " + ", ".join(
+                f"{group} {per:.3f}" for group, per in reps[-1].top_threads()))
     ratios = work_share.growth(by_size, sizes[0], sizes[-1])
     verdict = "met" if max(ratios) <= TARGET else "missed"
     lines.append(f"  {sizes[-1]} nodes / {sizes[0]} nodes, repetition by repetition: "

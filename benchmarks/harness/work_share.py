@@ -27,6 +27,22 @@ class NodeWork:
         return max(0.0, self.cpu_s - self.idle_rate * self.window_s)
 
 
+def thread_group(name: str) -> str:
+    """A JVM thread's group from its OS name (15 characters at most): the name without its trailing number
+    (MutationStage-3, Native-Transpor, async-trigger-f, GC Thread#1 -> GC Thread)."""
+    return name.rstrip("0123456789-:#/ ") or name
+
+
+def by_group(before: Mapping[tuple[int, str], float], after: Mapping[tuple[int, str], float]) -> dict[str, float]:
+    """CPU seconds per thread group between two readings of (thread id, name) -> CPU seconds; a thread that started
+    in between counts from zero, one that ended is lost (its last interval)."""
+    out: dict[str, float] = {}
+    for (tid, name), cpu in after.items():
+        group = thread_group(name)
+        out[group] = out.get(group, 0.0) + max(0.0, cpu - before.get((tid, name), 0.0))
+    return out
+
+
 @dataclasses.dataclass(frozen=True)
 class Repetition:
     nodes: int
@@ -34,6 +50,7 @@ class Repetition:
     window_s: float                 # first write to drained, flushed and compacted
     drain_s: float                  # first write to drained
     per_node: tuple[NodeWork, ...]
+    threads: Mapping[str, float] = dataclasses.field(default_factory=dict)   # CPU-s by thread group, every node
 
     def __post_init__(self):
         if self.rows <= 0:
@@ -49,8 +66,14 @@ class Repetition:
     def node_per_1k_rows(self) -> dict[str, float]:
         return {n.node: 1000 * n.work_s / self.rows for n in self.per_node}
 
+    def top_threads(self, n: int = 8) -> list[tuple[str, float]]:
+        """The ``n`` thread groups that used the most CPU in the window (idle included), per 1,000 rows."""
+        ranked = sorted(self.threads.items(), key=lambda kv: -kv[1])[:n]
+        return [(group, 1000 * cpu / self.rows) for group, cpu in ranked]
+
     def as_dict(self) -> dict:
-        return {"nodes": self.nodes, "rows": self.rows, "window_s": round(self.window_s, 3),
+        return {"nodes": self.nodes, "rows": self.rows,
+                "threads_cpu_s": {g: round(c, 3) for g, c in sorted(self.threads.items(), key=lambda kv: -kv[1])}, "window_s": round(self.window_s, 3),
                 "drain_s": round(self.drain_s, 3), "cpu_s_per_1k_rows": round(self.per_1k_rows, 4),
                 "per_node": [{**dataclasses.asdict(n), "work_s": round(n.work_s, 3),
                               "cpu_s_per_1k_rows": round(1000 * n.work_s / self.rows, 4)} for n in self.per_node]}

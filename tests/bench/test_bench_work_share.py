@@ -70,3 +70,15 @@ def test_should_read_whether_compactions_are_idle_from_nodetools_table():
     assert not work_per_row.compactions_idle(idle.replace("pending tasks                 0", "pending tasks 3"))
     with pytest.raises(ValueError, match="no pending tasks count"):
         work_per_row.compactions_idle("error: connection refused")
+
+
+def test_should_sum_thread_cpu_by_group_between_two_readings():
+    from async_triggers.benchmarks.harness.work_share import by_group, thread_group
+    assert [thread_group(n) for n in ("MutationStage-3", "GC Thread#1", "async-trigger-f", "Native-Transpor")] == [
+        "MutationStage", "GC Thread", "async-trigger-f", "Native-Transpor"]
+    before = {(1, "MutationStage-1"): 2.0, (2, "MutationStage-2"): 1.0, (3, "GC Thread#0"): 5.0}
+    after = {(1, "MutationStage-1"): 3.5, (2, "MutationStage-2"): 1.5, (3, "GC Thread#0"): 5.25,
+             (4, "ReadStage-1"): 0.75}   # started in between: counts from zero
+    assert by_group(before, after) == {"MutationStage": 2.0, "GC Thread": 0.25, "ReadStage": 0.75}
+    r = Repetition(1, 2000, 1.0, 1.0, (NodeWork("node1", 3.0, 0.0, 1.0),), by_group(before, after))
+    assert r.top_threads(2) == [("MutationStage", 1.0), ("ReadStage", 0.375)]
