@@ -102,11 +102,11 @@ def fit_line(points: Sequence[tuple[float, float]]) -> tuple[float, float]:
 class Projection:
     nodes: int
     per_1k_rows: float        # the line's CPU seconds per 1,000 rows at that size
-    rows_per_s_per_core: float  # the cluster's rows/s per core of each node, were the nodes' CPUs the limit
+    rows_per_s_per_core: float  # the cluster's rows/s with one core per node, were the nodes' CPUs the limit
 
     def text(self) -> str:
         return (f"{self.nodes} nodes: {self.per_1k_rows:.3f} CPU-s per 1,000 rows, so about "
-                f"{self.rows_per_s_per_core:,.0f} rows/s per core of each node")
+                f"{self.rows_per_s_per_core:,.0f} rows/s for the cluster with one core per node (c cores: c times that)")
 
 
 def project(by_size: Mapping[int, Sequence[Repetition]], nodes: int) -> Projection:
