@@ -97,11 +97,6 @@ def capture_indexes_of(session, tables) -> dict[tuple[str, str], list[str]]:
     return out
 
 
-def keeps_backup_entries(spec: Mapping | FlowSpec) -> bool:
-    """A paused flow's tasks wait in their backup entries: a flow without them cannot be paused."""
-    return FlowSpec.parse(spec).keeps_backup_entries
-
-
 def replication_for(session, specs: Sequence[dict], replication: Mapping[str, int] | None) -> dict[str, int]:
     """The async_triggers keyspace's replication: the one asked for (its DCs must exist), else the sources' mirror.
     An existing keyspace keeps its own (CREATE ... IF NOT EXISTS): a difference is reported, not applied, since a
@@ -200,7 +195,7 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     """Validate, check that every node runs the plugin, then create what the flows need and the capture; record
     each flow's revision in its history (review.py)."""
     prepared = prepare(session, flows, replication, check_plugin)
-    names = [FlowSpec.parse(s).name for s in prepared.specs]
+    names = [FlowSpec.parse(s).name for s in prepared.specs]   # the same flows after a second prepare below
     progress(f"deploy {', '.join(names)} on {review.target(session)}")
     for note in prepared.notes:
         progress(note)
@@ -226,7 +221,6 @@ def deploy(session, flows: Sequence[Flow], progress: Progress = _quiet, replicat
     if not session.cluster.control_connection.wait_for_schema_agreement(wait_time=30):
         raise DeployError("the nodes did not agree on the schema within 30 s after the deploy")
     session.cluster.refresh_schema_metadata()
-    names = [FlowSpec.parse(s).name for s in prepared.specs]
     revisions = {n: review.record(session, n, "deploy", prepared.version, s) for n, s in zip(names, prepared.specs)}
     return DeployResult(flows=names, version=prepared.version,
                         statements=len(statements), revisions=revisions)
@@ -237,8 +231,8 @@ def refuse_companion(deployed: Mapping[str, FlowSpec], name: str) -> None:
     main = follows.main_of(deployed[name])
     if main is not None and main in deployed:
         raise ConfigError(f"flow '{name}' is the companion of flow '{main}' (it follows "
-                          f"{FlowSpec.parse(deployed[name]).source.qualified} for {main}'s following fan-out): drop '{main}', which drops it too, or "
-                          f"redeploy '{main}' without follow=True")
+                          f"{deployed[name].source.qualified} for {main}'s following fan-out): drop '{main}', which "
+                          f"drops it too, or redeploy '{main}' without follow=True")
 
 
 def companion_of(deployed: Mapping[str, FlowSpec], name: str) -> str | None:
@@ -261,9 +255,8 @@ def drop(session, name: str, progress: Progress = _quiet) -> None:
 
 
 def _drop(session, name: str, deployed: Mapping[str, FlowSpec], progress: Progress) -> None:
-    source_of = lambda s: (FlowSpec.parse(s).source.keyspace, FlowSpec.parse(s).source.table)   # noqa: E731
-    src = source_of(deployed[name])
-    others = [n for n, s in deployed.items() if n != name and source_of(s) == src]
+    src = (deployed[name].source.keyspace, deployed[name].source.table)
+    others = [n for n, s in deployed.items() if n != name and (s.source.keyspace, s.source.table) == src]
     ks = render.ident(keyspace.KEYSPACE)
     table = f"{render.ident(src[0])}.{render.ident(src[1])}"
     existing = capture_indexes_of(session, [src])[src]

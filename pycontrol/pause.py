@@ -36,7 +36,7 @@ def check_pausable(name: str, deployed: dict[str, FlowSpec]) -> FlowSpec:
     if name not in deployed:
         raise UnknownFlowError([name], deployed)
     spec = deployed[name]
-    if not deploy.keeps_backup_entries(spec):
+    if not spec.keeps_backup_entries:
         raise ConfigError(f"flow '{name}' keeps no backup entries (Backup(enabled=False)): while paused its tasks "
                           "would wait in the executing node's memory only, lost if that node stops; redeploy it with "
                           "backup entries to pause it")

@@ -79,8 +79,8 @@ def effect(metadata, deployed: Mapping[str, dict], statement: render.Statement) 
 
 
 def _comparable(spec: Mapping | FlowSpec) -> dict:
-    """The document of a spec, without what older deploys stored beside it under names starting with '_'."""
-    return {k: v for k, v in FlowSpec.parse(spec).doc.items() if not k.startswith("_")}
+    """The document of a spec, as it is stored and compared."""
+    return dict(FlowSpec.parse(spec).doc)
 
 
 def spec_diff(before: Mapping | None, after: Mapping, name: str, labels: tuple[str, str] = ("deployed", "this deploy")
