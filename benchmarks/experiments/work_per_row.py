@@ -10,8 +10,14 @@ celebrity twice) at QUORUM, waits until the flow has drained, flushes the keyspa
 compaction is pending: the window runs from the first write to then, so a row's memtable, flush and compaction are
 counted with its fan-out. The rows written are counted in the table (read at ALL) before a repetition counts.
 
+The flow is a lineage flow (its fan-out matches on ``author_id``, a column an upsert can change): each task takes
+its source row's version by a lightweight transaction (docs/design.md, "Lineage"). ``--paxos v1,v2`` measures
+every size under each of Cassandra's Paxos implementations (``paxos_variant`` in cassandra.yaml; 5.0's default is
+v1), a cluster of its own each, the variants one after the other at each size, and prints their ratio side by side.
+
     python -m async_triggers.benchmarks.experiments.work_per_row [--sizes 2,3,4] [--repeat 3] [--rounds 3]
-        [--authors 300] [--followers 50] [--celebrity 10000] [--project 12] [--out benchmarks/results/work]
+        [--authors 300] [--followers 50] [--celebrity 10000] [--paxos v1] [--project 12]
+        [--out benchmarks/results/work]
 """
 from __future__ import annotations
 
@@ -19,6 +25,7 @@ import argparse
 import datetime as dt
 import json
 import re
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -38,6 +45,8 @@ KS = "workbench"
 FLOW = "work_timeline"
 RF = 2
 TARGET = 1.1          # the work per row at the largest size <= 1.1x the smallest's, in every repetition
+PAXOS_VARIANTS = ("v1", "v2")   # Cassandra 5.0's paxos_variant values
+DEFAULT_PAXOS = "v1"            # 5.0's default
 CELEBRITY = 1
 SCHEMA = [
     f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
@@ -159,9 +168,10 @@ def repetition(session, settings, name: str, pids: dict[str, int], pairs: list[t
     return rep
 
 
-def measure_size(nodes: int, args, pairs, log) -> list[work_share.Repetition]:
-    name = f"work{nodes}n"
-    settings = cluster_settings(name, nodes, log)
+def measure_size(nodes: int, args, pairs, log, paxos: str = DEFAULT_PAXOS) -> list[work_share.Repetition]:
+    name = f"work{nodes}n" if paxos == DEFAULT_PAXOS else f"work{nodes}n{paxos}"
+    log(f"{nodes} nodes, paxos_variant {paxos}")
+    settings = cluster_settings(name, nodes, log, config_options={"paxos_variant": paxos})
     try:
         info = cluster_mod.cluster_info(settings, name)
         pids = {n.name: n.pid for n in info.nodes if n.up and n.pid}
@@ -183,10 +193,11 @@ def measure_size(nodes: int, args, pairs, log) -> list[work_share.Repetition]:
             cluster_mod.down(settings, name=name, progress=log)
 
 
-def report(by_size: dict[int, list[work_share.Repetition]], project_to: int) -> tuple[list[str], dict]:
+def report(by_size: dict[int, list[work_share.Repetition]], project_to: int,
+           paxos: str = DEFAULT_PAXOS) -> tuple[list[str], dict]:
     lines, sizes = [], sorted(by_size)
-    lines.append(f"the report's timeline flow, RF {RF}, CPU seconds per 1,000 timeline rows (idle CPU subtracted), "
-                 "every repetition:")
+    lines.append(f"the report's timeline flow, RF {RF}, paxos_variant {paxos}, CPU seconds per 1,000 timeline rows "
+                 "(idle CPU subtracted), every repetition:")
     for n in sizes:
         reps = by_size[n]
         lines.append(f"  {n} nodes: cluster " + ", ".join(f"{r.per_1k_rows:.3f}" for r in reps)
@@ -208,6 +219,18 @@ def report(by_size: dict[int, list[work_share.Repetition]], project_to: int) -> 
                                   "rows_per_s_per_core": projected.rows_per_s_per_core}}
 
 
+def compare(by_variant: dict[str, dict[int, list[work_share.Repetition]]], variants: list[str]) -> list[str]:
+    """Each variant's cluster CPU-s per 1,000 rows against the first's, size by size (their medians)."""
+    first = variants[0]
+    lines = ["paxos_variant side by side, the median of the repetitions' cluster CPU-s per 1,000 rows:"]
+    for n in sorted(by_variant[first]):
+        base = statistics.median([r.per_1k_rows for r in by_variant[first][n]])
+        lines.append(f"  {n} nodes: {first} {base:.3f}" + "".join(
+            f", {v} {m:.3f} ({m / base:.2f}x)" for v in variants[1:]
+            for m in [statistics.median([r.per_1k_rows for r in by_variant[v][n]])]))
+    return lines
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--sizes", default="2,3,4", help="cluster sizes, comma-separated (each at least the RF, 2)")
@@ -218,6 +241,8 @@ def main(argv=None) -> int:
     p.add_argument("--followers", type=int, default=50, help="followers of each author")
     p.add_argument("--celebrity", type=int, default=10_000, help="followers of the celebrity")
     p.add_argument("--idle-s", type=float, default=15.0, help="seconds of each node's idle CPU rate measured first")
+    p.add_argument("--paxos", default=DEFAULT_PAXOS,
+                   help=f"Cassandra's Paxos implementations to measure, comma-separated ({', '.join(PAXOS_VARIANTS)})")
     p.add_argument("--project", type=int, default=12, help="the size to project to")
     p.add_argument("--keep-clusters", action="store_true")
     p.add_argument("--out", type=Path, default=None, help="write the figures there as <time>-work-per-row.{json,txt}")
@@ -227,10 +252,23 @@ def main(argv=None) -> int:
         p.error(f"--sizes needs two sizes at least, each of {RF} nodes or more (the keyspace's RF): {args.sizes!r}")
     if min(args.repeat, args.rounds, args.authors, args.followers) < 1 or args.idle_s <= 0:
         p.error("--repeat, --rounds, --authors, --followers and --idle-s must be positive")
+    variants = [v.strip() for v in args.paxos.split(",") if v.strip()]
+    unknown = [v for v in variants if v not in PAXOS_VARIANTS]
+    if not variants or unknown or len(set(variants)) != len(variants):
+        p.error(f"--paxos takes each of {', '.join(PAXOS_VARIANTS)} at most once, comma-separated: {args.paxos!r}")
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)   # noqa: E731
     pairs = graph(args.authors, args.followers, args.celebrity)
-    by_size = {n: measure_size(n, args, pairs, log) for n in sizes}
-    lines, figures = report(by_size, args.project)
+    by_variant: dict[str, dict[int, list[work_share.Repetition]]] = {v: {} for v in variants}
+    for n in sizes:   # the variants one after the other at each size: a drift of the machine's load hits both
+        for v in variants:
+            by_variant[v][n] = measure_size(n, args, pairs, log, v)
+    lines, figures = [], {}
+    for v in variants:
+        more, figures[v] = report(by_variant[v], args.project, v)
+        lines += more
+    if len(variants) > 1:
+        lines += compare(by_variant, variants)
+    figures = figures[variants[0]] if len(variants) == 1 else {"paxos_variants": figures}
     print("\n".join(lines))
     if args.out:
         args.out.mkdir(parents=True, exist_ok=True)

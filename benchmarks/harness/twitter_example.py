@@ -24,10 +24,12 @@ def report_flows() -> list[Flow]:
     return [dataclasses.replace(timeline, steps=steps)]
 
 
-def cluster_settings(name: str, nodes: int, progress: Callable[[str], None]) -> config.Settings:
-    """The cluster ``name`` with ``nodes`` nodes, up (made if missing); settings that connect to it."""
+def cluster_settings(name: str, nodes: int, progress: Callable[[str], None],
+                     config_options: dict[str, object] | None = None) -> config.Settings:
+    """The cluster ``name`` with ``nodes`` nodes, up (made if missing, with ``config_options`` in its
+    cassandra.yaml); settings that connect to it."""
     settings = config.load(cluster_name=name)
-    info = cluster_mod.up(settings, nodes=nodes, name=name, progress=progress)
+    info = cluster_mod.up(settings, nodes=nodes, name=name, progress=progress, config_options=config_options)
     return settings.with_hosts(info.contact_points)
 
 

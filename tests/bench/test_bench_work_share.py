@@ -82,3 +82,16 @@ def test_should_sum_thread_cpu_by_group_between_two_readings():
     assert by_group(before, after) == {"MutationStage": 2.0, "GC Thread": 0.25, "ReadStage": 0.75}
     r = Repetition(1, 2000, 1.0, 1.0, (NodeWork("node1", 3.0, 0.0, 1.0),), by_group(before, after))
     assert r.top_threads(2) == [("MutationStage", 1.0), ("ReadStage", 0.375)]
+
+
+def test_should_set_each_paxos_variant_side_by_side_by_size_and_refuse_an_unknown_one():
+    v1 = {2: [rep(2, 1000, [1.0, 1.0]), rep(2, 1000, [1.2, 1.2])], 4: [rep(4, 1000, [1.0] * 4)] * 2}
+    v2 = {2: [rep(2, 1000, [0.5, 0.5]), rep(2, 1000, [0.7, 0.7])], 4: [rep(4, 1000, [0.4] * 4)] * 2}
+    lines = work_per_row.compare({"v1": v1, "v2": v2}, ["v1", "v2"])
+    # medians: 2 nodes v1 (2.0 + 2.4) / 2 = 2.2, v2 1.2 -> 0.55x; 4 nodes v1 4.0, v2 1.6 -> 0.40x
+    assert lines[1] == "  2 nodes: v1 2.200, v2 1.200 (0.55x)"
+    assert lines[2] == "  4 nodes: v1 4.000, v2 1.600 (0.40x)"
+    assert "paxos_variant v2" in work_per_row.report(v2, 12, "v2")[0][0]
+    for wrong in ("v3", "v1,v1", ""):
+        with pytest.raises(SystemExit):
+            work_per_row.main(["--paxos", wrong])
