@@ -118,13 +118,13 @@ bench: install broker
 bench-smoke: install broker
 	$(CTL) bench all --smoke --out /tmp/async-triggers-bench-smoke
 
-# the fault campaign (pycontrol/chaos): a fault-free reference run, then 30 seeded faulty runs on its own 3-node
+# the fault campaign (pycontrol/async_triggers/chaos): a fault-free reference run, then 30 seeded faulty runs on its own 3-node
 # cluster, each checked by Spark; one line per run and a summary (72 min here). CHAOS_ARGS adds options.
 CHAOS_ARGS ?=
 chaos: install netfilter
 	$(CTL) chaos run --runs 30 --out /tmp/async-triggers-chaos $(CHAOS_ARGS)
 
-# differential fuzzing (pycontrol/fuzz): 50 seeded random histories of every CQL write shape, over five drawn designs
+# differential fuzzing (pycontrol/async_triggers/fuzz): 50 seeded random histories of every CQL write shape, over five drawn designs
 # (tables, column types, flows), from concurrent clients with skewed clocks, on its own 3-node
 # cluster (a third with a replica stopped), each drained and checked by the verify job; one line per seed, a failing
 # seed's operations shrunk and its evidence kept, then a summary with the count of every write shape. FUZZ_ARGS adds
@@ -166,7 +166,7 @@ distclean: clean
 
 # ---- the benchmarks' building blocks ----
 # `broker`: RabbitMQ from Debian's packages for the external-queue baseline, installed only when missing.
-# RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/broker.py runs a private one.
+# RUNLEVEL=1 keeps invoke-rc.d from starting Debian's own node: benchmarks/async_triggers/benchmarks/broker.py runs a private one.
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: broker netfilter promtool bench-deps test-bench
@@ -180,7 +180,7 @@ broker:
 	    -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold rabbitmq-server; \
 	fi
 
-# `netfilter`: iptables from Debian's packages, for the fault campaign's network partitions (cluster/network.py)
+# `netfilter`: iptables from Debian's packages, for the fault campaign's network partitions (cluster/async_triggers/cluster/network.py)
 netfilter:
 	@if command -v iptables >/dev/null; then \
 	  echo "$$(iptables -V) is installed"; \

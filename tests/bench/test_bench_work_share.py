@@ -1,4 +1,4 @@
-"""benchmarks/harness/work_share.py: the work per row, its growth by cluster size and the projection, on figures
+"""benchmarks/async_triggers/benchmarks/harness/work_share.py: the work per row, its growth by cluster size and the projection, on figures
 worked out by hand."""
 from __future__ import annotations
 

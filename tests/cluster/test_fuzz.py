@@ -1,4 +1,4 @@
-"""A short differential fuzz campaign (``ctl fuzz run``, pycontrol/fuzz) on the session's real 3-node cluster (RF 2):
+"""A short differential fuzz campaign (``ctl fuzz run``, pycontrol/async_triggers/fuzz) on the session's real 3-node cluster (RF 2):
 two seeded random histories of the CQL write shapes, from concurrent clients with skewed clocks, against the flows of
 a drawn design (copies, lineage indexes, a fan-out of several pages following its table while the histories add and
 remove its rows, a direct write and an index into one table, a

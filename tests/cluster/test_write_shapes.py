@@ -397,7 +397,7 @@ def _size(text: str) -> int:
 
 
 def max_mutation_size(cluster) -> int:
-    """What the nodes run with: cluster/templates/conf/cassandra.yaml.jinja sets commitlog_segment_size (32MiB) and
+    """What the nodes run with: cluster/async_triggers/cluster/templates/conf/cassandra.yaml.jinja sets commitlog_segment_size (32MiB) and
     leaves max_mutation_size to Cassandra's default, half a segment."""
     conf = yaml.safe_load((Path(cluster.nodes[0].path) / "conf" / "cassandra.yaml").read_text())
     if conf.get("max_mutation_size"):

@@ -1,4 +1,4 @@
-"""What `ctl trigger drop` counts before it drops a flow (pycontrol/drop_guard.py), and the confirmation every
+"""What `ctl trigger drop` counts before it drops a flow (pycontrol/async_triggers/drop_guard.py), and the confirmation every
 discard asks for: the counts come from each node's latest report, a node whose count is not known yet refuses the
 drop like a count does, and without a terminal a discard needs --yes."""
 from __future__ import annotations

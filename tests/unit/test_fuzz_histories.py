@@ -1,4 +1,4 @@
-"""The fuzzer's pure parts (``ctl fuzz``, pycontrol/fuzz): seeded histories, their CQL, the shrinker."""
+"""The fuzzer's pure parts (``ctl fuzz``, pycontrol/async_triggers/fuzz): seeded histories, their CQL, the shrinker."""
 from __future__ import annotations
 
 from collections import Counter

@@ -1,7 +1,7 @@
-"""The profile breakdown of benchmarks/harness/jfr_profile.py: which samples are the write path's, which of them
+"""The profile breakdown of benchmarks/async_triggers/benchmarks/harness/jfr_profile.py: which samples are the write path's, which of them
 the plugin's capture (named by the hook Cassandra called and the innermost frame of ours), which its background work
 (a worker's derived writes included)."""
-from benchmarks.harness.jfr_profile import Breakdown
+from async_triggers.benchmarks.harness.jfr_profile import Breakdown
 
 INDEXER = "org.asynctriggers.CaptureIndex$Indexer.insertRow"
 EXTRACT = "org.asynctriggers.capture.TaskExtractor.extract"

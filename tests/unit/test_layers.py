@@ -1,5 +1,6 @@
 """The house's layers, checked on every module of the installed package (pyproject's package-dir: each top-level
-folder is one subpackage of async_triggers), from the top down:
+folder holds one part of async_triggers at the path its name gives, pycontrol/async_triggers/,
+cluster/async_triggers/cluster/ and so on), from the top down:
 
     4  cli (and the package's __main__)          the commands: parse, call, print, exit
     3  chaos, fuzz, benchmarks, examples         campaigns and applications built on the layers below
@@ -15,9 +16,11 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = {"async_triggers": ROOT / "pycontrol", "async_triggers.cluster": ROOT / "cluster",
-            "async_triggers.spark_jobs": ROOT / "spark-jobs" / "spark_jobs",
-            "async_triggers.benchmarks": ROOT / "benchmarks", "async_triggers.examples": ROOT / "examples"}
+PACKAGES = {"async_triggers": ROOT / "pycontrol" / "async_triggers",
+            "async_triggers.cluster": ROOT / "cluster" / "async_triggers" / "cluster",
+            "async_triggers.spark_jobs": ROOT / "spark-jobs" / "async_triggers" / "spark_jobs",
+            "async_triggers.benchmarks": ROOT / "benchmarks" / "async_triggers" / "benchmarks",
+            "async_triggers.examples": ROOT / "examples"}
 LAYERS = {"__main__": 4, "cli": 4, "chaos": 3, "fuzz": 3, "benchmarks": 3, "examples": 3, "spark_jobs": 2,
           "cluster": 2}
 NAMES = {4: "cli", 3: "campaigns and applications", 2: "Spark jobs and clusters", 1: "core"}
@@ -73,6 +76,21 @@ def test_should_place_every_module_in_a_known_layer_and_read_them_all():
     assert {"async_triggers.cli.trigger", "async_triggers.spark_jobs.verify", "async_triggers.cluster.network",
             "async_triggers.chaos.nemesis", "async_triggers.errors"} <= set(found)
     assert layer("async_triggers.spark_jobs.verify") == 2 and layer("async_triggers.errors") == 1
+
+
+def test_should_keep_every_module_at_the_path_its_name_gives():
+    """An import names the file it reads (``async_triggers.cluster.network`` is ``.../async_triggers/cluster/
+    network.py`` in whichever folder), so a reader or a tool finds it without pyproject's mapping; the examples keep
+    the paths their readers open."""
+    misplaced = []
+    for name, path in modules(PACKAGES).items():
+        if name.startswith("async_triggers.examples"):
+            continue
+        parts = path.relative_to(ROOT).with_suffix("").parts
+        parts = parts[:-1] if parts[-1] == "__init__" else parts
+        if ".".join(parts[-len(name.split(".")):]) != name:
+            misplaced.append(f"{name}: {path.relative_to(ROOT)}")
+    assert misplaced == []
 
 
 def test_should_find_a_planted_upward_import(tmp_path):

@@ -1,4 +1,4 @@
-"""pycontrol/spec.py: every rendered specification parses into its typed form, every field of the documents is one
+"""pycontrol/async_triggers/spec.py: every rendered specification parses into its typed form, every field of the documents is one
 the typed form reads (a field added to the rendering must be added there too), and a malformed document fails
 naming the flow and the field."""
 from __future__ import annotations
@@ -50,7 +50,7 @@ def test_should_read_every_field_of_each_rendered_spec(path):
     spec = FlowSpec.parse(doc)
     assert spec.name == doc["name"] and spec.doc is doc
     assert [t.qualified for t in spec.targets] == [f"{t['keyspace']}.{t['table']}" for t in doc["targets"]]
-    assert _unread(doc) == [], "fields the typed spec does not read: add them to pycontrol/spec.py"
+    assert _unread(doc) == [], "fields the typed spec does not read: add them to pycontrol/async_triggers/spec.py"
     assert FlowSpec.parse(spec) is spec and FlowSpec.parse(spec, version=7).version == 7
 
 

@@ -1,4 +1,4 @@
-"""`ctl trigger status` and `top` without a cluster (pycontrol/status_view.py): a line per flow within 100 columns,
+"""`ctl trigger status` and `top` without a cluster (pycontrol/async_triggers/status_view.py): a line per flow within 100 columns,
 nodes reporting out of those the ring has per data center, a node that stopped reporting shown as such (never left
 out), the rate between two samples, JSON lines with --watch, and an unknown flow refused."""
 import contextlib
