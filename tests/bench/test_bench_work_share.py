@@ -80,6 +80,9 @@ def test_should_sum_thread_cpu_by_group_between_two_readings():
     after = {(1, "MutationStage-1"): 3.5, (2, "MutationStage-2"): 1.5, (3, "GC Thread#0"): 5.25,
              (4, "ReadStage-1"): 0.75}   # started in between: counts from zero
     assert by_group(before, after) == {"MutationStage": 2.0, "GC Thread": 0.25, "ReadStage": 0.75}
+    # a shared-pool worker renamed after the stage it serves now: its interval, not its whole life
+    renamed = {(2, "ReadStage-2"): 1.25}
+    assert by_group(before, renamed) == {"ReadStage": 0.25}
     r = Repetition(1, 2000, 1.0, 1.0, (NodeWork("node1", 3.0, 0.0, 1.0),), by_group(before, after))
     assert r.top_threads(2) == [("MutationStage", 1.0), ("ReadStage", 0.375)]
 
@@ -95,3 +98,17 @@ def test_should_set_each_paxos_variant_side_by_side_by_size_and_refuse_an_unknow
     for wrong in ("v3", "v1,v1", ""):
         with pytest.raises(SystemExit):
             work_per_row.main(["--paxos", wrong])
+
+
+def test_should_derive_the_controls_rows_as_the_flow_does_and_read_the_flow_against_it():
+    tweets = [("t1", 7, "b", 0), ("t2", 8, "c", 0)]
+    assert work_per_row.timeline_rows([(7, 100), (7, 101)], tweets) == [
+        (7, "t1", 7, "b"), (100, "t1", 7, "b"), (101, "t1", 7, "b"), (8, "t2", 8, "c")]
+    flows = {2: [rep(2, 1000, [1.0, 1.0]), rep(2, 1000, [1.5, 1.5])], 4: [rep(4, 1000, [1.0] * 4)] * 2}
+    plains = {2: [rep(2, 1000, [0.5, 0.5]), rep(2, 1000, [0.5, 0.5])], 4: [rep(4, 1000, [0.5] * 4)] * 2}
+    lines, figures = work_per_row.control(flows, plains)
+    # the flow 2.0 and 3.0 CPU-s per 1,000 rows at 2 nodes, the control 1.0 each: 2x, 3x; at 4 nodes 4.0 / 2.0: 2x
+    assert figures["flow_over_control"] == {2: pytest.approx([2.0, 3.0]), 4: pytest.approx([2.0, 2.0])}
+    assert figures["control_growth"] == pytest.approx([2.0, 2.0])
+    assert figures["flow_over_control_growth"] == pytest.approx([1.0, 2.0 / 3.0])
+    assert lines[1] == "  2 nodes: cluster 1.000, 1.000   the flow / the control: 2.00x, 3.00x"

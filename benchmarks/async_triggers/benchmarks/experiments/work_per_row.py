@@ -10,13 +10,18 @@ celebrity twice) at QUORUM, waits until the flow has drained, flushes the keyspa
 compaction is pending: the window runs from the first write to then, so a row's memtable, flush and compaction are
 counted with its fan-out. The rows written are counted in the table (read at ALL) before a repetition counts.
 
+Beside each repetition of the flow, the control (unless ``--no-plain``): the same tweets and timeline rows written
+by the client at QUORUM into tables no flow reads, measured the same way on the same cluster, the two in turn. It
+is Cassandra's own work per row at that size (what the synchronous application's writes cost): on one machine a
+bigger cluster's nodes share the same cores, so the flow's growth is read against the control's.
+
 The flow is a lineage flow (its fan-out matches on ``author_id``, a column an upsert can change): each task takes
 its source row's version by a lightweight transaction (docs/design.md, "Lineage"). ``--paxos v1,v2`` measures
 every size under each of Cassandra's Paxos implementations (``paxos_variant`` in cassandra.yaml; 5.0's default is
 v1), a cluster of its own each, the variants one after the other at each size, and prints their ratio side by side.
 
     python -m async_triggers.benchmarks.experiments.work_per_row [--sizes 2,3,4] [--repeat 3] [--rounds 3]
-        [--authors 300] [--followers 50] [--celebrity 10000] [--paxos v1] [--project 12]
+        [--authors 300] [--followers 50] [--celebrity 10000] [--paxos v1] [--no-plain] [--project 12]
         [--out benchmarks/results/work]
 """
 from __future__ import annotations
@@ -56,7 +61,13 @@ SCHEMA = [
     "created_at timestamp)",
     f"CREATE TABLE IF NOT EXISTS {KS}.timeline (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
     "PRIMARY KEY (user_id, tweet_id)) WITH CLUSTERING ORDER BY (tweet_id DESC)",
+    # the control: the same tweets and timeline rows written by the client, no flow on them
+    f"CREATE TABLE IF NOT EXISTS {KS}.tweets_plain (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, "
+    "created_at timestamp)",
+    f"CREATE TABLE IF NOT EXISTS {KS}.timeline_plain (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
+    "PRIMARY KEY (user_id, tweet_id)) WITH CLUSTERING ORDER BY (tweet_id DESC)",
 ]
+PLAIN = "_plain"      # the control's tables: the flow's names with this suffix
 
 
 def flow() -> Flow:
@@ -125,17 +136,31 @@ def compactions_idle(stats: str) -> bool:
     return int(pending.group(1)) == 0 and "compaction type" not in stats
 
 
-def count_rows(session) -> int:
+def count_rows(session, suffix: str = "") -> int:
     """Timeline rows, read at ALL a page at a time."""
-    stmt = SimpleStatement(f"SELECT user_id FROM {KS}.timeline", consistency_level=ConsistencyLevel.ALL,
+    stmt = SimpleStatement(f"SELECT user_id FROM {KS}.timeline{suffix}", consistency_level=ConsistencyLevel.ALL,
                            fetch_size=5000)
     return sum(1 for _ in session.execute(stmt, timeout=120))
 
 
+def timeline_rows(pairs: list[tuple[int, int]], tweets: list[tuple]) -> list[tuple]:
+    """The rows the flow derives from ``tweets`` (tweet_id, author_id, body, created_at): the author's own and one per
+    follower, as (user_id, tweet_id, author_id, body)."""
+    followers: dict[int, list[int]] = {}
+    for user, follower in pairs:
+        followers.setdefault(user, []).append(follower)
+    return [(user, tweet_id, author, body) for tweet_id, author, body, _ in tweets
+            for user in [author, *followers.get(author, [])]]
+
+
 def repetition(session, settings, name: str, pids: dict[str, int], pairs: list[tuple[int, int]], rounds: int,
-               idle_s: float, log) -> work_share.Repetition:
+               idle_s: float, log, plain: bool = False) -> work_share.Repetition:
+    """One measured window. ``plain``: the control, the same tweets and timeline rows written by the client into
+    tables no flow reads (Cassandra's own work per row at this size: the synchronous application's writes)."""
+    suffix = PLAIN if plain else ""
     for table in ("tweets", "timeline"):
-        session.execute(SimpleStatement(f"TRUNCATE {KS}.{table}", consistency_level=ConsistencyLevel.ALL), timeout=120)
+        session.execute(SimpleStatement(f"TRUNCATE {KS}.{table}{suffix}", consistency_level=ConsistencyLevel.ALL),
+                        timeout=120)
     settle(settings, name, list(pids))
     fans: dict[int, int] = {}
     for user, _ in pairs:
@@ -146,29 +171,42 @@ def repetition(session, settings, name: str, pids: dict[str, int], pairs: list[t
     before = cpu_seconds(pids)
     time.sleep(idle_s)
     idle = {n: (c - before[n]) / idle_s for n, c in cpu_seconds(pids).items()}
-    insert = session.prepare(f"INSERT INTO {KS}.tweets (tweet_id, author_id, body, created_at) VALUES (?, ?, ?, ?)")
+    insert = session.prepare(f"INSERT INTO {KS}.tweets{suffix} (tweet_id, author_id, body, created_at) "
+                             "VALUES (?, ?, ?, ?)")
     insert.consistency_level = ConsistencyLevel.QUORUM
-    start_cpu, start_threads, started = cpu_seconds(pids), thread_cpu(pids), time.monotonic()
     now = time.time()
     values = [(uuid_from_time(now + i * 1e-6), a, "w" * 140, int(now * 1000)) for i, a in enumerate(writers)]
+    derived = timeline_rows(pairs, values) if plain else []
+    start_cpu, start_threads, started = cpu_seconds(pids), thread_cpu(pids), time.monotonic()
     execute_concurrent_with_args(session, insert, values, concurrency=32, raise_on_first_error=True)
-    status.wait_drained(session, [FLOW], dt.datetime.utcnow(), timeout=1800, poll=0.5)
+    if plain:
+        row = session.prepare(f"INSERT INTO {KS}.timeline{suffix} (user_id, tweet_id, author_id, body) "
+                              "VALUES (?, ?, ?, ?)")
+        row.consistency_level = ConsistencyLevel.QUORUM
+        execute_concurrent_with_args(session, row, derived, concurrency=64, raise_on_first_error=True)
+    else:
+        status.wait_drained(session, [FLOW], dt.datetime.utcnow(), timeout=1800, poll=0.5)
     drain_s = time.monotonic() - started
     settle(settings, name, list(pids))
     end_cpu, end_threads, window = cpu_seconds(pids), thread_cpu(pids), time.monotonic() - started
-    found = count_rows(session)
+    found = count_rows(session, suffix)
     if found != rows:
-        raise AssertionError(f"{found} timeline rows after the flow drained, {rows} expected: a repetition counts "
+        raise AssertionError(f"{found} timeline{suffix} rows after the writes, {rows} expected: a repetition counts "
                              "only the rows it wrote")
     rep = work_share.Repetition(len(pids), rows, window, drain_s, tuple(
         work_share.NodeWork(n, end_cpu[n] - start_cpu[n], idle[n], window) for n in sorted(pids)),
         work_share.by_group(start_threads, end_threads))
-    log(f"{len(pids)} nodes: {rows} rows, drained in {drain_s:.1f} s, window {window:.1f} s, "
-        f"{rep.per_1k_rows:.3f} CPU-s per 1,000 rows")
+    log(f"{len(pids)} nodes{', plain writes' if plain else ''}: {rows} rows, done in {drain_s:.1f} s, window "
+        f"{window:.1f} s, {rep.per_1k_rows:.3f} CPU-s per 1,000 rows")
     return rep
 
 
-def measure_size(nodes: int, args, pairs, log, paxos: str = DEFAULT_PAXOS) -> list[work_share.Repetition]:
+Measured = tuple[list[work_share.Repetition], list[work_share.Repetition]]   # the flow's, the control's (or none)
+
+
+def measure_size(nodes: int, args, pairs, log, paxos: str = DEFAULT_PAXOS) -> Measured:
+    """The flow's repetitions and, with ``args.plain``, the control's: one of each in turn, their order swapped
+    every other time, after a warm-up of each."""
     name = f"work{nodes}n" if paxos == DEFAULT_PAXOS else f"work{nodes}n{paxos}"
     log(f"{nodes} nodes, paxos_variant {paxos}")
     settings = cluster_settings(name, nodes, log, config_options={"paxos_variant": paxos})
@@ -185,9 +223,15 @@ def measure_size(nodes: int, args, pairs, log, paxos: str = DEFAULT_PAXOS) -> li
             deploy.deploy(session, [flow()])
             time.sleep(5)   # every node polls the flows every 2 s: let each run this version
             log(f"{nodes} nodes: warm-up repetition (not counted)")
-            repetition(session, settings, name, pids, pairs, 1, args.idle_s, log)
-            return [repetition(session, settings, name, pids, pairs, args.rounds, args.idle_s, log)
-                    for _ in range(args.repeat)]
+            kinds = [False, True] if args.plain else [False]
+            for plain in kinds:
+                repetition(session, settings, name, pids, pairs, 1, args.idle_s, log, plain)
+            runs: dict[bool, list[work_share.Repetition]] = {False: [], True: []}
+            for i in range(args.repeat):
+                for plain in (kinds if i % 2 == 0 else kinds[::-1]):
+                    runs[plain].append(repetition(session, settings, name, pids, pairs, args.rounds, args.idle_s,
+                                                  log, plain))
+            return runs[False], runs[True]
     finally:
         if not args.keep_clusters:
             cluster_mod.down(settings, name=name, progress=log)
@@ -219,6 +263,25 @@ def report(by_size: dict[int, list[work_share.Repetition]], project_to: int,
                                   "rows_per_s_per_core": projected.rows_per_s_per_core}}
 
 
+def control(flows: dict[int, list[work_share.Repetition]], plains: dict[int, list[work_share.Repetition]]
+            ) -> tuple[list[str], dict]:
+    """The control beside the flow: Cassandra's own work per row at each size, its growth, and the flow's work per
+    row as a multiple of it (repetition i of the flow against repetition i of the control, measured next to it)."""
+    sizes = sorted(flows)
+    lines = ["the control, the same tweets and timeline rows written by the client (no flow), CPU-s per 1,000 rows:"]
+    ratios = {n: [f.per_1k_rows / p.per_1k_rows for f, p in zip(flows[n], plains[n])] for n in sizes}
+    for n in sizes:
+        lines.append(f"  {n} nodes: cluster " + ", ".join(f"{r.per_1k_rows:.3f}" for r in plains[n])
+                     + "   the flow / the control: " + ", ".join(f"{x:.2f}x" for x in ratios[n]))
+    plain_growth = work_share.growth(plains, sizes[0], sizes[-1])
+    excess = [b / a for a, b in zip(ratios[sizes[0]], ratios[sizes[-1]])]
+    lines.append(f"  the control, {sizes[-1]} nodes / {sizes[0]} nodes: " + ", ".join(f"{x:.3f}x" for x in plain_growth)
+                 + f"; the flow's multiple of it, {sizes[-1]} nodes / {sizes[0]} nodes: "
+                 + ", ".join(f"{x:.3f}x" for x in excess))
+    return lines, {"control": {n: [r.as_dict() for r in reps] for n, reps in plains.items()},
+                   "control_growth": plain_growth, "flow_over_control": ratios, "flow_over_control_growth": excess}
+
+
 def compare(by_variant: dict[str, dict[int, list[work_share.Repetition]]], variants: list[str]) -> list[str]:
     """Each variant's cluster CPU-s per 1,000 rows against the first's, size by size (their medians)."""
     first = variants[0]
@@ -241,6 +304,8 @@ def main(argv=None) -> int:
     p.add_argument("--followers", type=int, default=50, help="followers of each author")
     p.add_argument("--celebrity", type=int, default=10_000, help="followers of the celebrity")
     p.add_argument("--idle-s", type=float, default=15.0, help="seconds of each node's idle CPU rate measured first")
+    p.add_argument("--no-plain", dest="plain", action="store_false",
+                   help="skip the control (the same rows written by the client, no flow)")
     p.add_argument("--paxos", default=DEFAULT_PAXOS,
                    help=f"Cassandra's Paxos implementations to measure, comma-separated ({', '.join(PAXOS_VARIANTS)})")
     p.add_argument("--project", type=int, default=12, help="the size to project to")
@@ -259,13 +324,18 @@ def main(argv=None) -> int:
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)   # noqa: E731
     pairs = graph(args.authors, args.followers, args.celebrity)
     by_variant: dict[str, dict[int, list[work_share.Repetition]]] = {v: {} for v in variants}
+    plain_by_variant: dict[str, dict[int, list[work_share.Repetition]]] = {v: {} for v in variants}
     for n in sizes:   # the variants one after the other at each size: a drift of the machine's load hits both
         for v in variants:
-            by_variant[v][n] = measure_size(n, args, pairs, log, v)
+            by_variant[v][n], plain_by_variant[v][n] = measure_size(n, args, pairs, log, v)
     lines, figures = [], {}
     for v in variants:
         more, figures[v] = report(by_variant[v], args.project, v)
         lines += more
+        if args.plain:
+            more, found = control(by_variant[v], plain_by_variant[v])
+            lines += more
+            figures[v].update(found)
     if len(variants) > 1:
         lines += compare(by_variant, variants)
     figures = figures[variants[0]] if len(variants) == 1 else {"paxos_variants": figures}

@@ -34,12 +34,15 @@ def thread_group(name: str) -> str:
 
 
 def by_group(before: Mapping[tuple[int, str], float], after: Mapping[tuple[int, str], float]) -> dict[str, float]:
-    """CPU seconds per thread group between two readings of (thread id, name) -> CPU seconds; a thread that started
-    in between counts from zero, one that ended is lost (its last interval)."""
+    """CPU seconds per thread group between two readings of (thread id, name) -> CPU seconds, a thread's under the
+    name it has at the end; a thread that started in between counts from zero, one that ended is lost (its last
+    interval). A thread is matched by its id alone: Cassandra's shared pool renames its workers after the stage they
+    serve, and a renamed worker matched by name would count its whole life."""
+    earlier = {tid: cpu for (tid, _), cpu in before.items()}
     out: dict[str, float] = {}
     for (tid, name), cpu in after.items():
         group = thread_group(name)
-        out[group] = out.get(group, 0.0) + max(0.0, cpu - before.get((tid, name), 0.0))
+        out[group] = out.get(group, 0.0) + max(0.0, cpu - earlier.get(tid, 0.0))
     return out
 
 
