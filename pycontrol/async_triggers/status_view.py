@@ -30,7 +30,9 @@ class Host:
 @dataclasses.dataclass(frozen=True)
 class FlowLine:
     flow: str
-    state: str                 # running | paused | pausing | resuming | degraded (a node not reporting) | idle
+    # running | paused | pausing | resuming | degraded (a node not reporting) | starting (deployed within STALE_S,
+    # not every node has reported it yet: each reads the flows and reports every 2 s) | idle
+    state: str
     pending: int               # queued + running, on the nodes that report
     backlog: int               # live backup entries, as the nodes' last scans found them
     lag_ms: int                # the oldest queued task's age, on any node
@@ -61,10 +63,12 @@ def completed_by_node(flow: str, statuses: Sequence[FlowNodeStatus], now: dt.dat
 
 def summarize(flows: Sequence[str], statuses: Sequence[FlowNodeStatus], hosts: Sequence[Host],
               letters: Mapping[str, int], now: dt.datetime,
-              previous: Mapping[str, tuple[dt.datetime, Mapping[str, int]]] | None = None) -> list[FlowLine]:
+              previous: Mapping[str, tuple[dt.datetime, Mapping[str, int]]] | None = None,
+              deployed_ms: Mapping[str, int] | None = None) -> list[FlowLine]:
     """One line per flow. ``previous``: flow -> (when, completed per node) of the last sample, for the rate: summed
     over the nodes in both samples, each counted from its own figure (a node that went silent or restarted, its
-    counter back to 0, neither drops nor spikes the rate)."""
+    counter back to 0, neither drops nor spikes the rate). ``deployed_ms``: flow -> when its deployed version was
+    written (epoch ms): a flow some node has not reported yet within ``STALE_S`` of that is starting, not degraded."""
     by_address = {h.address: h for h in hosts}
     out = []
     for flow in flows:
@@ -83,7 +87,9 @@ def summarize(flows: Sequence[str], statuses: Sequence[FlowNodeStatus], hosts: S
             rate = done / seconds if seconds > 0 else None
         states = {s.state for s in mine}
         missing = len(mine) < len(hosts)
-        state = ("degraded" if missing else
+        starting = (deployed_ms is not None and flow in deployed_ms
+                    and (now - dt.datetime.utcfromtimestamp(deployed_ms[flow] / 1000)).total_seconds() <= STALE_S)
+        state = (("starting" if starting else "degraded") if missing else
                  next((x for x in ("pausing", "resuming", "paused") if x in states), "running" if mine else "idle"))
         out.append(FlowLine(flow, state, sum(s.pending + s.active for s in mine), sum(s.backlog for s in mine),
                             max((s.oldest_pending_ms for s in mine), default=0), completed, rate,

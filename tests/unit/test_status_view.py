@@ -1,7 +1,9 @@
 """`ctl trigger status` and `top` without a cluster (pycontrol/async_triggers/status_view.py): a line per flow within 100 columns,
 nodes reporting out of those the ring has per data center, a node that stopped reporting shown as such (never left
-out), the rate between two samples, JSON lines with --watch, and an unknown flow refused."""
+out), a flow deployed moments ago shown as starting, the rate between two samples, JSON lines with --watch, and an
+unknown flow refused."""
 import contextlib
+import types
 import datetime as dt
 import json
 
@@ -37,6 +39,18 @@ def test_should_count_only_fresh_reports_per_flow_and_show_nodes_reporting_per_d
     assert max(len(line) for line in text) <= 100, text
     assert text[0].split() == ["FLOW", "STATE", "PENDING", "BACKLOG", "LAG", "DONE/S", "DONE", "DEAD", "NODES"]
     assert text[2].split() == ["timeline", "degraded", "5", "7", "2s", "-", "150", "2", "dc1", "2/2", "dc2", "0/1"]
+
+
+def test_should_show_a_flow_deployed_moments_ago_as_starting_until_every_node_reports_it():
+    epoch_ms = int((NOW - dt.datetime(1970, 1, 1)).total_seconds() * 1000)
+    hosts = HOSTS[:2]
+    one = [report("10.0.0.1")]
+    [line] = status_view.summarize(["timeline"], one, hosts, {}, NOW, None, {"timeline": epoch_ms - 3_000})
+    assert line.state == "starting"
+    [line] = status_view.summarize(["timeline"], one, hosts, {}, NOW, None, {"timeline": epoch_ms - 60_000})
+    assert line.state == "degraded", "a minute after its deploy a silent node is a problem"
+    [line] = status_view.summarize(["timeline"], STATUSES[:2], hosts, {}, NOW, None, {"timeline": epoch_ms})
+    assert line.state == "running"
 
 
 def test_should_compute_the_rate_from_two_samples_and_show_a_healthy_flow_running():
@@ -86,7 +100,7 @@ def _cli(monkeypatch, deployed=("timeline", "copy")):
         unknown = [n for n in names if n not in deployed]
         if unknown:
             raise UnknownFlowError(unknown, deployed)
-        return {n: {} for n in deployed}
+        return {n: types.SimpleNamespace(version=1) for n in deployed}   # deployed long ago
 
     monkeypatch.setattr(cli_trigger, "connect", connect)
     monkeypatch.setattr(deploy, "require_deployed", require)

@@ -157,7 +157,8 @@ def _status_sample(session, names: Sequence[str], previous: dict | None,
     now = dt.datetime.utcnow()
     statuses, hosts = status_mod.read(session, flows), status_view.hosts_of(session)
     lines = status_view.summarize(flows, statuses, hosts, {f: dlq.count(session, f) for f in flows}, now,
-                                  previous) if summary else []
+                                  previous, {f: deployed[f].version for f in flows if deployed[f].version}
+                                  ) if summary else []
     return (lines, status_view.node_rows(flows, statuses, hosts, now),
             {f: (now, status_view.completed_by_node(f, statuses, now)) for f in flows})
 
