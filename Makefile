@@ -8,7 +8,7 @@ PLUGIN_JAR := trigger-plugin/target/async-triggers-plugin.jar
 METRICS_EXPORTER_JAR := trigger-plugin/target/dist-lib/jmx_prometheus_javaagent.jar
 PYTEST_ARGS ?=
 
-.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backfill bench-backup bench-joins bench-work bench bench-smoke chaos fuzz clean distclean
+.PHONY: all install venv plugin dist wheel cassandra spark-jars demo dashboard-picture test test-unit test-cluster test-extended test-own-cluster test-spark test-java test-bench-smoke test-membership bench-ack bench-backfill bench-backup bench-joins bench-work bench-lag bench bench-smoke chaos fuzz clean distclean
 
 all: install
 
@@ -151,6 +151,11 @@ bench-joins: install
 # CPU seconds per 1,000 follower rows at 2, 3 and 4 nodes (a cluster each, one after the other) and a projection to 12
 bench-work: install
 	$(PY) -m async_triggers.benchmarks.experiments.work_per_row --out benchmarks/results/work
+
+# The time to the last follower by fan-out size (1 to 10,000 followers) at 80 % of the integrated approach's own rate
+# (about 10 min; its own 2-node cluster)
+bench-lag: install bench-deps
+	$(PY) -m async_triggers.benchmarks.experiments.lag_by_fanout --out benchmarks/results/lag
 
 clean:
 	rm -rf $(VENV) trigger-plugin/target dist

@@ -111,6 +111,7 @@ def test_should_refuse_to_summarise_a_run_without_requests():
     (lambda r: r.pop("requests"), "'requests' is missing"),
     (lambda r: r.update(experiment="soak"),
      "'experiment' must be one of saturating, 80pct, burst, fault, bulk_writer, capacity, 80pct_own, burst_own, "
+     "lag_fanout, "
      "found: 'soak'"),
     (lambda r: r.update(app="kafka"),
      "'app' must be one of synchronous, external_queue, integrated, bulk_writer, plain, loadgen, found: 'kafka'"),

@@ -26,7 +26,9 @@ from typing import Any, Iterable, Mapping, Sequence
 from async_triggers.benchmarks.errors import ResultsError
 
 SCHEMA = "async-triggers-bench/1"
-EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer", "capacity", "80pct_own", "burst_own")
+# lag_fanout: make bench-lag's run (its own directory, benchmarks/results/lag; not one of the report's tables)
+EXPERIMENTS = ("saturating", "80pct", "burst", "fault", "bulk_writer", "capacity", "80pct_own", "burst_own",
+               "lag_fanout")
 # plain: a tweet write, no flow; loadgen: the load generator's capacity (experiment capacity)
 APPS = ("synchronous", "external_queue", "integrated", "bulk_writer", "plain", "loadgen")
 COMPONENTS = ("app", "db", "queue")

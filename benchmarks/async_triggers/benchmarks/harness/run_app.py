@@ -29,8 +29,11 @@ During = Callable[[float], list[dict]]   # called with the launch time; returns 
 
 def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_after_s: float | None = None,
             during: During | None = None, verify: bool = False, config: dict | None = None,
-            write: bool = True, same_schedule: bool = False) -> tuple[dict, list]:
-    """The run and the load generator's records; with ``write`` both are in the results directory. With
+            write: bool = True, same_schedule: bool = False,
+            probe_factory: Callable | None = None) -> tuple[dict, list]:
+    """The run and the load generator's records; with ``write`` both are in the results directory.
+    ``probe_factory(target, submit)``: the lag probe instead of the one-follower one (its ``summary(seconds)`` goes
+    into the run's ``config.probe_summary``). With
     ``same_schedule``, an earlier run of this repetition with the same application, nodes, phases and shedding
     stands for this experiment's too (:func:`same_run`: no records, the earlier run's are in its file)."""
     from async_triggers.spark_jobs import loadgen
@@ -62,6 +65,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
             completions = None
         probe_sender = factory(loadgen.Slot(task=-1, slot=0, partitions=1, seed=cfg.seed))
         probe = (NoProbe() if app == PLAIN else
+                 probe_factory(target, probe_sender.submit) if probe_factory is not None else
                  LagProbe(target, probe_sender.submit, bed.probe_author, bed.probe_follower, cfg.probe_interval_s))
         broker_pids = bed.broker.pids if workers else None
         sampler = Sampler(processes.resource_groups(bed.settings, bed.cluster_name, workers, broker_pids,
@@ -123,7 +127,8 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
         records, experiment=experiment, app=app, db_nodes=bed.nodes, duration_s=duration,
         config={**bed.run_config(), "phases": [dataclasses.asdict(p) for p in phases],
                 "drop_after_s": drop_after_s, "probes": probe.sent, "probe_errors": probe.errors[:3],
-                "drained": drained, "verification_checks": checks, **(config or {})},
+                "drained": drained, "verification_checks": checks, **(config or {}),
+                **({"probe_summary": probe.summary(duration)} if hasattr(probe, "summary") else {})},
         throughput_msg_s=throughput, propagation_lags_ms=probe.lags_ms or None,
         propagated_msg_s=series, drain_s=drain_s, fanout_rows_s=fanout_rows_s, verification=verification,
         resources=resources, events=[{"t_s": round(e["at"] - start, 2), "what": e["what"]} for e in events],

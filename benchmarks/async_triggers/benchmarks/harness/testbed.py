@@ -104,6 +104,20 @@ class Testbed:
         self.top_user = top[0]
         self.progress(f"graph: {self.n_users} users, most followed " + ", ".join(f"{u} ({n})" for u, n in top))
 
+    def probe_authors(self, sizes) -> dict[int, tuple[int, list[int]]]:
+        """Per fan-out size, an author beyond the graph (so no tweet of the load is theirs) followed by the first
+        ``size`` users of the graph: size -> (author, followers). Written once per cluster."""
+        if max(sizes) > self.n_users:
+            raise BenchError(f"a probe author of {max(sizes)} followers needs that many users; the graph has "
+                             f"{self.n_users}")
+        from cassandra.concurrent import execute_concurrent_with_args
+        out = {size: (self.n_users + 3 + i, list(range(1, size + 1))) for i, size in enumerate(sorted(sizes))}
+        with self.session() as session:
+            insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
+            execute_concurrent_with_args(session, insert, [(a, f) for a, fs in out.values() for f in fs],
+                                         concurrency=64, raise_on_first_error=True)
+        return out
+
     def spark_session(self):
         if self.spark is None:
             from async_triggers.spark_jobs.session import build_session

@@ -1,0 +1,121 @@
+"""The time to the last follower by fan-out size, under load (``make bench-lag``): the integrated approach at 80 %
+of its own saturating rate on the report's graph, while probe authors of 1, 10, 100, 1,000 and 10,000 followers
+tweet in turn through the same sender (benchmarks/async_triggers/benchmarks/harness/fanout_probe.py says how the
+last follower's row is found). The celebrity's probe runs every ``--celebrity-every``-th time, since each writes
+10,000 rows; the probes' rows per second are printed beside the load's. The run is verified like the others.
+
+The rate: ``--rate``, else 0.8 x the median of the committed saturation searches of the integrated approach at this
+many nodes (benchmarks/results), as the report's runs at each approach's own rate take it.
+
+    python -m async_triggers.benchmarks.experiments.lag_by_fanout [--seconds 120] [--sizes 1,10,100,1000,10000]
+        [--celebrity-every 10] [--rate R] [--out benchmarks/results/lag]
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import statistics
+import sys
+from pathlib import Path
+
+from async_triggers.benchmarks import results
+from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.harness.config import DEFAULT_OUT, BenchConfig
+from async_triggers.benchmarks.harness.fanout_probe import FanoutLagProbe
+from async_triggers.benchmarks.harness.run_app import run_app
+from async_triggers.benchmarks.harness.testbed import Testbed
+
+EXPERIMENT = "lag_fanout"
+APP = "integrated"
+SHARE = 0.8
+TARGET_MS = 2000.0      # the celebrity's time to its last follower, p99, at 80 % of the approach's own rate
+
+
+def committed_rate(nodes: int, out: Path = DEFAULT_OUT) -> float:
+    """The median saturating rate of the committed searches of the integrated approach at ``nodes`` nodes."""
+    found = [results.saturating_rate(r) for r in results.load_runs(out)
+             if r["experiment"] == "saturating" and r["app"] == APP and r["db_nodes"] == nodes
+             and r.get("valid", True) and results.saturating_rate(r)]
+    if not found:
+        raise BenchError(f"no saturating run of the integrated approach at {nodes} nodes in {out}: give --rate")
+    return statistics.median(found)
+
+
+def report(summary: dict, rate: float, base: float | None, load_rows_s: float | None) -> tuple[list[str], str]:
+    """The lines printed and the verdict on the celebrity's p99."""
+    sizes = sorted(summary["by_size"], key=int)
+    of = f"0.8 x {base:g} msg/s, the integrated approach's saturating rate" if base else "given with --rate"
+    lines = [f"time to the last follower by fan-out size, the integrated approach at {rate:g} msg/s ({of}):"]
+    for size in sizes:
+        s = summary["by_size"][size]
+        if not s["n"]:
+            lines.append(f"  {int(size):>6,} followers: no probe completed ({s['timed_out']} timed out)")
+            continue
+        p99 = f"{'max' if s['p99_is_max'] else 'p99'} {s['p99']:.0f} ms"
+        lines.append(f"  {int(size):>6,} followers: {s['n']} probes, median {s['median']:.0f} ms, {p99}, max "
+                     f"{s['max']:.0f} ms; the last-written row first read after {s['to_sentinel'].get('median', 0):.0f}"
+                     f" ms (median); timed out {s['timed_out']}")
+    lines.append(f"  the probes' tweets made {summary['probe_rows_s']} of the flow's "
+                 f"{'?' if load_rows_s is None else f'{load_rows_s:.0f}'} timeline rows/s; reads of the probes "
+                 f"that failed (read again): {summary.get('read_errors', 0)}")
+    largest = summary["by_size"][sizes[-1]]
+    met = largest["n"] > 0 and not largest["timed_out"] and largest["p99"] <= TARGET_MS
+    verdict = (f"celebrity ({int(sizes[-1]):,} followers) p99 <= {TARGET_MS / 1000:g} s: {'met' if met else 'missed'}"
+               + (f" (from {largest['n']} probes: the p99 is their maximum)" if largest.get("p99_is_max") else ""))
+    lines.append("  " + verdict)
+    return lines, "met" if met else "missed"
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=120.0, help="the load's duration")
+    p.add_argument("--sizes", default="1,10,100,1000,10000", help="the probe authors' follower counts")
+    p.add_argument("--celebrity-every", type=int, default=10, help="the largest size every n-th probe")
+    p.add_argument("--interval", type=float, default=1.0, help="seconds from one probe's start to the next")
+    p.add_argument("--rate", type=float, default=None, help="the load's rate (default: 80 %% of the committed one)")
+    p.add_argument("--nodes", type=int, default=2)
+    p.add_argument("--keep-cluster", action="store_true")
+    p.add_argument("--out", type=Path, default=DEFAULT_OUT / "lag")
+    args = p.parse_args(argv)
+    try:
+        sizes = sorted({int(s) for s in args.sizes.split(",")})
+    except ValueError:
+        p.error(f"--sizes takes whole numbers, comma-separated: {args.sizes!r}")
+    if not sizes or sizes[0] < 1 or args.celebrity_every < 1 or args.seconds <= 0 or args.interval <= 0:
+        p.error("--sizes, --celebrity-every, --seconds and --interval must be positive")
+    base = None if args.rate else committed_rate(args.nodes)
+    rate = args.rate or SHARE * base
+    from async_triggers.spark_jobs.loadgen import Phase
+    args.out.mkdir(parents=True, exist_ok=True)
+    bed = Testbed(BenchConfig(out=args.out, apps=(APP,), db_nodes=args.nodes, keep_cluster=args.keep_cluster,
+                              drain_timeout_s=900.0),
+                  progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
+    try:
+        bed.use_cluster(args.nodes)
+        authors = bed.probe_authors(sizes)
+
+        def probe(target, submit):
+            from async_triggers.benchmarks.apps.cassandra import SESSIONS
+            return FanoutLagProbe(SESSIONS.get(target), target.keyspace, submit, authors,
+                                  celebrity_every=args.celebrity_every, interval_s=args.interval)
+        run, _ = run_app(bed, EXPERIMENT, APP, [Phase(args.seconds, rate)], verify=True, probe_factory=probe,
+                         config={"base": "own" if base else "given", "base_rate": base, "share": SHARE})
+    finally:
+        bed.remove_cluster()
+        bed.close()
+    summary = run["config"]["probe_summary"]
+    lines, verdict = report(summary, rate, base, run.get("fanout_rows_s"))
+    v = run.get("verification") or {}
+    lines.append(f"  verified: missing {v.get('missing')}, unexpected {v.get('unexpected')}; run {run['run_id']}")
+    print("\n".join(lines))
+    stem = args.out / f"{dt.datetime.utcnow():%Y%m%dT%H%M%SZ}-lag-by-fanout"
+    stem.with_suffix(".txt").write_text("\n".join(lines) + "\n")
+    stem.with_suffix(".json").write_text(json.dumps({"settings": {k: v for k, v in vars(args).items() if k != "out"}
+                                                     | {"rate": rate, "base_rate": base}, "verdict": verdict,
+                                                     "run_id": run["run_id"], **summary}, indent=1, default=str) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

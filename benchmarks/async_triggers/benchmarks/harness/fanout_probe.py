@@ -1,0 +1,160 @@
+"""The time to the last follower, by fan-out size: the report's headline ("until the last of a celebrity's followers
+sees the tweet") measured under load, for authors of every size from one follower to a celebrity's.
+
+Probe authors of each size (``Testbed.probe_authors``: users beyond the graph, each followed by the first ``size``
+users of the graph) tweet in turn through the application's own request path, one probe at a time. After the
+acknowledgement the probe reads the timeline row of the follower the fan-out writes last (the highest follower id:
+a fan-out pages the followers table in clustering order) every 5 ms until it is there, then every timeline row of
+the tweet (the author's and each follower's, one partition per read, 32 at a time), and every 100 ms again the ones
+still missing, until none is: the time to the last follower is when the sweep that found the last of them ended, an
+upper bound by at most one sweep. Reads at ONE, as a follower's client reads its timeline; a read that fails counts
+as not found, and is counted.
+
+A celebrity's probe writes as many rows as its followers, so it runs only every ``celebrity_every``-th probe: the
+probes' rows per second are reported beside the load's.
+"""
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+from typing import Callable, Mapping, Sequence
+
+from async_triggers.benchmarks import results
+from async_triggers.benchmarks.apps.tweets import Tweet
+
+IN_FLIGHT = 32       # reads of a sweep in flight
+POLL_S = 0.005       # between reads of the sentinel's row
+SWEEP_PAUSE_S = 0.1  # between sweeps of the rows still missing (a sweep of 10,000 rows is 10,000 reads)
+
+
+def wait_all(found: Callable[[Sequence[int]], set[int]], users: Sequence[int], sentinel: int, give_up_at: float,
+             clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
+             ) -> tuple[float | None, float | None]:
+    """(when the sentinel's row was first read, when the last of ``users``' rows was), by ``clock``; None for what
+    was not there by ``give_up_at``. ``found(users)`` returns those of ``users`` whose row is there now."""
+    sentinel_at = None
+    while clock() < give_up_at:
+        if found([sentinel]):
+            sentinel_at = clock()
+            break
+        sleep(POLL_S)
+    if sentinel_at is None:
+        return None, None
+    missing = list(users)
+    while True:
+        missing = [u for u in missing if u not in found(missing)]
+        now = clock()
+        if not missing:
+            return sentinel_at, now
+        if now >= give_up_at:
+            return sentinel_at, None
+        sleep(SWEEP_PAUSE_S)
+
+
+def schedule(sizes: Sequence[int], celebrity_every: int) -> Callable[[int], int]:
+    """The size of probe ``i``: the largest size every ``celebrity_every``-th probe, the others in turn between."""
+    largest, others = max(sizes), sorted(s for s in sizes if s != max(sizes))
+
+    def size(i: int) -> int:
+        if not others or i % celebrity_every == celebrity_every - 1:
+            return largest
+        return others[(i - i // celebrity_every) % len(others)]
+    return size
+
+
+def stats(lags_ms: Sequence[float]) -> dict:
+    """n, median, p99 (nearest rank: the largest below 100 probes, said so) and max, in ms."""
+    ordered = sorted(lags_ms)
+    if not ordered:
+        return {"n": 0}
+    return {"n": len(ordered), "median": round(statistics.median(ordered), 1),
+            "p99": round(results.nearest_rank(ordered, 99), 1), "p99_is_max": len(ordered) < 100,
+            "max": round(ordered[-1], 1)}
+
+
+class FanoutLagProbe:
+    """The probe thread: ``authors`` maps a fan-out size to (author id, its followers' ids); ``submit`` writes a
+    tweet through the application's request path. ``lags_ms`` holds the one-follower probes' times (what the other
+    runs' lag columns are), ``by_size`` every size's."""
+
+    def __init__(self, session, keyspace: str, submit: Callable[[Tweet], None],
+                 authors: Mapping[int, tuple[int, Sequence[int]]], celebrity_every: int = 10,
+                 interval_s: float = 1.0, timeout_s: float = 120.0):
+        from cassandra import ConsistencyLevel
+        self.session, self.submit, self.authors = session, submit, dict(authors)
+        self.size_of = schedule(sorted(authors), celebrity_every)
+        self.interval_s, self.timeout_s = interval_s, timeout_s
+        self.read = session.prepare(f'SELECT "user_id" FROM {keyspace}."timeline" WHERE "user_id" = ? '
+                                    'AND "tweet_id" = ?')
+        self.read.consistency_level = ConsistencyLevel.ONE
+        self.by_size: dict[int, list[float]] = {s: [] for s in self.authors}
+        self.to_sentinel: dict[int, list[float]] = {s: [] for s in self.authors}
+        self.timed_out: dict[int, int] = {s: 0 for s in self.authors}
+        self.rows_written = 0
+        self.read_errors = 0
+        self.sent = 0
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="fanout-lag-probe", daemon=True)
+
+    @property
+    def lags_ms(self) -> list[float]:
+        return self.by_size.get(min(self.authors), [])
+
+    def start(self) -> "FanoutLagProbe":
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.timeout_s + 5)
+
+    def _found(self, tweet: Tweet, users: Sequence[int]) -> set[int]:
+        out = set()
+        for i in range(0, len(users), IN_FLIGHT):   # a batch of reads in flight, then the next
+            batch = users[i:i + IN_FLIGHT]
+            futures = [self.session.execute_async(self.read, (u, tweet.tweet_id)) for u in batch]
+            for user, future in zip(batch, futures):
+                try:
+                    if future.result().one() is not None:
+                        out.add(user)
+                except Exception:  # noqa: BLE001 - not found this time; the next sweep reads it again
+                    self.read_errors += 1
+        return out
+
+    def _loop(self) -> None:
+        from cassandra.util import uuid_from_time
+        i = 0
+        while not self._stop.is_set():
+            size = self.size_of(i)
+            i += 1
+            author, followers = self.authors[size]
+            started = time.time()
+            tweet = Tweet(uuid_from_time(started), author, f"probe {self.sent} of {size}", int(started * 1000))
+            try:
+                self.submit(tweet)
+            except Exception as e:  # noqa: BLE001 - counted, the run goes on
+                self.errors.append(f"{type(e).__name__}: {e}")
+                self._stop.wait(self.interval_s)
+                continue
+            self.sent += 1
+            self.rows_written += 1 + len(followers)
+            acked = time.time()
+            users = [author, *followers]
+            sentinel = max(followers) if followers else author
+            seen, last = wait_all(lambda us: self._found(tweet, us), users, sentinel, acked + self.timeout_s)
+            if last is None:
+                self.timed_out[size] += 1
+            else:
+                self.by_size[size].append((last - acked) * 1000)
+                self.to_sentinel[size].append((seen - acked) * 1000)
+            self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
+
+    def summary(self, seconds: float) -> dict:
+        """Per size: the time to the last follower and to the sentinel's row (ms), probes that timed out; the probes'
+        rows per second over ``seconds``."""
+        return {"by_size": {str(s): {**stats(self.by_size[s]), "to_sentinel": stats(self.to_sentinel[s]),
+                                     "timed_out": self.timed_out[s]} for s in sorted(self.authors)},
+                "probe_rows_s": round(self.rows_written / seconds, 1) if seconds > 0 else None,
+                "read_errors": self.read_errors}

@@ -1,0 +1,76 @@
+"""benchmarks/async_triggers/benchmarks/harness/fanout_probe.py without a cluster: when the last follower's row is
+found, the sizes' order, the statistics."""
+from __future__ import annotations
+
+from async_triggers.benchmarks.harness import fanout_probe
+
+
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def test_should_wait_for_the_sentinel_then_sweep_until_the_last_follower_is_there():
+    clock = Clock()
+    arrives = {1: 0.02, 2: 0.05, 3: 0.03, 4: 0.2}   # user 4 is written last of all, after the sentinel (3)
+    reads = []
+
+    def found(users):
+        reads.append(list(users))
+        return {u for u in users if arrives[u] <= clock.now}
+
+    sentinel_at, last_at = fanout_probe.wait_all(found, [1, 2, 3, 4], 3, give_up_at=5.0, clock=clock,
+                                                 sleep=clock.sleep)
+    assert 0.03 <= sentinel_at < 0.04
+    assert 0.2 <= last_at < 0.2 + fanout_probe.SWEEP_PAUSE_S + 0.01, "the last row, not the sentinel's, ends the wait"
+    assert all(len(r) == 1 for r in reads[:3]), "until the sentinel, one row is read"
+    assert reads[-1] == [4], "a sweep reads only the rows still missing"
+
+
+def test_should_give_up_at_the_deadline_and_say_what_was_not_there():
+    clock = Clock()
+    assert fanout_probe.wait_all(lambda us: set(), [1, 2], 2, give_up_at=0.1, clock=clock,
+                                 sleep=clock.sleep) == (None, None)
+    clock = Clock()
+    sentinel_at, last_at = fanout_probe.wait_all(lambda us: {u for u in us if u != 1}, [1, 2], 2, give_up_at=0.1,
+                                                 clock=clock, sleep=clock.sleep)
+    assert sentinel_at == 0.0 and last_at is None
+
+
+def test_should_run_the_largest_size_every_nth_probe_and_the_others_in_turn():
+    size = fanout_probe.schedule([1, 100, 10_000, 10], celebrity_every=4)
+    assert [size(i) for i in range(8)] == [1, 10, 100, 10_000, 1, 10, 100, 10_000]
+    size = fanout_probe.schedule([1, 10, 10_000], celebrity_every=5)
+    assert [size(i) for i in range(10)] == [1, 10, 1, 10, 10_000, 1, 10, 1, 10, 10_000]
+    assert [fanout_probe.schedule([5], 3)(i) for i in range(3)] == [5, 5, 5]
+
+
+def test_should_say_when_the_p99_is_the_maximum():
+    assert fanout_probe.stats([]) == {"n": 0}
+    few = fanout_probe.stats([30.0, 10.0, 20.0])
+    assert few == {"n": 3, "median": 20.0, "p99": 30.0, "p99_is_max": True, "max": 30.0}
+    many = fanout_probe.stats([float(i) for i in range(1, 201)])
+    assert (many["p99"], many["p99_is_max"], many["max"]) == (198.0, False, 200.0)
+
+
+def test_should_report_each_size_and_judge_the_celebritys_p99():
+    from async_triggers.benchmarks.experiments import lag_by_fanout
+    summary = {"by_size": {"1": {**fanout_probe.stats([10.0, 30.0]), "to_sentinel": fanout_probe.stats([9.0]),
+                                 "timed_out": 0},
+                           "10000": {**fanout_probe.stats([1500.0, 1900.0]),
+                                     "to_sentinel": fanout_probe.stats([1400.0]), "timed_out": 0}},
+               "probe_rows_s": 2001.5}
+    lines, verdict = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0)
+    assert verdict == "met"
+    assert "0.8 x 500 msg/s" in lines[0]
+    assert lines[2].startswith("  10,000 followers: 2 probes, median 1700 ms, max 1900 ms")
+    assert "2001.5 of the flow's 4000 timeline rows/s" in lines[3]
+    assert lines[4].endswith("met (from 2 probes: the p99 is their maximum)")
+    summary["by_size"]["10000"]["timed_out"] = 1
+    assert lag_by_fanout.report(summary, 400.0, None, None)[1] == "missed", "a probe that never ended misses"
