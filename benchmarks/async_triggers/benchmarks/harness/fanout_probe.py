@@ -16,12 +16,12 @@ probes' rows per second are reported beside the load's.
 from __future__ import annotations
 
 import statistics
-import threading
 import time
 from typing import Callable, Mapping, Sequence
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.apps.tweets import Tweet
+from async_triggers.benchmarks.harness.lag_probe import ProbeThread
 
 IN_FLIGHT = 32       # reads of a sweep in flight
 POLL_S = 0.005       # between reads of the sentinel's row
@@ -73,7 +73,7 @@ def stats(lags_ms: Sequence[float]) -> dict:
             "max": round(ordered[-1], 1)}
 
 
-class FanoutLagProbe:
+class FanoutLagProbe(ProbeThread):
     """The probe thread: ``authors`` maps a fan-out size to (author id, its followers' ids); ``submit`` writes a
     tweet through the application's request path. ``lags_ms`` holds the one-follower probes' times (what the other
     runs' lag columns are), ``by_size`` every size's."""
@@ -95,20 +95,11 @@ class FanoutLagProbe:
         self.read_errors = 0
         self.sent = 0
         self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="fanout-lag-probe", daemon=True)
+        self._start_thread("fanout-lag-probe")
 
     @property
     def lags_ms(self) -> list[float]:
         return self.by_size.get(min(self.authors), [])
-
-    def start(self) -> "FanoutLagProbe":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.timeout_s + 5)
 
     def _found(self, tweet: Tweet, users: Sequence[int]) -> set[int]:
         out = set()
@@ -132,15 +123,10 @@ class FanoutLagProbe:
             author, followers = self.authors[size]
             started = time.time()
             tweet = Tweet(uuid_from_time(started), author, f"probe {self.sent} of {size}", int(started * 1000))
-            try:
-                self.submit(tweet)
-            except Exception as e:  # noqa: BLE001 - counted, the run goes on
-                self.errors.append(f"{type(e).__name__}: {e}")
-                self._stop.wait(self.interval_s)
+            acked = self._send(tweet)
+            if acked is None:
                 continue
-            self.sent += 1
             self.rows_written += 1 + len(followers)
-            acked = time.time()
             users = [author, *followers]
             sentinel = max(followers) if followers else author
             seen, last = wait_all(lambda us: self._found(tweet, us), users, sentinel, acked + self.timeout_s)

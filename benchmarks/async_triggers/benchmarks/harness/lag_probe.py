@@ -10,7 +10,39 @@ from async_triggers.benchmarks.apps.cassandra import SELECT_TIMELINE_ROW, SESSIO
 from async_triggers.benchmarks.apps.tweets import Tweet
 
 
-class LagProbe:
+class ProbeThread:
+    """A probe's thread: ``_loop`` runs until ``stop``, which waits up to ``timeout_s`` more for the probe under way."""
+    timeout_s: float
+
+    def _start_thread(self, name: str) -> None:
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name=name, daemon=True)
+
+    def _loop(self) -> None:
+        raise NotImplementedError
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def _send(self, tweet: Tweet) -> float | None:
+        """Writes the probe tweet; the time it was acknowledged, or None after a failure (counted, and an interval
+        waited: the run goes on)."""
+        try:
+            self.submit(tweet)
+        except Exception as e:  # noqa: BLE001 - counted, the run goes on
+            self.errors.append(f"{type(e).__name__}: {e}")
+            self._stop.wait(self.interval_s)
+            return None
+        self.sent += 1
+        return time.time()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=self.timeout_s + 5)
+
+
+class LagProbe(ProbeThread):
     """Once per ``interval_s`` writes a probe tweet through the application's own request path (``submit``) by
     a probe author with one follower, then reads the two timeline rows at ONE until both are there: the lag is
     from the acknowledgement to both rows readable. The probes are real tweets (verified like the others)."""
@@ -26,16 +58,7 @@ class LagProbe:
         self.lags_ms: list[float] = []
         self.sent = 0
         self.errors: list[str] = []
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, name="lag-probe", daemon=True)
-
-    def start(self) -> "LagProbe":
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(timeout=self.timeout_s + 5)
+        self._start_thread("lag-probe")
 
     def _seen(self, tweet: Tweet) -> bool:
         for user in (self.author_id, self.follower_id):
@@ -51,14 +74,9 @@ class LagProbe:
         while not self._stop.is_set():
             started = time.time()
             tweet = Tweet(uuid_from_time(started), self.author_id, f"probe {self.sent}", int(started * 1000))
-            try:
-                self.submit(tweet)
-            except Exception as e:  # noqa: BLE001 - counted, the run goes on
-                self.errors.append(f"{type(e).__name__}: {e}")
-                self._stop.wait(self.interval_s)
+            acked = self._send(tweet)
+            if acked is None:
                 continue
-            self.sent += 1
-            acked = time.time()
             give_up = acked + self.timeout_s
             while not self._seen(tweet) and time.time() < give_up:
                 time.sleep(0.005)
