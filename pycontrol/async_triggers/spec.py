@@ -230,7 +230,7 @@ class FlowSpec:
     handler: str | None
     follows: Follows | None
     doc: Mapping[str, Any] = dataclasses.field(repr=False, compare=False)   # the document as stored
-    version: int | None = None      # the deployed revision (read_deployed); None for a spec not deployed
+    version: int | None = None      # the deployed version (read_deployed: when it was deployed, epoch ms); None for a spec not deployed
 
     @property
     def following_target(self) -> Target | None:
