@@ -230,7 +230,8 @@ class FlowSpec:
     handler: str | None
     follows: Follows | None
     doc: Mapping[str, Any] = dataclasses.field(repr=False, compare=False)   # the document as stored
-    version: int | None = None      # the deployed version (read_deployed: when it was deployed, epoch ms); None for a spec not deployed
+    # the deployed version (read_deployed: when it was deployed, epoch ms); None for a spec not deployed
+    version: int | None = None
 
     @property
     def following_target(self) -> Target | None:

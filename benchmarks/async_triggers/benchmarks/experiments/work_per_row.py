@@ -1,6 +1,6 @@
 """The work per follower row by cluster size (``make bench-work``): how many CPU seconds the cluster spends per
 1,000 timeline rows the report's fan-out flow writes, at 2, 3 and 4 nodes, each node's share, and a projection to 12
-nodes from the line through them (benchmarks/async_triggers/benchmarks/harness/work_share.py says why CPU seconds and not throughput).
+nodes from the line through them (harness/work_share.py says why CPU seconds and not throughput).
 
 Each size gets its own cluster (one at a time: they share 127.0.0.x) with the same keyspace at RF 2 (the report's),
 the same follower graph (``--authors`` users with ``--followers`` followers each and a celebrity with
