@@ -15,12 +15,12 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import statistics
 import sys
 from pathlib import Path
 
 from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
+from async_triggers.benchmarks.experiments.saturating import recorded_rate
 from async_triggers.benchmarks.harness.config import DEFAULT_OUT, BenchConfig
 from async_triggers.benchmarks.harness.fanout_probe import FanoutLagProbe
 from async_triggers.benchmarks.harness.run_app import run_app
@@ -33,13 +33,12 @@ TARGET_MS = 2000.0      # the celebrity's time to its last follower, p99, at 80 
 
 
 def committed_rate(nodes: int, out: Path = DEFAULT_OUT) -> float:
-    """The median saturating rate of the committed searches of the integrated approach at ``nodes`` nodes."""
-    found = [results.saturating_rate(r) for r in results.load_runs(out)
-             if r["experiment"] == "saturating" and r["app"] == APP and r["db_nodes"] == nodes
-             and r.get("valid", True) and results.saturating_rate(r)]
-    if not found:
+    """The median saturating rate of the committed searches of the integrated approach at ``nodes`` nodes, by the
+    rule the runs at each approach's own rate follow (``saturating.recorded_rate``)."""
+    rate = recorded_rate(results.load_runs(out), APP, nodes)
+    if rate is None:
         raise BenchError(f"no saturating run of the integrated approach at {nodes} nodes in {out}: give --rate")
-    return statistics.median(found)
+    return rate
 
 
 def report(summary: dict, rate: float, base: float | None, load_rows_s: float | None) -> tuple[list[str], str]:

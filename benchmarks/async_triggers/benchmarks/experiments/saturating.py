@@ -107,6 +107,16 @@ def bounded(cfg: BenchConfig, run: dict) -> bool:
             and run.get("valid", True))
 
 
+def recorded_rate(runs: list[dict], app: str, nodes: int) -> float | None:
+    """The median saturating rate of ``app``'s valid saturation runs at ``nodes`` nodes among ``runs`` (those of
+    this commit when it has any); None without one."""
+    commit = results.git_commit()
+    found = [r for r in runs if r["experiment"] == "saturating" and r["app"] == app
+             and r["db_nodes"] == nodes and results.saturating_rate(r) and r.get("valid", True)]
+    found = [r for r in found if r.get("commit") == commit] or found
+    return statistics.median(results.saturating_rate(r) for r in found) if found else None
+
+
 def saturating_rates(bed: Testbed) -> dict[str, float]:
     """The approaches' saturating throughput at db_nodes, the median of the search's repetitions: measured in this
     process, else from the results (of this commit when it has any). The plain write has none of its own here: it
@@ -120,13 +130,10 @@ def saturating_rates(bed: Testbed) -> dict[str, float]:
             runs = results.load_runs(cfg.out)
         except BenchError:
             runs = []
-        commit = results.git_commit()
         for app in missing:
-            found = [r for r in runs if r["experiment"] == "saturating" and r["app"] == app
-                     and r["db_nodes"] == cfg.db_nodes and results.saturating_rate(r) and r.get("valid", True)]
-            found = [r for r in found if r.get("commit") == commit] or found
-            if found:
-                rates[app] = statistics.median(results.saturating_rate(r) for r in found)
+            rate = recorded_rate(runs, app, cfg.db_nodes)
+            if rate is not None:
+                rates[app] = rate
     missing = [a for a in approaches if a not in rates]
     if missing or not rates:
         raise BenchError(f"no saturating throughput of {', '.join(missing or approaches)} at {cfg.db_nodes} "
