@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from pathlib import Path
 
 import pytest
 
@@ -241,6 +242,8 @@ def test_should_refuse_scale_sizes_that_would_replace_the_tables_runs_or_repeat(
         with pytest.raises(BenchError, match=r"'scale_nodes' are the sizes beside db_nodes \(2\), each once"):
             BenchConfig(scale_nodes=sizes)
     assert BenchConfig(scale_nodes=(3, 4)).scale_nodes == (3, 4)
+    # the smoke run on the test suite's 3-node cluster: every size is that cluster
+    assert smoke_config(Path("/tmp/out"), "attest").scale_nodes == (3,)
 
 
 def test_should_plan_the_own_bursts_as_common_bursts_only_when_the_common_ones_run_first_in_the_process():

@@ -1,7 +1,10 @@
 """The load generator's JVM sender (spark_jobs/jvm_sender.py, spark-jobs/jvm) against the session's cluster: the
 tweets it writes through the Java driver are exactly the ones the Python sender would write for the same schedule
 (authors and bodies of each (seed, task, seq), each tweet's time UUID and created_at at its scheduled time), every
-request is recorded once and none goes out before its time; a query without values (the capacity's sender) too."""
+request is recorded once and none goes out before its time; a query without values (the capacity's sender) too; and
+the synchronous application's requests (the tweet, then its author's and every follower's timeline row, answered
+when all are written), with a celebrity whose followers take more than one page; and the external-queue application's
+(the tweet, and its message published to a private RabbitMQ node and confirmed), messages the Python workers read."""
 from __future__ import annotations
 
 import collections
@@ -18,12 +21,31 @@ from helpers import ROOT
 
 pytestmark = [pytest.mark.cluster, pytest.mark.spark, pytest.mark.timeout(600)]
 KS, USERS, SEED, RATE, SECONDS = "jvm_sender_test", 50, 7, 150.0, 2.0
+FAN_KS, CELEBRITY_FOLLOWERS = "jvm_sender_fanout_test", 5_001   # the fan-out reads 5,000 followers a page
+PUB_KS, QUEUE = "jvm_sender_publish_test", "jvm-sender-tweets"
+
+
+def _celebrity() -> int:
+    """The author of task 0's first tweet (the schedule is seeded, so the celebrity surely tweets)."""
+    from async_triggers.benchmarks.apps.tweets import TweetSource
+    return TweetSource(USERS, SEED, 0).parts(0)[0]
+
+
+def _followers(user: int) -> list[int]:
+    """The celebrity has a page of followers and one more; the others have 0 to 3."""
+    if user == _celebrity():
+        return list(range(1_000, 1_000 + CELEBRITY_FOLLOWERS))
+    return [100 + user * 10 + i for i in range(user % 4)]
 
 SCRIPT = textwrap.dedent(f"""
     import json
     from async_triggers import connection
     from async_triggers.benchmarks.apps.cassandra import StoreFactory, Target
+    import os
+    from async_triggers.benchmarks.apps.cassandra import FanOutFactory
+    from async_triggers.benchmarks.apps.external_queue import ExternalQueueApp
     from async_triggers.benchmarks.apps.integrated import IntegratedApp
+    from async_triggers.benchmarks.apps.synchronous import SynchronousApp
     from async_triggers.benchmarks.experiments.capacity import ReleaseVersionApp
     from async_triggers.spark_jobs import loadgen
     from async_triggers.spark_jobs.schedule import Phase
@@ -37,30 +59,87 @@ SCRIPT = textwrap.dedent(f"""
                       ("query", ReleaseVersionApp(target, jvm=True))):
         records = loadgen.run(spark, [Phase({SECONDS}, {RATE})], 2, {SEED}, app, start_delay_s=0.5)
         out[name] = [r._asdict() for r in records]
+    fan = Target(tuple(conn.hosts), port=conn.port, keyspace="{FAN_KS}", write_consistency="QUORUM", concurrency=16)
+    app = SynchronousApp(StoreFactory(fan), FanOutFactory(fan), {USERS}, jvm=True)
+    records = loadgen.run(spark, [Phase({SECONDS}, {RATE} / 5)], 2, {SEED}, app, start_delay_s=0.5, concurrency=4)
+    out["fanout"] = [r._asdict() for r in records]
+    pub = Target(tuple(conn.hosts), port=conn.port, keyspace="{PUB_KS}", write_consistency="QUORUM")
+    app = ExternalQueueApp(os.environ["TEST_BROKER_URL"], StoreFactory(pub), {USERS}, queue="{QUEUE}", jvm=True)
+    records = loadgen.run(spark, [Phase({SECONDS}, {RATE})], 2, {SEED}, app, start_delay_s=0.5, concurrency=8)
+    out["publish"] = [r._asdict() for r in records]
     print("RECORDS " + json.dumps(out))
 """)
 
 
 @pytest.fixture(scope="module")
-def sent(cluster_settings):
+def broker(tmp_path_factory):
+    from broker_helpers import private_config, require_broker
+    from async_triggers.benchmarks.broker import Broker
+    require_broker()
+    node = Broker(private_config(tmp_path_factory.mktemp("rabbitmq") / "node", nodename="attest-jvm-sender"))
+    node.start()
+    yield node
+    node.stop()
+
+
+@pytest.fixture(scope="module")
+def sent(cluster_settings, broker):
     from async_triggers.cql import connect
     with connect(cluster_settings) as session:
-        yield from _sent(cluster_settings, session)
+        yield from _sent(cluster_settings, session, broker.config.url)
 
 
-def _sent(cluster_settings, session):
+def _messages(url: str) -> list:
+    """Every message in the queue, as the Python workers decode them."""
+    from async_triggers.benchmarks.apps.external_queue import connect
+    from async_triggers.benchmarks.apps.tweets import decode
+    conn = connect(url)
+    try:
+        channel, out = conn.channel(), []
+        while True:
+            method, _, body = channel.basic_get(QUEUE, auto_ack=True)
+            if method is None:
+                return out
+            out.append(decode(body))
+    finally:
+        conn.close()
+
+
+def _sent(cluster_settings, session, broker_url):
     from async_triggers.connection import child_env
     session.execute(f"DROP KEYSPACE IF EXISTS {KS}")
     session.execute(f"CREATE KEYSPACE {KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}}")
     session.execute(f'CREATE TABLE {KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, '
                     'created_at timestamp)')
-    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=child_env(cluster_settings.connection),
-                            capture_output=True, text=True, timeout=500)
+    session.execute(f"DROP KEYSPACE IF EXISTS {FAN_KS}")
+    session.execute(f"CREATE KEYSPACE {FAN_KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}}")
+    session.execute(f'CREATE TABLE {FAN_KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, '
+                    'created_at timestamp)')
+    session.execute(f"CREATE TABLE {FAN_KS}.followers (user_id bigint, follower_id bigint, "
+                    "PRIMARY KEY (user_id, follower_id))")
+    session.execute(f"CREATE TABLE {FAN_KS}.timeline (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
+                    "PRIMARY KEY (user_id, tweet_id))")
+    session.execute(f"DROP KEYSPACE IF EXISTS {PUB_KS}")
+    session.execute(f"CREATE KEYSPACE {PUB_KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}}")
+    session.execute(f'CREATE TABLE {PUB_KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, '
+                    'created_at timestamp)')
+    from cassandra.concurrent import execute_concurrent_with_args
+    insert = session.prepare(f"INSERT INTO {FAN_KS}.followers (user_id, follower_id) VALUES (?, ?)")
+    execute_concurrent_with_args(session, insert, [(u, f) for u in range(USERS) for f in _followers(u)],
+                                 concurrency=64, raise_on_first_error=True)
+    env = {**child_env(cluster_settings.connection), "TEST_BROKER_URL": broker_url}
+    result = subprocess.run([sys.executable, "-c", SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                            timeout=500)
     assert result.returncode == 0, result.stderr[-3000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("RECORDS "))
     rows = list(session.execute(f"SELECT tweet_id, author_id, body, created_at FROM {KS}.tweets"))
-    yield json.loads(line[len("RECORDS "):]), rows
-    session.execute(f"DROP KEYSPACE IF EXISTS {KS}")
+    timelines = collections.Counter(
+        (row.author_id, row.body) for row in session.execute(f"SELECT author_id, body FROM {FAN_KS}.timeline"))
+    tweets = list(session.execute(f"SELECT author_id, body FROM {FAN_KS}.tweets"))
+    published = list(session.execute(f"SELECT tweet_id, author_id, body, created_at FROM {PUB_KS}.tweets"))
+    yield json.loads(line[len("RECORDS "):]), rows, timelines, tweets, published, _messages(broker_url)
+    for ks in (KS, FAN_KS, PUB_KS):
+        session.execute(f"DROP KEYSPACE IF EXISTS {ks}")
 
 
 def _check_schedule(records):
@@ -77,7 +156,7 @@ def _check_schedule(records):
 
 def test_should_write_through_the_java_driver_the_tweets_the_python_sender_would(sent):
     from async_triggers.benchmarks.apps.tweets import TweetSource
-    records, rows = sent
+    records, rows = sent[:2]
     _check_schedule(records["tweets"])
     expected = collections.Counter(TweetSource(USERS, SEED, r["task"]).parts(r["seq"])[:2] for r in records["tweets"])
     assert collections.Counter((row.author_id, row.body) for row in rows) == expected
@@ -95,5 +174,32 @@ def _epoch_ms(naive_utc: dt.datetime) -> int:
 
 
 def test_should_send_a_query_without_values_through_the_java_driver(sent):
-    records, _ = sent
+    records = sent[0]
     _check_schedule(records["query"])
+
+
+def test_should_answer_the_synchronous_apps_request_once_its_author_and_every_follower_has_the_tweet(sent):
+    from async_triggers.benchmarks.apps.tweets import TweetSource
+    records, _, timelines, tweets = sent[:4]
+    fanout = records["fanout"]
+    assert len(fanout) == RATE / 5 * SECONDS
+    assert all(r["status"] == "ok" and r["error"] is None for r in fanout), [r for r in fanout if r["status"] != "ok"][:3]
+    sent_tweets = collections.Counter(TweetSource(USERS, SEED, r["task"]).parts(r["seq"])[:2] for r in fanout)
+    assert collections.Counter((t.author_id, t.body) for t in tweets) == sent_tweets
+    # every tweet on its author's and each follower's timeline: the celebrity's across two pages of followers
+    expected = collections.Counter()
+    for (author, body), times in sent_tweets.items():
+        expected[(author, body)] += times * (1 + len(_followers(author)))
+    assert timelines == expected
+    assert any(author == _celebrity() for author, _ in sent_tweets)
+
+
+def test_should_answer_the_queue_apps_request_once_the_tweet_is_written_and_its_message_confirmed(sent):
+    from async_triggers.benchmarks.apps.tweets import TweetSource
+    records, published, messages = sent[0]["publish"], sent[4], sent[5]
+    _check_schedule(records)
+    expected = collections.Counter(TweetSource(USERS, SEED, r["task"]).parts(r["seq"])[:2] for r in records)
+    assert collections.Counter((row.author_id, row.body) for row in published) == expected
+    # one message per tweet, which the Python workers decode into the very tweet written
+    assert sorted((m.tweet_id, m.author_id, m.body, m.created_at_ms) for m in messages) == sorted(
+        (row.tweet_id, row.author_id, row.body, _epoch_ms(row.created_at)) for row in published)

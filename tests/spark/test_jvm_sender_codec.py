@@ -6,8 +6,10 @@ import struct
 
 import pytest
 
-from async_triggers.benchmarks.apps.cassandra import StoreFactory, Target
+from async_triggers.benchmarks.apps.cassandra import FanOutFactory, StoreFactory, Target
+from async_triggers.benchmarks.apps.external_queue import ExternalQueueApp
 from async_triggers.benchmarks.apps.integrated import IntegratedApp
+from async_triggers.benchmarks.apps.synchronous import SynchronousApp
 from async_triggers.benchmarks.apps.tweets import TweetSource
 from async_triggers.benchmarks.experiments.capacity import ReleaseVersionApp
 from async_triggers.spark_jobs import jvm_sender
@@ -73,8 +75,61 @@ def test_should_send_from_python_unless_asked_and_the_store_is_cassandras():
 
 def test_should_refuse_a_tweet_sender_without_its_tweets(monkeypatch):
     requests = jvm_sender.JvmRequests(jvm_sender.TWEET, "INSERT ...", "ONE", ("127.0.0.1",), 9042)
-    with pytest.raises(LoadGenError, match="a JVM sender sends tweets .* found kind 1 without tweets"):
+    with pytest.raises(LoadGenError, match="a JVM sender of kind 1 needs its tweets, found none"):
         jvm_sender.run(None, [jvm_sender.Phase(1, 10)], 1, 1, requests)
+
+
+def test_should_plan_the_synchronous_apps_tweets_with_their_fan_out_one_request_per_thread():
+    app = SynchronousApp(StoreFactory(TARGET), FanOutFactory(TARGET), 50, jvm=True)
+    requests = app.jvm_requests()
+    assert (requests.kind, requests.consistency, requests.blocking) == (jvm_sender.FANOUT, "QUORUM", True)
+    options = dict(requests.options)
+    assert options["followers"] == 'SELECT "follower_id" FROM twitter."followers" WHERE "user_id" = ?'
+    assert options["timeline"].startswith('INSERT INTO twitter."timeline"')
+    assert (options["read_consistency"], options["concurrency"]) == ("ONE", str(TARGET.concurrency))
+    # the same tweets as the integrated app's, so both approaches write the same load
+    tweets = IntegratedApp(StoreFactory(TARGET), 50, jvm=True).jvm_requests()
+    assert (jvm_sender.encode_plan([0.0, 0.25], 9, 1, requests)
+            == jvm_sender.encode_plan([0.0, 0.25], 9, 1, tweets))
+    assert SynchronousApp(StoreFactory(TARGET), FanOutFactory(TARGET), 50).jvm_requests() is None
+    assert SynchronousApp(StoreFactory(TARGET), lambda slot: object(), 50, jvm=True).jvm_requests() is None
+
+
+def test_should_plan_the_queue_apps_tweets_with_the_broker_they_are_published_to():
+    app = ExternalQueueApp("amqp://guest:guest@127.0.0.1:35672/%2F", StoreFactory(TARGET), 50, queue="q1", jvm=True)
+    requests = app.jvm_requests()
+    assert (requests.kind, requests.consistency, requests.blocking) == (jvm_sender.PUBLISH, "QUORUM", True)
+    assert dict(requests.options) == {"url": "amqp://guest:guest@127.0.0.1:35672/%2F", "queue": "q1"}
+    tweets = IntegratedApp(StoreFactory(TARGET), 50, jvm=True).jvm_requests()
+    assert jvm_sender.encode_plan([0.0], 3, 0, requests) == jvm_sender.encode_plan([0.0], 3, 0, tweets)
+    assert ExternalQueueApp("amqp://x", StoreFactory(TARGET), 50).jvm_requests() is None
+    bad = jvm_sender.JvmRequests(jvm_sender.PUBLISH, "INSERT ...", "ONE", ("127.0.0.1",), 9042,
+                                 tweets=lambda seed, task: None, options=(("url", "amqp://x"),), blocking=True)
+    with pytest.raises(LoadGenError, match="kind 4 needs the option.s. queue"):
+        jvm_sender.run(None, [jvm_sender.Phase(1, 10)], 1, 1, bad)
+
+
+@pytest.mark.parametrize("fanout, message", [
+    ((), "kind 3 needs the option.s. followers, timeline, read_consistency, concurrency"),
+    ((("followers", "SELECT"), ("timeline", "INSERT"), ("read_consistency", "ONE"), ("concurrency", "0")),
+     "'concurrency' must be a positive integer, found: '0'"),
+    ((("followers", "SELECT"), ("timeline", " "), ("read_consistency", "ONE"), ("concurrency", "8")),
+     "needs the option.s. timeline"),
+])
+def test_should_refuse_a_fan_out_sender_missing_an_option(fanout, message):
+    requests = jvm_sender.JvmRequests(jvm_sender.FANOUT, "INSERT ...", "ONE", ("127.0.0.1",), 9042,
+                                      tweets=lambda seed, task: None, options=fanout, blocking=True)
+    with pytest.raises(LoadGenError, match=message):
+        jvm_sender.run(None, [jvm_sender.Phase(1, 10)], 1, 1, requests)
+
+
+def test_should_keep_a_blocking_apps_concurrency_outstanding_and_refuse_none():
+    requests = jvm_sender.JvmRequests(jvm_sender.FANOUT, "INSERT ...", "ONE", ("127.0.0.1",), 9042,
+                                      tweets=lambda seed, task: None, blocking=True,
+                                      options=(("followers", "S"), ("timeline", "I"), ("read_consistency", "ONE"),
+                                              ("concurrency", "4")))
+    with pytest.raises(LoadGenError, match="'concurrency' must be strictly positive, found: 0"):
+        jvm_sender.run(None, [jvm_sender.Phase(1, 10)], 1, 1, requests, in_flight=256, concurrency=0)
 
 
 def test_should_say_why_the_jvm_sender_did_not_compile_and_leave_no_jar(tmp_path, monkeypatch):

@@ -32,17 +32,25 @@ from .slots import check_cores
 from .sending import DROPPED, ERROR, LATE_AFTER_S, OK, Record
 
 SOURCES = Path(__file__).resolve().parents[2] / "jvm"   # spark-jobs/jvm
-TWEET, QUERY = 1, 2                      # JvmLoad's request kinds
+TWEET, QUERY, FANOUT, PUBLISH = 1, 2, 3, 4   # JvmLoad's request kinds
+# the options each kind needs (JvmLoad's RequestOptions)
+OPTIONS = {FANOUT: ("followers", "timeline", "read_consistency", "concurrency"), PUBLISH: ("url", "queue")}
 _STATUS = {0: OK, 1: ERROR, 2: DROPPED}
 _RECORD = struct.Struct(">idddbbbi")
 
 
 @dataclasses.dataclass(frozen=True)
 class JvmRequests:
-    """What a JVM sender sends: a statement (``kind`` TWEET: bound to each request's tweet; QUERY: no values), at
+    """What a JVM sender sends: a statement (``kind`` TWEET: bound to each request's tweet; QUERY: no values; FANOUT:
+    the tweet, then its author's and every follower's timeline row, answered when all are written; PUBLISH: the tweet
+    and its message to a queue, answered when the broker confirmed it), at
     ``consistency``, failed transient writes retried for ``retry_s``; ``contact_points``/``port`` where to.
     ``tweets(seed, task)`` gives a task's tweets: an object whose ``parts(seq)`` is a TWEET request's (author, body,
-    node, clock_seq), as :meth:`~async_triggers.benchmarks.apps.tweets.TweetSource.parts`."""
+    node, clock_seq), as :meth:`~async_triggers.benchmarks.apps.tweets.TweetSource.parts`. ``options``: what FANOUT
+    and PUBLISH need (``OPTIONS``: the followers' query, the timeline row's insert, the read consistency and the rows
+    in flight per tweet; the broker's URL and the queue). ``blocking``: the application serves a request per thread
+    (the synchronous and external-queue ones), so a task keeps the load generator's ``concurrency`` requests
+    outstanding, as its Python threads did, not ``in_flight``."""
     kind: int
     cql: str
     consistency: str
@@ -50,6 +58,8 @@ class JvmRequests:
     port: int
     retry_s: float = 60.0
     tweets: Callable[[int, int], Any] | None = None
+    options: tuple[tuple[str, str], ...] = ()
+    blocking: bool = False
 
 
 def jvm_requests(sender_factory) -> JvmRequests | None:
@@ -104,11 +114,29 @@ def build_jar(home: Path, class_path: Sequence[Path]) -> Path:
     return target
 
 
+def check_requests(requests: JvmRequests) -> None:
+    """A kind the JVM sender knows, with what it needs: tweets for all but QUERY, the options of FANOUT and PUBLISH."""
+    if requests.kind not in (TWEET, QUERY, FANOUT, PUBLISH):
+        raise LoadGenError(f"a JVM sender sends tweets (kind {TWEET}), a query (kind {QUERY}), tweets with their "
+                           f"fan-out (kind {FANOUT}) or tweets with their message to a queue (kind {PUBLISH}), found "
+                           f"kind {requests.kind!r}")
+    if requests.kind != QUERY and requests.tweets is None:
+        raise LoadGenError(f"a JVM sender of kind {requests.kind} needs its tweets, found none")
+    options = dict(requests.options)
+    missing = [k for k in OPTIONS.get(requests.kind, ()) if not str(options.get(k) or "").strip()]
+    if missing:
+        raise LoadGenError(f"a JVM sender of kind {requests.kind} needs the option(s) {', '.join(missing)}")
+    if requests.kind == FANOUT:
+        if not str(options["concurrency"]).isdigit() or int(options["concurrency"]) < 1:
+            raise LoadGenError(f"a JVM fan-out's 'concurrency' must be a positive integer, found: "
+                               f"{options['concurrency']!r}")
+
+
 # -- a run ---------------------------------------------------------------------------------------------------------
 def encode_plan(offsets: Sequence[float], seed: int, task: int, requests: JvmRequests) -> bytes:
     """One task's requests as ``JvmLoad.Plan`` reads them."""
     parts = [struct.pack(">i", len(offsets))]
-    tweets = requests.tweets(seed, task) if requests.kind == TWEET else None
+    tweets = requests.tweets(seed, task) if requests.kind != QUERY else None
     for seq, offset in enumerate(offsets):
         parts.append(struct.pack(">d", offset))
         if tweets is not None:
@@ -137,14 +165,15 @@ def decode_records(task: int, data: bytes) -> list[Record]:
 
 def run(spark, phases: Sequence[Phase], partitions: int, seed: int, requests: JvmRequests,
         arrivals: str = "uniform", drop_after_s: float | None = None, start_delay_s: float = 2.0,
-        in_flight: int = 256) -> list[Record]:
-    """The load of :func:`loadgen.run`, sent from the JVM; every request's record, ordered by scheduled time."""
+        in_flight: int = 256, concurrency: int = 16) -> list[Record]:
+    """The load of :func:`loadgen.run`, sent from the JVM; every request's record, ordered by scheduled time.
+    A task keeps ``in_flight`` requests outstanding, or ``concurrency`` for a blocking application."""
     check_options(phases, partitions, 1, arrivals, drop_after_s)
-    if not isinstance(in_flight, int) or in_flight < 1:
-        raise LoadGenError(f"'in_flight' must be strictly positive, found: {in_flight}")
-    if requests.kind not in (TWEET, QUERY) or (requests.kind == TWEET and requests.tweets is None):
-        raise LoadGenError(f"a JVM sender sends tweets (kind {TWEET}, with their source) or a query (kind {QUERY}), "
-                           f"found kind {requests.kind!r}" + (" without tweets" if requests.kind == TWEET else ""))
+    outstanding = concurrency if requests.blocking else in_flight
+    if not isinstance(outstanding, int) or outstanding < 1:
+        name = "concurrency" if requests.blocking else "in_flight"
+        raise LoadGenError(f"'{name}' must be strictly positive, found: {outstanding}")
+    check_requests(requests)
     sc = spark.sparkContext
     check_cores(sc, partitions)
     plans = [encode_plan(schedule(phases, partitions, task, seed, arrivals), seed, task, requests)
@@ -159,8 +188,8 @@ def run(spark, phases: Sequence[Phase], partitions: int, seed: int, requests: Jv
     try:
         answers = jvm.org.asynctriggers.loadgen.JvmLoad.run(
             sc._jsc, settings, [bytearray(p) for p in plans], requests.kind, requests.cql, requests.consistency,
-            in_flight, LATE_AFTER_S, -1.0 if drop_after_s is None else float(drop_after_s),
-            float(requests.retry_s), float(start_delay_s))
+            outstanding, LATE_AFTER_S, -1.0 if drop_after_s is None else float(drop_after_s),
+            float(requests.retry_s), float(start_delay_s), dict(requests.options))
     except Exception as e:
         from .errors import describe_error
         raise LoadGenError(f"the JVM load generator's Spark job failed: {describe_error(e)}") from e

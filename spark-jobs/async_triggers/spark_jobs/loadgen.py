@@ -94,7 +94,8 @@ def run(spark, phases: Sequence[Phase], partitions: int, seed: int, sender_facto
     from .jvm_sender import jvm_requests, run as run_jvm
     requests = jvm_requests(sender_factory)
     if requests is not None:
-        return run_jvm(spark, phases, partitions, seed, requests, arrivals, drop_after_s, start_delay_s, in_flight)
+        return run_jvm(spark, phases, partitions, seed, requests, arrivals, drop_after_s, start_delay_s, in_flight,
+                       concurrency)
     rdd = records_rdd(spark, phases, partitions, seed, sender_factory, concurrency, arrivals, drop_after_s,
                       start_delay_s, in_flight)
     try:

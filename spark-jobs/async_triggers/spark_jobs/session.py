@@ -6,6 +6,7 @@ no ``spark.jars.packages``, so a session starts offline once the cache is filled
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -27,8 +28,11 @@ def default_home() -> Path:
     return Path(os.environ.get("ASYNC_TRIGGERS_HOME", Path.home() / ".cache" / "async-triggers")).expanduser()
 
 
-def jar_dir(home: Path, version: str = CONNECTOR_VERSION) -> Path:
-    return Path(home) / "spark-jars" / version
+def jar_dir(home: Path, version: str = CONNECTOR_VERSION, pom: Path = POM) -> Path:
+    """Where the jars ``pom`` resolves are kept: named after the connector's version and the pom's content, so a
+    dependency added to the pom is resolved again instead of missing from an older cache."""
+    key = hashlib.sha256(pom.read_bytes()).hexdigest()[:8] if pom.is_file() else "packaged"
+    return Path(home) / "spark-jars" / f"{version}-{key}"
 
 
 def connector_jars(home: Path | None = None, version: str = CONNECTOR_VERSION, pom: Path = POM,
@@ -39,7 +43,7 @@ def connector_jars(home: Path | None = None, version: str = CONNECTOR_VERSION, p
     succeeded, so an interrupted run never leaves a half-filled cache, and two concurrent first runs both end
     with the same complete directory.
     """
-    target = jar_dir(home or default_home(), version)
+    target = jar_dir(home or default_home(), version, pom)
     if target.is_dir():
         jars = sorted(target.glob("*.jar"))
         if jars:

@@ -151,16 +151,32 @@ class ExternalQueueSender:
 
 @dataclasses.dataclass(frozen=True)
 class ExternalQueueApp:
-    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks).
+    ``jvm``: the load generator sends the same requests through the Java driver and RabbitMQ's Java client
+    (``spark_jobs/jvm_sender.py``, kind PUBLISH: the tweet written while its message is published and confirmed),
+    one request per sender thread as here, when the store is Cassandra's; the lag probe still sends through Python."""
     url: str
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     n_users: int
     queue: str = DEFAULT_QUEUE
     body_bytes: int = TWEET_BYTES
+    jvm: bool = False
 
     def __call__(self, slot) -> ExternalQueueSender:
         return ExternalQueueSender(self.store_factory(slot), Publisher(self.url, self.queue),
                                    TweetSource(self.n_users, slot.seed, slot.task, self.body_bytes))
+
+    def jvm_requests(self):
+        from async_triggers.benchmarks.apps.cassandra import INSERT_TWEET, StoreFactory
+        from async_triggers.benchmarks.apps.integrated import JvmTweets
+        from async_triggers.spark_jobs.jvm_sender import PUBLISH, JvmRequests
+        if not self.jvm or not isinstance(self.store_factory, StoreFactory):
+            return None
+        target = self.store_factory.target
+        return JvmRequests(PUBLISH, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
+                           target.contact_points, target.port, target.retry_s,
+                           tweets=JvmTweets(self.n_users, self.body_bytes),
+                           options=(("url", self.url), ("queue", self.queue)), blocking=True)
 
 
 @dataclasses.dataclass

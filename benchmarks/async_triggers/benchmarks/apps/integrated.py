@@ -49,11 +49,11 @@ class IntegratedApp:
         target = self.store_factory.target
         return JvmRequests(TWEET, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
                            target.contact_points, target.port, target.retry_s,
-                           tweets=_Tweets(self.n_users, self.body_bytes))
+                           tweets=JvmTweets(self.n_users, self.body_bytes))
 
 
 @dataclasses.dataclass(frozen=True)
-class _Tweets:
+class JvmTweets:
     """A task's tweets, as its Python sender would draw them."""
     n_users: int
     body_bytes: int

@@ -30,12 +30,32 @@ class SynchronousSender:
 
 @dataclasses.dataclass(frozen=True)
 class SynchronousApp:
-    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks)."""
+    """A sender factory for ``async_triggers.spark_jobs.loadgen`` (picklable: it travels to the Spark tasks).
+    ``jvm``: the load generator sends the same requests through the Java driver (``spark_jobs/jvm_sender.py``, kind
+    FANOUT: the tweet, the followers read, the timeline rows written with the fan-out's concurrency in flight), one
+    request per sender thread as here, when both parts are Cassandra's; the lag probe still sends through Python."""
     store_factory: Callable[[Any], TweetStore]       # called with the loadgen Slot
     writer_factory: Callable[[Any], FanOutWriter]    # called with the loadgen Slot
     n_users: int
     body_bytes: int = TWEET_BYTES
+    jvm: bool = False
 
     def __call__(self, slot) -> SynchronousSender:
         return SynchronousSender(self.store_factory(slot), self.writer_factory(slot),
                                  TweetSource(self.n_users, slot.seed, slot.task, self.body_bytes))
+
+    def jvm_requests(self):
+        from async_triggers.benchmarks.apps.cassandra import (INSERT_TIMELINE, INSERT_TWEET, SELECT_FOLLOWERS,
+                                                              FanOutFactory, StoreFactory)
+        from async_triggers.benchmarks.apps.integrated import JvmTweets
+        from async_triggers.spark_jobs.jvm_sender import FANOUT, JvmRequests
+        if not (self.jvm and isinstance(self.store_factory, StoreFactory)
+                and isinstance(self.writer_factory, FanOutFactory)):
+            return None
+        target = self.writer_factory.target
+        fanout = (("followers", SELECT_FOLLOWERS.format(ks=target.keyspace)),
+                  ("timeline", INSERT_TIMELINE.format(ks=target.keyspace)),
+                  ("read_consistency", target.read_consistency), ("concurrency", str(target.concurrency)))
+        return JvmRequests(FANOUT, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
+                           target.contact_points, target.port, target.retry_s,
+                           tweets=JvmTweets(self.n_users, self.body_bytes), options=fanout, blocking=True)

@@ -36,14 +36,20 @@ class BenchConfig:
     read_consistency: str = "ONE"
     partitions: int = 2                # Spark tasks of the load generator (local[partitions] unless spark_master)
     spark_master: str | None = None    # e.g. spark://127.0.0.1:7177 (`ctl spark up`); default local[partitions]
-    concurrency: int = 16              # sender threads per task (blocking applications: synchronous, external queue)
+    # requests outstanding per task of the blocking applications (synchronous, external queue): their sender threads
+    concurrency: int = 16
     in_flight: int = 256               # requests outstanding per task (asynchronous applications: integrated, plain)
-    # the integrated and plain writes, and the capacity through the driver, sent by the JVM sender (the Java driver
-    # the connector ships: spark_jobs/jvm_sender.py); the synchronous and external-queue applications are Python
+    # every approach's requests, the plain write and the capacity through the driver sent by the JVM sender (the Java
+    # driver the connector ships, and RabbitMQ's Java client: spark_jobs/jvm_sender.py), so that response times
+    # compare one client's; False: the Python senders (the lag probes always are)
     jvm_sender: bool = True
     fanout_concurrency: int = 64       # timeline writes in flight per fan-out (synchronous app, queue workers)
     queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
-    flow_workers: int = 4              # worker threads per node of the integrated flow
+    # worker threads per node of the integrated flow: as many tasks at once on the 2 nodes as the synchronous app
+    # keeps requests (16 per task, 2 tasks). A task of the timeline flow waits on about six round trips before its
+    # rows (docs/design.md, "Lineage"): with 4 workers the flow completed at most 181 msg/s here, with 16 675, with
+    # 32 551 (the two cores' limit; one search each on 2 nodes)
+    flow_workers: int = 16
     # the saturation search (harness/rate_search.py): x rate_factor while bounded, then bisected until the highest
     # bounded and the lowest unbounded rate are within search_ratio (two bisections of a 1.5x bracket: 1.107x); a
     # miss is tried twice; at most max_steps trials, repeats included. The scale experiment's searches stop at
@@ -93,8 +99,10 @@ class BenchConfig:
                              f"({self.restart_at_s}) < fault_s ({self.fault_s})")
         if not self.scale_nodes or any(not isinstance(n, int) or n < 1 for n in self.scale_nodes):
             raise BenchError(f"'scale_nodes' must be cluster sizes (positive whole numbers), found: {self.scale_nodes!r}")
-        if self.db_nodes in self.scale_nodes or len(set(self.scale_nodes)) != len(self.scale_nodes):
-            # the scale experiment's coarser searches at db_nodes would replace Tables 1-2's runs in the report
+        # the scale experiment's coarser searches at db_nodes would replace Tables 1-2's runs in the report; on a
+        # reused cluster every size is that cluster's anyway (the smoke run on the test suite's cluster)
+        repeated = len(set(self.scale_nodes)) != len(self.scale_nodes)
+        if repeated or (self.db_nodes in self.scale_nodes and not self.reuse_cluster):
             raise BenchError(f"'scale_nodes' are the sizes beside db_nodes ({self.db_nodes}), each once, found: "
                              f"{self.scale_nodes!r}")
         if self.replication > min(self.db_nodes, self.fault_nodes, *self.scale_nodes):

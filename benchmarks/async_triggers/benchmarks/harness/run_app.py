@@ -47,13 +47,13 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
     store = StoreFactory(target)
     workers, done_files, counters, queue_url = [], [], None, None
     if app == "synchronous":
-        factory = SynchronousApp(store, FanOutFactory(target), bed.n_users)
+        factory = SynchronousApp(store, FanOutFactory(target), bed.n_users, jvm=cfg.jvm_sender)
     elif app in ("integrated", PLAIN):
         factory = IntegratedApp(store, bed.n_users, jvm=cfg.jvm_sender)
     else:
         queue_url = bed.ensure_broker().config.url
         purge(queue_url, DEFAULT_QUEUE)
-        factory = ExternalQueueApp(queue_url, store, bed.n_users)
+        factory = ExternalQueueApp(queue_url, store, bed.n_users, jvm=cfg.jvm_sender)
         workers, done_files = processes.start_queue_workers(cfg.queue_workers, queue_url, target)
     with bed.session() as session:
         if app == "integrated":

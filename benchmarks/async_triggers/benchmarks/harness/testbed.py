@@ -143,7 +143,8 @@ class Testbed:
         with self.session() as session:
             deployed = deploy.read_deployed(session)
             if app == "integrated":
-                if FLOW not in deployed:
+                # deployed again when its specification changed (another queue on a reused cluster)
+                if FLOW not in deployed or deployed[FLOW].doc != deploy.plan(session, [self.flow()])[0]:
                     deploy.deploy(session, [self.flow()], progress=self.progress)
             elif FLOW in deployed:
                 deploy.drop(session, FLOW, progress=self.progress)

@@ -1,27 +1,12 @@
 package org.asynctriggers.loadgen;
 
 import java.nio.charset.StandardCharsets;
-import java.time.Duration;
 import java.util.concurrent.CompletionStage;
 import java.util.concurrent.CountDownLatch;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.LockSupport;
 import java.util.function.IntFunction;
-
-import com.datastax.oss.driver.api.core.AllNodesFailedException;
-import com.datastax.oss.driver.api.core.CqlSession;
-import com.datastax.oss.driver.api.core.DriverTimeoutException;
-import com.datastax.oss.driver.api.core.connection.ClosedConnectionException;
-import com.datastax.oss.driver.api.core.connection.HeartbeatException;
-import com.datastax.oss.driver.api.core.cql.AsyncResultSet;
-import com.datastax.oss.driver.api.core.cql.Statement;
-import com.datastax.oss.driver.api.core.servererrors.ReadTimeoutException;
-import com.datastax.oss.driver.api.core.servererrors.UnavailableException;
-import com.datastax.oss.driver.api.core.servererrors.WriteFailureException;
-import com.datastax.oss.driver.api.core.servererrors.WriteTimeoutException;
 
 /**
  * One task's share of an open-loop load, sent through the Java driver: the JVM twin of the Python dispatcher in
@@ -29,31 +14,21 @@ import com.datastax.oss.driver.api.core.servererrors.WriteTimeoutException;
  * Each request goes out at its scheduled time and never before; at most {@code inFlight} are outstanding, and a
  * request whose time came while all were taken <em>waited</em> (the system under test was slow, not the generator);
  * one sent more than {@code lateAfterS} after its time is <em>late</em>; with {@code dropAfterS} a request that could
- * go out only later than that is dropped. A write that fails with a transient error (unavailable, timeouts, no node)
- * is written again with backoff (50 ms doubling to 1 s) for up to {@code retryS} seconds after its first failure, as
- * the Python applications do (the report's failure model: write again and rely on idempotent writes); the retries
- * wait on a timer thread, never on the dispatcher or the driver's I/O threads. Times are epoch seconds advancing with
- * the monotonic clock.
+ * go out only later than that is dropped. A request is whatever {@code requests} starts: a write, a query, or the
+ * synchronous application's tweet and its fan-out ({@link SyncFanout}), each write retried inside it while it fails
+ * transiently ({@link Retrying}). Times are epoch seconds advancing with the monotonic clock.
  */
 final class Dispatcher
 {
     static final byte OK = 0, ERROR = 1, DROPPED = 2;
     private static final int MAX_ERROR_CHARS = 300;
     private static final long ANSWER_TIMEOUT_S = 600;
-    private static final Duration REQUEST_TIMEOUT = Duration.ofSeconds(30);   // as the Python sessions' default_timeout
 
-    private final CqlSession session;
     private final int inFlight;
     private final double lateAfterS;
     private final double dropAfterS;   // negative: never dropped
-    private final double retryS;
     private final double epoch0 = System.currentTimeMillis() / 1000.0;
     private final long mono0 = System.nanoTime();
-    private final ScheduledExecutorService retries = Executors.newSingleThreadScheduledExecutor(r -> {
-        Thread t = new Thread(r, "loadgen-retries");
-        t.setDaemon(true);
-        return t;
-    });
 
     /** What the generator saw of one request ({@code sent}, {@code acked}: NaN when it never was). */
     static final class Record
@@ -82,13 +57,11 @@ final class Dispatcher
         }
     }
 
-    Dispatcher(CqlSession session, int inFlight, double lateAfterS, double dropAfterS, double retryS)
+    Dispatcher(int inFlight, double lateAfterS, double dropAfterS)
     {
-        this.session = session;
         this.inFlight = inFlight;
         this.lateAfterS = lateAfterS;
         this.dropAfterS = dropAfterS;
-        this.retryS = retryS;
     }
 
     double now()
@@ -97,97 +70,60 @@ final class Dispatcher
     }
 
     /**
-     * Sends request {@code i} (its statement from {@code statements}) at {@code dueTimes[i]} and returns their records
-     * once every request was answered, or {@link #ANSWER_TIMEOUT_S} after the last was sent (the others: errors).
+     * Starts request {@code i} ({@code requests.apply(i)}) at {@code dueTimes[i]} and returns the records once every
+     * request was answered, or {@link #ANSWER_TIMEOUT_S} after the last was sent (the others: errors).
      */
-    Record[] send(double[] dueTimes, IntFunction<Statement<?>> statements) throws InterruptedException
+    Record[] send(double[] dueTimes, IntFunction<CompletionStage<?>> requests) throws InterruptedException
     {
         Record[] records = new Record[dueTimes.length];
         Semaphore slots = new Semaphore(inFlight);
         CountDownLatch answered = new CountDownLatch(dueTimes.length);
         double waitedUntil = Double.NEGATIVE_INFINITY;
-        try
+        for (int i = 0; i < dueTimes.length; i++)
         {
-            for (int i = 0; i < dueTimes.length; i++)
+            double due = dueTimes[i];
+            if (!slots.tryAcquire())
             {
-                double due = dueTimes[i];
-                if (!slots.tryAcquire())
-                {
-                    slots.acquire();
-                    waitedUntil = now();
-                }
-                boolean waited = due < waitedUntil;
-                double sent = waitUntil(due);
-                Record record = new Record(i, due, sent, sent - due > lateAfterS, waited);
-                records[i] = record;
-                if (dropAfterS >= 0 && sent - due > dropAfterS)
-                {
-                    record.status = DROPPED;
-                    slots.release();
-                    answered.countDown();
-                    continue;
-                }
-                Statement<?> statement;
-                try
-                {
-                    // idempotent (a tweet written again is the same row): the driver may try another node itself
-                    statement = statements.apply(i).setTimeout(REQUEST_TIMEOUT).setIdempotent(true);
-                }
-                catch (RuntimeException e)   // the request failed as it started: a measurement, not a crash
-                {
-                    finish(record, e, slots, answered);
-                    continue;
-                }
-                execute(statement, record, Double.NaN, 0.05, slots, answered);
+                slots.acquire();
+                waitedUntil = now();
             }
-            if (!answered.await(ANSWER_TIMEOUT_S, TimeUnit.SECONDS))
+            boolean waited = due < waitedUntil;
+            double sent = waitUntil(due);
+            Record record = new Record(i, due, sent, sent - due > lateAfterS, waited);
+            records[i] = record;
+            if (dropAfterS >= 0 && sent - due > dropAfterS)
             {
-                double gone = now();
-                for (Record r : records)
-                {
-                    if (r != null && Double.isNaN(r.acked) && r.status != DROPPED)
-                    {
-                        r.status = ERROR;
-                        r.error = "no answer " + ANSWER_TIMEOUT_S + " s after the last request was sent";
-                        r.acked = gone;
-                    }
-                }
+                record.status = DROPPED;
+                slots.release();
+                answered.countDown();
+                continue;
             }
-        }
-        finally
-        {
-            retries.shutdownNow();
-        }
-        return records;
-    }
-
-    /** @param deadline when retries stop (NaN: not failed yet) */
-    private void execute(Statement<?> statement, Record record, double deadline, double backoff, Semaphore slots,
-                         CountDownLatch answered)
-    {
-        CompletionStage<AsyncResultSet> answer = session.executeAsync(statement);
-        answer.whenComplete((rows, error) -> {
-            if (error == null || !transient_(error))
-            {
-                finish(record, error, slots, answered);
-                return;
-            }
-            double stop = Double.isNaN(deadline) ? now() + retryS : deadline;
-            if (now() + backoff > stop)
-            {
-                finish(record, error, slots, answered);
-                return;
-            }
+            CompletionStage<?> answer;
             try
             {
-                retries.schedule(() -> execute(statement, record, stop, Math.min(1.0, backoff * 2), slots, answered),
-                                 (long) (backoff * 1000), TimeUnit.MILLISECONDS);
+                answer = requests.apply(i);
             }
-            catch (RuntimeException rejected)   // the run ended: the answer is the error
+            catch (RuntimeException e)   // the request failed as it started: a measurement, not a crash
             {
-                finish(record, error, slots, answered);
+                finish(record, e, slots, answered);
+                continue;
             }
-        });
+            answer.whenComplete((value, error) -> finish(record, error, slots, answered));
+        }
+        if (!answered.await(ANSWER_TIMEOUT_S, TimeUnit.SECONDS))
+        {
+            double gone = now();
+            for (Record r : records)
+            {
+                if (r != null && Double.isNaN(r.acked) && r.status != DROPPED)
+                {
+                    r.status = ERROR;
+                    r.error = "no answer " + ANSWER_TIMEOUT_S + " s after the last request was sent";
+                    r.acked = gone;
+                }
+            }
+        }
+        return records;
     }
 
     private void finish(Record record, Throwable error, Semaphore slots, CountDownLatch answered)
@@ -204,28 +140,9 @@ final class Dispatcher
         answered.countDown();
     }
 
-    /**
-     * The errors the Python applications retry (Unavailable, timeouts, NoHostAvailable), and a connection closed under
-     * a request (a node killed: the Python driver retries that on another node by itself).
-     */
-    private static boolean transient_(Throwable e)
-    {
-        Throwable cause = unwrapped(e);
-        return cause instanceof UnavailableException || cause instanceof WriteTimeoutException
-               || cause instanceof WriteFailureException || cause instanceof ReadTimeoutException
-               || cause instanceof DriverTimeoutException || cause instanceof AllNodesFailedException
-               || cause instanceof ClosedConnectionException || cause instanceof HeartbeatException;
-    }
-
-    /** The driver's error itself, not the CompletionException a chained stage wraps it in. */
-    private static Throwable unwrapped(Throwable e)
-    {
-        return e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
-    }
-
     static String describe(Throwable e)
     {
-        Throwable cause = unwrapped(e);
+        Throwable cause = Retrying.unwrapped(e);
         String text = (cause.getClass().getSimpleName() + ": " + cause.getMessage()).trim();
         return text.length() <= MAX_ERROR_CHARS ? text : text.substring(0, MAX_ERROR_CHARS - 1) + "…";
     }

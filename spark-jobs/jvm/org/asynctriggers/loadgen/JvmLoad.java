@@ -40,7 +40,7 @@ import scala.runtime.AbstractFunction1;
  * ({@code allGather}), send with {@link Dispatcher} and hand back their records, encoded for Python to decode.
  * <p>
  * A plan is big-endian: the request count, then per request its offset from the start (seconds, double) and, for
- * {@link #TWEET}, the author (int), the time UUID's node (long) and clock sequence (int), the body (int length, UTF-8).
+ * {@link #TWEET}, {@link #FANOUT} and {@link #PUBLISH}, the author (int), the time UUID's node (long) and clock sequence (int), the body (int length, UTF-8).
  * A task's records: the count, then per request seq (int), scheduled, sent, acked (doubles, NaN: none), status, late,
  * waited (bytes) and the error (int length, UTF-8).
  */
@@ -50,6 +50,10 @@ public final class JvmLoad
     public static final int TWEET = 1;
     /** a statement without values ({@code SELECT release_version FROM system.local}) */
     public static final int QUERY = 2;
+    /** a {@link #TWEET} and its fan-out, answered when every timeline row is written: the synchronous application */
+    public static final int FANOUT = 3;
+    /** a {@link #TWEET} and its message to a queue, answered when the broker confirmed it: the external-queue application */
+    public static final int PUBLISH = 4;
 
     private JvmLoad()
     {
@@ -59,14 +63,19 @@ public final class JvmLoad
      * Runs one task per plan, all at once, and returns each task's encoded records, in task order.
      * @param cassandra the connector's settings ({@code spark.cassandra.*}) over the context's own: where to connect
      * @param dropAfterS negative: no request is dropped
+     * @param options for {@link #FANOUT}: {@code followers} (the query of an author's followers), {@code timeline}
+     *                (the insert of a timeline row: user, tweet id, author, body), {@code read_consistency} and
+     *                {@code concurrency} (rows in flight per tweet); for {@link #PUBLISH}: {@code url} (the broker's
+     *                AMQP URL) and {@code queue}; ignored otherwise
      */
     public static List<byte[]> run(JavaSparkContext jsc, Map<String, String> cassandra, List<byte[]> plans, int kind,
                                    String cql, String consistency, int inFlight, double lateAfterS, double dropAfterS,
-                                   double retryS, double startDelayS)
+                                   double retryS, double startDelayS, Map<String, String> options)
     {
-        if (kind != TWEET && kind != QUERY)
+        if (kind < TWEET || kind > PUBLISH)
             throw new IllegalArgumentException("unknown request kind " + kind);
         DefaultConsistencyLevel.valueOf(consistency);   // a bad level fails here, not in every task
+        Map<String, String> checked = RequestOptions.check(kind, options);
         SparkConf conf = jsc.getConf().clone();
         cassandra.forEach(conf::set);
         CassandraConnector connector = CassandraConnector$.MODULE$.apply(conf);
@@ -74,7 +83,7 @@ public final class JvmLoad
         for (int i = 0; i < plans.size(); i++)
             tasks.add(i);
         Task task = new Task(connector, plans.toArray(new byte[0][]), kind, cql, consistency, inFlight, lateAfterS,
-                             dropAfterS, retryS, startDelayS);
+                             dropAfterS, retryS, startDelayS, new java.util.HashMap<>(checked));
         RDD<Integer> rdd = jsc.parallelize(tasks, plans.size()).rdd();
         return rdd.barrier().mapPartitions(task, false, ClassTag$.MODULE$.<byte[]>apply(byte[].class)).toJavaRDD().collect();
     }
@@ -90,10 +99,12 @@ public final class JvmLoad
         private final String consistency;
         private final int inFlight;
         private final double lateAfterS, dropAfterS, retryS, startDelayS;
+        private final java.util.HashMap<String, String> options;
 
         Task(CassandraConnector connector, byte[][] plans, int kind, String cql, String consistency, int inFlight,
-             double lateAfterS, double dropAfterS, double retryS, double startDelayS)
+             double lateAfterS, double dropAfterS, double retryS, double startDelayS, java.util.HashMap<String, String> options)
         {
+            this.options = options;
             this.connector = connector;
             this.plans = plans;
             this.kind = kind;
@@ -111,11 +122,16 @@ public final class JvmLoad
         {
             BarrierTaskContext ctx = BarrierTaskContext.get();
             Plan plan = Plan.decode(plans[ctx.partitionId()], kind);
-            try (CqlSession session = connector.openSession())
+            try (CqlSession session = connector.openSession(); Retrying retrying = new Retrying(session, retryS);
+                 QueuePublish queue = kind != PUBLISH ? null : new QueuePublish(retrying, options.get("url"), options.get("queue")))
             {
                 PreparedStatement prepared = session.prepare(cql);
                 DefaultConsistencyLevel level = DefaultConsistencyLevel.valueOf(consistency);
-                Dispatcher dispatcher = new Dispatcher(session, inFlight, lateAfterS, dropAfterS, retryS);
+                SyncFanout fanOut = kind != FANOUT ? null : new SyncFanout(
+                    session, retrying, options.get("followers"), options.get("timeline"),
+                    DefaultConsistencyLevel.valueOf(options.get("read_consistency")), level,
+                    Integer.parseInt(options.get("concurrency")));
+                Dispatcher dispatcher = new Dispatcher(inFlight, lateAfterS, dropAfterS);
                 warmUp(session);
                 double startAt = Double.NEGATIVE_INFINITY;
                 for (String ready : ctx.allGather(Double.toString(dispatcher.now())))
@@ -123,13 +139,25 @@ public final class JvmLoad
                 double[] due = new double[plan.offsets.length];
                 for (int i = 0; i < due.length; i++)
                     due[i] = startAt + startDelayS + plan.offsets[i];
-                Dispatcher.Record[] records = dispatcher.send(due, i -> plan.bind(prepared, i, due[i]).setConsistencyLevel(level));
+                Dispatcher.Record[] records = dispatcher.send(due, i -> {
+                    Object[] values = plan.values(prepared, i, due[i]);
+                    Statement<?> statement = prepared.bind(values).setConsistencyLevel(level);
+                    if (fanOut != null)
+                        return fanOut.start(statement, values);
+                    if (queue != null)
+                        return queue.start(statement, values, (long) Math.floor(due[i] * 1000));
+                    return retrying.execute(statement);
+                });
                 return JavaConverters.asScalaIterator(Collections.singletonList(encode(records)).iterator());
             }
             catch (InterruptedException e)
             {
                 Thread.currentThread().interrupt();
                 throw new IllegalStateException("the load generator's task was interrupted", e);
+            }
+            catch (Exception e)   // the broker could not be reached: the run cannot start
+            {
+                throw new IllegalStateException("the load generator's task could not start: " + e, e);
             }
         }
     }
@@ -179,11 +207,11 @@ public final class JvmLoad
             try (DataInputStream in = new DataInputStream(new java.io.ByteArrayInputStream(bytes)))
             {
                 int n = in.readInt();
-                Plan plan = new Plan(n, kind == TWEET);
+                Plan plan = new Plan(n, kind != QUERY);
                 for (int i = 0; i < n; i++)
                 {
                     plan.offsets[i] = in.readDouble();
-                    if (kind != TWEET)
+                    if (kind == QUERY)
                         continue;
                     plan.authors[i] = in.readInt();
                     plan.nodes[i] = in.readLong();
@@ -200,16 +228,19 @@ public final class JvmLoad
             }
         }
 
-        /** Each value as the statement declares its column: an author as int or bigint, a time as timestamp or bigint. */
-        Statement<?> bind(PreparedStatement prepared, int i, double due)
+        /**
+         * Request {@code i}'s values (none for a query), each as the statement declares its column: an author as int
+         * or bigint, a time as timestamp or bigint.
+         */
+        Object[] values(PreparedStatement prepared, int i, double due)
         {
             if (authors == null)
-                return prepared.bind();
+                return new Object[0];
             ColumnDefinitions columns = prepared.getVariableDefinitions();
             long millis = (long) Math.floor(due * 1000);
             Object author = columns.get(1).getType().equals(DataTypes.INT) ? (Object) authors[i] : (Object) (long) authors[i];
             Object created = columns.get(3).getType().equals(DataTypes.BIGINT) ? (Object) millis : Instant.ofEpochMilli(millis);
-            return prepared.bind(timeUuid(due, nodes[i], clockSeqs[i]), author, bodies[i], created);
+            return new Object[] {timeUuid(due, nodes[i], clockSeqs[i]), author, bodies[i], created};
         }
     }
 

@@ -1,0 +1,116 @@
+package org.asynctriggers.loadgen;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import com.datastax.oss.driver.api.core.ConsistencyLevel;
+import com.datastax.oss.driver.api.core.CqlSession;
+import com.datastax.oss.driver.api.core.cql.AsyncResultSet;
+import com.datastax.oss.driver.api.core.cql.PreparedStatement;
+import com.datastax.oss.driver.api.core.cql.Row;
+import com.datastax.oss.driver.api.core.cql.Statement;
+import com.datastax.oss.driver.api.core.type.DataTypes;
+
+/**
+ * The synchronous application's request, sent from the JVM as the Python one is ({@code apps/synchronous.py}): the
+ * tweet written while its author's followers are read and the tweet is written to the author's and every follower's
+ * timeline, {@code concurrency} rows in flight; answered when all of them are. Each write and the read are made again
+ * while they fail transiently ({@link Retrying}), so the first error that outlasts its retries fails the request.
+ */
+final class SyncFanout
+{
+    static final int FOLLOWERS_PAGE = 5000;   // as the Python fan-out's fetch size
+
+    private final CqlSession session;
+    private final Retrying retrying;
+    private final PreparedStatement followers;
+    private final PreparedStatement timeline;
+    private final ConsistencyLevel readLevel;
+    private final ConsistencyLevel writeLevel;
+    private final int concurrency;
+
+    SyncFanout(CqlSession session, Retrying retrying, String followersCql, String timelineCql, ConsistencyLevel readLevel,
+               ConsistencyLevel writeLevel, int concurrency)
+    {
+        if (concurrency < 1)
+            throw new IllegalArgumentException("a fan-out's concurrency must be at least 1, found: " + concurrency);
+        this.session = session;
+        this.retrying = retrying;
+        this.followers = session.prepare(followersCql);
+        this.timeline = session.prepare(timelineCql);
+        this.readLevel = readLevel;
+        this.writeLevel = writeLevel;
+        this.concurrency = concurrency;
+    }
+
+    /**
+     * The tweet {@code tweet} (bound with {@code values}: tweet id, author, body, time) and its fan-out; completes when
+     * every row is written.
+     */
+    CompletableFuture<Void> start(Statement<?> tweet, Object[] values)
+    {
+        CompletableFuture<?> written = retrying.execute(tweet);
+        Object tweetId = values[0], body = values[2];
+        long author = ((Number) values[1]).longValue();
+        CompletableFuture<Void> fannedOut = readFollowers(author).thenCompose(users -> {
+            users.add(0, author);   // the author's own timeline first, as the Python fan-out writes it
+            return writeRows(users, tweetId, author, body);
+        });
+        return CompletableFuture.allOf(written, fannedOut);
+    }
+
+    /** Every follower of {@code author}, page by page; the whole read made again when a page fails transiently. */
+    private CompletableFuture<List<Long>> readFollowers(long author)
+    {
+        return retrying.call(() -> {
+            Statement<?> first = followers.bind(typed(followers, 0, author)).setConsistencyLevel(readLevel)
+                                          .setPageSize(FOLLOWERS_PAGE);
+            List<Long> users = new ArrayList<>();
+            return session.executeAsync(first).thenCompose(page -> collect(page, users));
+        });
+    }
+
+    private static java.util.concurrent.CompletionStage<List<Long>> collect(AsyncResultSet page, List<Long> users)
+    {
+        for (Row row : page.currentPage())
+            users.add(((Number) row.getObject(0)).longValue());
+        if (!page.hasMorePages())
+            return CompletableFuture.completedFuture(users);
+        return page.fetchNextPage().thenCompose(next -> collect(next, users));
+    }
+
+    /** The rows written, {@link #concurrency} at a time; completes when all are, or with the first lasting error. */
+    private CompletableFuture<Void> writeRows(List<Long> users, Object tweetId, long author, Object body)
+    {
+        CompletableFuture<Void> done = new CompletableFuture<>();
+        AtomicInteger next = new AtomicInteger();
+        AtomicInteger left = new AtomicInteger(users.size());
+        Runnable[] writeNext = new Runnable[1];
+        writeNext[0] = () -> {
+            int i = next.getAndIncrement();
+            if (i >= users.size() || done.isDone())
+                return;
+            Statement<?> row = timeline.bind(typed(timeline, 0, users.get(i)), tweetId, typed(timeline, 2, author), body)
+                                       .setConsistencyLevel(writeLevel);
+            retrying.execute(row).whenComplete((rows, error) -> {
+                if (error != null)
+                    done.completeExceptionally(error);
+                else if (left.decrementAndGet() == 0)
+                    done.complete(null);
+                else
+                    writeNext[0].run();
+            });
+        };
+        for (int k = 0; k < Math.min(concurrency, users.size()); k++)
+            writeNext[0].run();
+        return done;
+    }
+
+    /** A user id as the statement declares its variable: int or bigint. */
+    static Object typed(PreparedStatement statement, int index, long user)
+    {
+        return statement.getVariableDefinitions().get(index).getType().equals(DataTypes.INT) ? (Object) (int) user : (Object) user;
+    }
+}
