@@ -150,6 +150,20 @@ public final class Cql
         return insertWithTtl(KEYSPACE, "lineage", List.of("flow", "source_key", "target_key", "ts", "written"));
     }
 
+    /**
+     * {@code BEGIN UNLOGGED BATCH s; s; APPLY BATCH}: {@code statement} {@code count} times, its values bound one
+     * statement after the other. On one partition it is one mutation: one write per replica, not one per statement.
+     */
+    public static String unloggedBatch(String statement, int count)
+    {
+        if (count < 1)
+            throw new IllegalArgumentException("a batch of " + count + " statements");
+        StringBuilder batch = new StringBuilder("BEGIN UNLOGGED BATCH ");
+        for (int i = 0; i < count; i++)
+            batch.append(statement).append("; ");
+        return batch.append("APPLY BATCH").toString();
+    }
+
     public static String lineageSelect()
     {
         return "SELECT " + names(List.of("target_key", "ts", "written")) + ", " + ttlOf("ts") + " FROM " + table(KEYSPACE, "lineage")

@@ -45,7 +45,8 @@ import static org.asynctriggers.execute.Statements.bigint;
  * Whatever order the tasks of a row run in, on whichever nodes, with whatever repeats: the newest version was taken
  * after every write's task took its own, so its read saw every write and its rows win every cell, and every image an
  * older version wrote was recorded before the newest version was taken, so its rows are deleted. The costs, per task:
- * a local read, a lineage read, the entries' writes, a Paxos round, a read at ALL, and the rows.
+ * a local read, a version read, the entries' write (one batch), a Paxos round, a read at ALL, a lineage read, and the
+ * rows.
  * <p>
  * A read at ALL that a replica down makes unavailable is made at the lineage read level instead: a write that only the
  * down replica holds reaches the others by a hint, which is a write, and its task runs then.
@@ -415,21 +416,29 @@ final class Lineage
         return values;
     }
 
-    /** Step 1: the images and the key recorded at {@code version}, living as long as the row (and ten days more). */
+    /**
+     * Step 1: the images and the key recorded at {@code version}, living as long as the row (and ten days more). The
+     * images share the entries' partition (the flow and the source row): several are one batch, one write per replica.
+     */
     private void record(List<ByteBuffer> key, ByteBuffer sourceKey, Map<Integer, List<ByteBuffer>> images, long version, SourceRow row)
     {
         int ttl = 0;
         if (row != null && row.expiresAt != 0)
             ttl = (int) Math.min(Integer.MAX_VALUE, Math.max(1, row.expiresAt - nowMillis.getAsLong() / 1000) + EXPIRED_ROW_GRACE_SECONDS);
+        List<ByteBuffer> bound = new ArrayList<>();
         for (Map.Entry<Integer, List<ByteBuffer>> image : images.entrySet())
         {
             ByteBuffer targetKey = lineageKey(image.getKey(), image.getValue());
+            bound.addAll(List.of(flowNameBytes, sourceKey, targetKey, bigint(version), bigint(version)));
             if (ttl > 0)
-                statements.execute(Cql.lineageInsertWithTtl(), lineageWrite, flowNameBytes, sourceKey, targetKey, bigint(version),
-                                   bigint(version), ByteBuffer.allocate(4).putInt(0, ttl), bigint(version));
-            else
-                statements.execute(Cql.lineageInsert(), lineageWrite, flowNameBytes, sourceKey, targetKey, bigint(version), bigint(version), bigint(version));
+                bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
+            bound.add(bigint(version));
         }
+        String insert = ttl > 0 ? Cql.lineageInsertWithTtl() : Cql.lineageInsert();
+        if (images.size() == 1)
+            statements.execute(insert, lineageWrite, bound);
+        else if (images.size() > 1)
+            statements.execute(Cql.unloggedBatch(insert, images.size()), lineageWrite, bound);
         if (clustered)
             statements.execute(Cql.lineageKeyInsert(), lineageWrite, flowNameBytes, partitionOf(key), sourceKey, bigint(version));
     }

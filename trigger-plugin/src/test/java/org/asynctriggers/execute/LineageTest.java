@@ -187,6 +187,19 @@ class LineageTest
         }
 
         @Test
+        void shouldRecordATweetsImagesInOneWrite()
+        {
+            // the author's own row, the followers' rows and the join index's row: three images of one lineage partition,
+            // one batch
+            assertSuccess(runAll(executor, tweet(1000)));
+            long records = gateway.executed.stream().filter(cql -> cql.contains("INTO \"async_triggers\".\"lineage\"")).count();
+            assertEquals(1, records, String.join("\n", gateway.executed));
+            assertTrue(gateway.executed.stream().anyMatch(cql -> cql.startsWith("BEGIN UNLOGGED BATCH ")));
+            assertEquals(3, gateway.rows("async_triggers", "lineage").size());
+            assertEquals(8, timelineRows());
+        }
+
+        @Test
         void shouldKeepADeleteThatOvertakesTheTweet()
         {
             assertSuccess(runAll(executor, delete(2000)));

@@ -230,6 +230,12 @@ public final class FakeGateway implements CqlGateway
     @Override
     public Prepared prepare(String cql)
     {
+        if (cql.startsWith(BATCH_START))
+        {
+            for (String inner : batchStatements(cql))
+                prepare(inner);
+            return new Prepared(cql, null);
+        }
         Matcher m;
         if ((m = INSERT.matcher(cql)).matches() || (m = DELETE.matcher(cql)).matches() || (m = UPDATE.matcher(cql)).matches()
             || (m = CAS.matcher(cql)).matches())
@@ -334,7 +340,31 @@ public final class FakeGateway implements CqlGateway
         executed.add(statement.cql);
         consistencies.add(consistency);
         refuseUnreachable(consistency);
-        String cql = statement.cql;
+        if (statement.cql.startsWith(BATCH_START))
+        {
+            int at = 0;   // each statement's values, in the order of the batch's markers
+            for (String inner : batchStatements(statement.cql))
+            {
+                int markers = (int) inner.chars().filter(c -> c == '?').count();
+                apply(inner, values.subList(at, at + markers));
+                at += markers;
+            }
+            return List.of();
+        }
+        return apply(statement.cql, values);
+    }
+
+    private static final String BATCH_START = "BEGIN UNLOGGED BATCH ";
+
+    /** The statements of {@code BEGIN UNLOGGED BATCH s1; s2; APPLY BATCH}. */
+    private static List<String> batchStatements(String cql)
+    {
+        String body = cql.substring(BATCH_START.length(), cql.length() - "APPLY BATCH".length());
+        return Arrays.stream(body.split(";")).map(String::trim).filter(x -> !x.isEmpty()).collect(Collectors.toList());
+    }
+
+    private List<Map<String, ByteBuffer>> apply(String cql, List<ByteBuffer> values)
+    {
         Matcher m;
         if ((m = CAS.matcher(cql)).matches())
             return compareAndSet(m, values);
