@@ -114,10 +114,11 @@ def test_should_refuse_a_search_that_cannot_move():
 def test_should_record_each_trial_with_the_fields_of_before_and_a_repeat_flag():
     from async_triggers.benchmarks.experiments.saturating import new_search, search_entry
     step = {"throughput_msg_s": 480.0, "drain_s": 5.3, "requests": {"error": 0, "dropped": 0}, "valid": True,
-            "run_id": "20261125T073841Z-saturating-integrated-2n"}
+            "run_id": "20261125T073841Z-saturating-integrated-2n", "config": {"kept_up": 0.97}}
     assert search_entry(675.0, step, False, True) == {
         "rate": 675.0, "throughput_msg_s": 480.0, "drain_s": 5.3, "errors": 0, "dropped": 0, "bounded": False,
-        "valid": True, "invalid_reason": None, "run_id": "20261125T073841Z-saturating-integrated-2n", "repeat": True}
+        "valid": True, "invalid_reason": None, "run_id": "20261125T073841Z-saturating-integrated-2n", "repeat": True,
+        "kept_up": 0.97}
     late = {**step, "valid": False, "invalid_reason": "the load generator fell 1.1 % behind"}
     assert search_entry(675.0, late, False, False)["invalid_reason"] == "the load generator fell 1.1 % behind"
     cfg = BenchConfig()
@@ -125,6 +126,38 @@ def test_should_record_each_trial_with_the_fields_of_before_and_a_repeat_flag():
     assert new_search(cfg, 300, cfg.scale_search_ratio).ratio == cfg.scale_search_ratio
     fixed = new_search(dataclasses.replace(cfg, fixed_rate=40.0), 300)
     assert fixed.next_rate() == 40.0 and fixed.max_steps == 1
+
+
+def test_should_bound_only_a_step_the_approach_kept_up_with_while_it_lasted():
+    from async_triggers.benchmarks.experiments.saturating import bounded
+    cfg = BenchConfig()
+    step = {"drain_s": 3.2, "requests": {"error": 0, "dropped": 0}, "valid": True, "config": {"kept_up": 0.97}}
+    assert bounded(cfg, step)
+    # drained within the bound, but completed 1,300 of 1,860 a second while offered: the backlog waited
+    assert not bounded(cfg, {**step, "config": {"kept_up": 0.72}})
+    assert bounded(cfg, {**step, "config": {}})           # recorded before the rule: the other rules judge it
+    assert not bounded(cfg, {**step, "drain_s": 6.0})
+
+
+def test_should_count_the_propagations_done_by_the_end_of_the_schedule_as_each_approach_counts_them(tmp_path):
+    from async_triggers.benchmarks.harness.completions import interpolated
+    from async_triggers.benchmarks.harness.run_app import kept_up_share
+    from async_triggers.spark_jobs.sending import Record
+    records = [Record(0, i, 100.0 + i * 0.1, 100.0 + i * 0.1, 100.05 + i * 0.1 + (5.0 if i >= 80 else 0), "ok", False,
+                      None, False) for i in range(100)]
+    # acknowledged is done: 80 of 100 acknowledged by the end of the schedule (110.0)
+    assert kept_up_share("synchronous", records, None, [], 110.0, probes=3) == 0.8
+    # the queue's workers' files: 95 done by 110.0, 2 of them the probe's
+    done = tmp_path / "done.csv"
+    done.write_text("".join(f"t{i},{100.1 + i * 0.1 if i < 95 else 112.0},3\n" for i in range(97)))
+    assert kept_up_share("external_queue", records, None, [done], 110.0, probes=2) == 0.93
+
+    class Counters:   # the flow's counters, each node's reports every 2 s
+        def done_at(self, at):
+            return int(interpolated([(101.0, 10), (103.0, 30), (105.0, 50)], at)
+                       + interpolated([(102.0, 15), (104.0, 35), (106.0, 55)], at))
+    assert kept_up_share("integrated", records, Counters(), [], 104.0, probes=1) == 0.74   # 40 + 35 - 1 of 100
+    assert interpolated([(1.0, 10), (3.0, 30)], 0.5) == 0 and interpolated([(1.0, 10), (3.0, 30)], 9.0) == 30
 
 
 def test_should_refuse_a_search_ratio_outside_one_to_the_rate_factor_and_no_steps():

@@ -71,6 +71,8 @@ class FlowCounters:
         self.carried: dict[str, tuple[int, int]] = {}
         self.last: dict[str, tuple[int, int]] = {}
         self.as_of: float | None = None     # the newest report's time, when the counts were true
+        # per node, its reports: (report time, its completed tasks since construction), for done_at
+        self.history: dict[str, list[tuple[float, int]]] = {}
         for s in status.read(session, [FLOW]):
             self.base[s.node] = (s.completed, s.fanout_rows + s.completed)
             self.last[s.node] = self.base[s.node]
@@ -85,6 +87,11 @@ class FlowCounters:
                 c = self.carried.get(s.node, (0, 0))
                 self.carried[s.node] = (c[0] + prev[0], c[1] + prev[1])
             self.last[s.node] = now
+            if s.updated:
+                done = now[0] + self.carried.get(s.node, (0, 0))[0] - self.base.get(s.node, (0, 0))[0]
+                reports = self.history.setdefault(s.node, [])
+                if not reports or _epoch(s.updated) > reports[-1][0]:
+                    reports.append((_epoch(s.updated), done))
         done = rows = 0
         for node, (c, r) in self.last.items():
             b, k = self.base.get(node, (0, 0)), self.carried.get(node, (0, 0))
@@ -92,11 +99,41 @@ class FlowCounters:
             rows += r + k[1] - b[1]
         return done, rows
 
+    def done_at(self, at: float) -> int:
+        """The tasks completed by ``at`` (epoch s) over every node: each node's count between its two reports around
+        ``at``, as if its tasks completed evenly between them (a node reports every 2 s, at its own moments)."""
+        total = 0.0
+        for reports in self.history.values():
+            total += interpolated(reports, at)
+        return int(total)
+
     def idle(self, since: float) -> bool:
         """Every node reported after ``since`` (epoch s) with nothing pending or active."""
         statuses = status.read(self.session, [FLOW])
         fresh = [s for s in statuses if s.updated and _epoch(s.updated) > since]
         return bool(statuses) and len(fresh) == len(statuses) and sum(s.pending + s.active for s in fresh) == 0
+
+
+def interpolated(points: Sequence[tuple[float, int]], at: float) -> float:
+    """The cumulative count of ``points`` ((time, count), ascending) at ``at``: linear between the points around it,
+    0 before the first, the last count after the last."""
+    if not points or at < points[0][0]:
+        return 0.0
+    for (t0, c0), (t1, c1) in zip(points, points[1:]):
+        if t0 <= at < t1:
+            return c0 + (c1 - c0) * (at - t0) / (t1 - t0)
+    return float(points[-1][1])
+
+
+def done_by(app: str, records: Sequence, counters: "FlowCounters | None", done_files: Sequence[Path],
+            at: float) -> int:
+    """The propagations completed by ``at`` (epoch s), as the approach counts them (the integrated flow's include
+    the lag probe's tweets)."""
+    if app in ACKED_IS_DONE:
+        return sum(1 for r in records if r.status == "ok" and r.acked is not None and r.acked <= at)
+    if app == "external_queue":
+        return sum(1 for t, _ in DoneFiles(done_files).entries().values() if t <= at)
+    return counters.done_at(at)
 
 
 def _epoch(when: dt.datetime) -> float:

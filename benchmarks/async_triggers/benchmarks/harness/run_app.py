@@ -15,7 +15,7 @@ from async_triggers.benchmarks.apps.external_queue import DEFAULT_QUEUE, Externa
 from async_triggers.benchmarks.apps.integrated import IntegratedApp
 from async_triggers.benchmarks.apps.synchronous import SynchronousApp
 from async_triggers.benchmarks.harness import processes
-from async_triggers.benchmarks.harness.completions import (ACKED_IS_DONE, Completions, DoneFiles, FlowCounters,
+from async_triggers.benchmarks.harness.completions import (ACKED_IS_DONE, Completions, DoneFiles, FlowCounters, done_by,
                                                            propagated_per_bucket, wait_drained)
 from async_triggers.benchmarks.harness.config import PLAIN
 from async_triggers.benchmarks.harness.lag_probe import LagProbe, NoProbe
@@ -111,6 +111,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
             processes.stop_workers(workers)
     resources = sampler.result(messages=ok)
     drain_s = None if completed_at is None else max(0.0, completed_at - schedule_end)
+    kept_up = kept_up_share(app, records, counters, done_files, schedule_end, probe.sent)
     horizon = (completed_at or time.time()) - start
     if app in ACKED_IS_DONE:
         done_count = ok
@@ -127,7 +128,7 @@ def run_app(bed: Testbed, experiment: str, app: str, phases: Sequence, *, drop_a
         records, experiment=experiment, app=app, db_nodes=bed.nodes, duration_s=duration,
         config={**bed.run_config(), "phases": [dataclasses.asdict(p) for p in phases],
                 "drop_after_s": drop_after_s, "probes": probe.sent, "probe_errors": probe.errors[:3],
-                "drained": drained, "verification_checks": checks, **(config or {}),
+                "drained": drained, "verification_checks": checks, "kept_up": kept_up, **(config or {}),
                 **({"probe_summary": probe.summary(duration)} if hasattr(probe, "summary") else {})},
         throughput_msg_s=throughput, propagation_lags_ms=probe.lags_ms or None,
         propagated_msg_s=series, drain_s=drain_s, fanout_rows_s=fanout_rows_s, verification=verification,
@@ -168,5 +169,22 @@ def describe(run: dict) -> str:
             f"response median {resp.get('median', float('nan')):.2f} ms p99 {resp.get('p99', float('nan')):.2f} ms, "
             f"lag median {lag.get('median', float('nan')):.0f} ms, drain "
             f"{'-' if run['drain_s'] is None else format(run['drain_s'], '.1f')} s"
+            + ("" if run["config"].get("kept_up") is None else f", done when the load ended {run['config']['kept_up']:.0%}")
             + ("" if v is None else f", verified: missing {v['missing']}, unexpected {v['unexpected']}")
             + ("" if run.get("valid", True) else f"; INVALID: {run['invalid_reason']}"))
+
+
+def kept_up_share(app: str, records, counters, done_files, schedule_end: float, probes: int) -> float | None:
+    """The share of the load's propagations completed by the end of its schedule: about 1 when the approach kept up
+    (less the few in flight at the end), its completion rate over the offered rate when it did not. The drain bound
+    alone lets a backlog that waits in the load generator (a blocking application's requests waiting for a thread)
+    pass at up to 1.5x what the approach completes; this share does not. The probes' tweets are taken out of the
+    counts that include them (the integrated flow's and the queue's)."""
+    offered = sum(1 for r in records if r.status == "ok")
+    if not offered:
+        return None
+    done = done_by(app, records, counters, done_files, schedule_end)
+    if app in ("integrated", "external_queue"):
+        done -= probes
+    return round(max(0, min(done, offered)) / offered, 3)
+
