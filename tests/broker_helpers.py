@@ -32,6 +32,15 @@ def require_broker() -> None:
     pytest.importorskip("pika", reason="pika is in the 'bench' extra: make bench-deps")
 
 
+def private_broker(tmp_path_factory, nodename: str):
+    """A private RabbitMQ node for a module's tests (a fixture's body: yields it started, stops it after)."""
+    require_broker()
+    node = broker_mod.Broker(private_config(tmp_path_factory.mktemp("rabbitmq") / "node", nodename=nodename))
+    node.start()
+    yield node
+    node.stop()
+
+
 def private_config(data_dir: Path, nodename: str = "attest-broker") -> broker_mod.BrokerConfig:
     amqp, dist, epmd = free_ports(3)
     return broker_mod.BrokerConfig(data_dir=data_dir, nodename=nodename, amqp_port=amqp, dist_port=dist,

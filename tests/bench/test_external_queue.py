@@ -17,8 +17,7 @@ import pytest
 
 from async_triggers.benchmarks.apps import tweets
 from async_triggers.benchmarks.apps.tweets import MessageError, Tweet, TweetSource
-from async_triggers.benchmarks.broker import Broker
-from broker_helpers import MemoryWriter, private_config, require_broker
+from broker_helpers import MemoryWriter, private_broker
 from async_triggers.spark_jobs.loadgen import Phase, ScheduledRequest, Slot
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -50,11 +49,7 @@ def test_should_give_a_clear_error_for_a_foreign_message():
 # -- against a real broker -----------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    require_broker()
-    node = Broker(private_config(tmp_path_factory.mktemp("rabbitmq") / "node", nodename="attest-queue"))
-    node.start()
-    yield node
-    node.stop()
+    yield from private_broker(tmp_path_factory, "attest-queue")
 
 
 @pytest.fixture()

@@ -73,13 +73,8 @@ SCRIPT = textwrap.dedent(f"""
 
 @pytest.fixture(scope="module")
 def broker(tmp_path_factory):
-    from broker_helpers import private_config, require_broker
-    from async_triggers.benchmarks.broker import Broker
-    require_broker()
-    node = Broker(private_config(tmp_path_factory.mktemp("rabbitmq") / "node", nodename="attest-jvm-sender"))
-    node.start()
-    yield node
-    node.stop()
+    from broker_helpers import private_broker
+    yield from private_broker(tmp_path_factory, "attest-jvm-sender")
 
 
 @pytest.fixture(scope="module")

@@ -167,16 +167,13 @@ class ExternalQueueApp:
                                    TweetSource(self.n_users, slot.seed, slot.task, self.body_bytes))
 
     def jvm_requests(self):
-        from async_triggers.benchmarks.apps.cassandra import INSERT_TWEET, StoreFactory
-        from async_triggers.benchmarks.apps.integrated import JvmTweets
-        from async_triggers.spark_jobs.jvm_sender import PUBLISH, JvmRequests
+        from async_triggers.benchmarks.apps.cassandra import StoreFactory
+        from async_triggers.benchmarks.apps.integrated import tweet_requests
+        from async_triggers.spark_jobs.jvm_sender import PUBLISH
         if not self.jvm or not isinstance(self.store_factory, StoreFactory):
             return None
-        target = self.store_factory.target
-        return JvmRequests(PUBLISH, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
-                           target.contact_points, target.port, target.retry_s,
-                           tweets=JvmTweets(self.n_users, self.body_bytes),
-                           options=(("url", self.url), ("queue", self.queue)), blocking=True)
+        return tweet_requests(PUBLISH, self.store_factory.target, self.n_users, self.body_bytes,
+                              options=(("url", self.url), ("queue", self.queue)), blocking=True)
 
 
 @dataclasses.dataclass

@@ -42,14 +42,21 @@ class IntegratedApp:
                                                                       self.body_bytes))
 
     def jvm_requests(self):
-        from async_triggers.benchmarks.apps.cassandra import INSERT_TWEET, StoreFactory
-        from async_triggers.spark_jobs.jvm_sender import TWEET, JvmRequests
+        from async_triggers.benchmarks.apps.cassandra import StoreFactory
+        from async_triggers.spark_jobs.jvm_sender import TWEET
         if not self.jvm or not isinstance(self.store_factory, StoreFactory):
             return None
-        target = self.store_factory.target
-        return JvmRequests(TWEET, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
-                           target.contact_points, target.port, target.retry_s,
-                           tweets=JvmTweets(self.n_users, self.body_bytes))
+        return tweet_requests(TWEET, self.store_factory.target, self.n_users, self.body_bytes)
+
+
+def tweet_requests(kind: int, target, n_users: int, body_bytes: int, options=(), blocking: bool = False):
+    """What the JVM sender sends for an application whose request writes a tweet (``kind`` of
+    ``spark_jobs.jvm_sender``: the tweet alone, with its fan-out, or with its message to a queue)."""
+    from async_triggers.benchmarks.apps.cassandra import INSERT_TWEET
+    from async_triggers.spark_jobs.jvm_sender import JvmRequests
+    return JvmRequests(kind, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
+                       target.contact_points, target.port, target.retry_s, tweets=JvmTweets(n_users, body_bytes),
+                       options=tuple(options), blocking=blocking)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,10 +45,10 @@ class SynchronousApp:
                                  TweetSource(self.n_users, slot.seed, slot.task, self.body_bytes))
 
     def jvm_requests(self):
-        from async_triggers.benchmarks.apps.cassandra import (INSERT_TIMELINE, INSERT_TWEET, SELECT_FOLLOWERS,
-                                                              FanOutFactory, StoreFactory)
-        from async_triggers.benchmarks.apps.integrated import JvmTweets
-        from async_triggers.spark_jobs.jvm_sender import FANOUT, JvmRequests
+        from async_triggers.benchmarks.apps.cassandra import (INSERT_TIMELINE, SELECT_FOLLOWERS, FanOutFactory,
+                                                              StoreFactory)
+        from async_triggers.benchmarks.apps.integrated import tweet_requests
+        from async_triggers.spark_jobs.jvm_sender import FANOUT
         if not (self.jvm and isinstance(self.store_factory, StoreFactory)
                 and isinstance(self.writer_factory, FanOutFactory)):
             return None
@@ -56,6 +56,5 @@ class SynchronousApp:
         fanout = (("followers", SELECT_FOLLOWERS.format(ks=target.keyspace)),
                   ("timeline", INSERT_TIMELINE.format(ks=target.keyspace)),
                   ("read_consistency", target.read_consistency), ("concurrency", str(target.concurrency)))
-        return JvmRequests(FANOUT, INSERT_TWEET.format(ks=target.keyspace), target.write_consistency,
-                           target.contact_points, target.port, target.retry_s,
-                           tweets=JvmTweets(self.n_users, self.body_bytes), options=fanout, blocking=True)
+        return tweet_requests(FANOUT, self.store_factory.target, self.n_users, self.body_bytes, options=fanout,
+                              blocking=True)
