@@ -31,6 +31,10 @@ def test_should_wait_for_the_sentinel_then_sweep_until_the_last_follower_is_ther
     assert 0.2 <= last_at < 0.2 + fanout_probe.SWEEP_PAUSE_S + 0.01, "the last row, not the sentinel's, ends the wait"
     assert all(len(r) == 1 for r in reads[:3]), "until the sentinel, one row is read"
     assert reads[-1] == [4], "a sweep reads only the rows still missing"
+    sweeps = reads[next(i for i, r in enumerate(reads) if len(r) > 1):]
+    # each sweep reads every missing row once: [1, 2, 3, 4] (1 and 3 there), then [2, 4] (2 there), then [4]...
+    assert sweeps[:2] == [[1, 2, 3, 4], [2, 4]], sweeps[:3]
+    assert all(r == [4] for r in sweeps[2:])
 
 
 def test_should_give_up_at_the_deadline_and_say_what_was_not_there():

@@ -43,7 +43,8 @@ def wait_all(found: Callable[[Sequence[int]], set[int]], users: Sequence[int], s
         return None, None
     missing = list(users)
     while True:
-        missing = [u for u in missing if u not in found(missing)]
+        present = found(missing)   # one sweep: each missing row read once
+        missing = [u for u in missing if u not in present]
         now = clock()
         if not missing:
             return sentinel_at, now
