@@ -160,6 +160,17 @@ def test_should_count_the_propagations_done_by_the_end_of_the_schedule_as_each_a
     assert interpolated([(1.0, 10), (3.0, 30)], 0.5) == 0 and interpolated([(1.0, 10), (3.0, 30)], 9.0) == 30
 
 
+def test_should_carry_a_nodes_count_on_at_its_rate_not_draw_it_to_a_report_made_after_the_load():
+    from async_triggers.benchmarks.harness.completions import carried
+    # 10 a second until 104, the load's end; the next report (105.5) adds only what was in flight
+    reports = [(100.0, 0), (102.0, 20), (104.0 - 0.5, 35), (105.5, 41)]
+    assert carried(reports, 104.0) == 40.0          # 35 + 10/s x 0.5 s (a line to 41 would say 36)
+    assert carried(reports, 105.5) == 41.0 and carried(reports, 200.0) == 41.0
+    assert carried(reports, 99.0) == 0.0
+    assert carried(reports, 101.0) == 10.0          # one report before: the line to the next
+    assert carried([(100.0, 0), (102.0, 20), (104.0, 21)], 103.9) == 21.0   # never past the next report
+
+
 def test_should_refuse_a_search_ratio_outside_one_to_the_rate_factor_and_no_steps():
     with pytest.raises(BenchError, match="'search_ratio' must be greater than 1 and at most 'rate_factor' "
                                          r"\(1.5\), found: 1.0"):

@@ -100,11 +100,11 @@ class FlowCounters:
         return done, rows
 
     def done_at(self, at: float) -> int:
-        """The tasks completed by ``at`` (epoch s) over every node: each node's count between its two reports around
-        ``at``, as if its tasks completed evenly between them (a node reports every 2 s, at its own moments)."""
+        """The tasks completed by ``at`` (epoch s) over every node: each node's last report before ``at`` carried on
+        at the rate of its reports before (a node reports every 2 s, at its own moments; ``carried``)."""
         total = 0.0
         for reports in self.history.values():
-            total += interpolated(reports, at)
+            total += carried(reports, at)
         return int(total)
 
     def idle(self, since: float) -> bool:
@@ -123,6 +123,23 @@ def interpolated(points: Sequence[tuple[float, int]], at: float) -> float:
         if t0 <= at < t1:
             return c0 + (c1 - c0) * (at - t0) / (t1 - t0)
     return float(points[-1][1])
+
+
+def carried(points: Sequence[tuple[float, int]], at: float) -> float:
+    """The cumulative count of ``points`` ((time, count), ascending) at ``at``: the last point before it carried on
+    at the rate between that point and the one before, never past the next point's count. Not the line to the next
+    point: when ``at`` is the load's end, the next report counts little after it, and the line would take from ``at``
+    what was done before it (up to half a report interval's work)."""
+    before = [p for p in points if p[0] <= at]
+    if not before:
+        return 0.0
+    t0, c0 = before[-1]
+    after = points[len(before)] if len(before) < len(points) else None
+    if len(before) < 2:
+        return interpolated(points, at)
+    tp, cp = before[-2]
+    estimate = c0 + (c0 - cp) / (t0 - tp) * (at - t0) if t0 > tp else float(c0)
+    return min(estimate, float(after[1])) if after is not None else float(c0)
 
 
 def done_by(app: str, records: Sequence, counters: "FlowCounters | None", done_files: Sequence[Path],
