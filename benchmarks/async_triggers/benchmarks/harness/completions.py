@@ -137,8 +137,8 @@ def carried(points: Sequence[tuple[float, int]], at: float) -> float:
     after = points[len(before)] if len(before) < len(points) else None
     if len(before) < 2:
         return interpolated(points, at)
-    tp, cp = before[-2]
-    estimate = c0 + (c0 - cp) / (t0 - tp) * (at - t0) if t0 > tp else float(c0)
+    tp, cp = before[-2]   # earlier: a node's reports are kept only when newer than its last
+    estimate = c0 + (c0 - cp) / (t0 - tp) * (at - t0)
     return min(estimate, float(after[1])) if after is not None else float(c0)
 
 

@@ -47,8 +47,8 @@ class BenchConfig:
     queue_workers: int = 4             # worker processes of the external queue (one message at a time each)
     # worker threads per node of the integrated flow: as many tasks at once on the 2 nodes as the synchronous app
     # keeps requests (16 per task, 2 tasks). A task of the timeline flow waits on about six round trips before its
-    # rows (docs/design.md, "Lineage"): with 4 workers the flow completed at most 181 msg/s here, with 16 675, with
-    # 32 551 (the two cores' limit; one search each on 2 nodes)
+    # rows (docs/design.md, "Lineage"): with 4 workers the flow's search ended at 181 msg/s here, with 16 at 675,
+    # with 32 at 551 (the two cores' limit; one search each on 2 nodes, the drain rule alone)
     flow_workers: int = 16
     # the saturation search (harness/rate_search.py): x rate_factor while bounded, then bisected until the highest
     # bounded and the lowest unbounded rate are within search_ratio (two bisections of a 1.5x bracket: 1.107x); a

@@ -30,6 +30,8 @@ final class SyncFanout
     private final ConsistencyLevel readLevel;
     private final ConsistencyLevel writeLevel;
     private final int concurrency;
+    /** whether the statements take a user id as int (else bigint): looked up once, not for every row */
+    private final boolean followersByInt, timelineUserInt, timelineAuthorInt;
 
     SyncFanout(CqlSession session, Retrying retrying, String followersCql, String timelineCql, ConsistencyLevel readLevel,
                ConsistencyLevel writeLevel, int concurrency)
@@ -43,6 +45,9 @@ final class SyncFanout
         this.readLevel = readLevel;
         this.writeLevel = writeLevel;
         this.concurrency = concurrency;
+        this.followersByInt = isInt(followers, 0);
+        this.timelineUserInt = isInt(timeline, 0);
+        this.timelineAuthorInt = isInt(timeline, 2);
     }
 
     /**
@@ -65,7 +70,7 @@ final class SyncFanout
     private CompletableFuture<List<Long>> readFollowers(long author)
     {
         return retrying.call(() -> {
-            Statement<?> first = followers.bind(typed(followers, 0, author)).setConsistencyLevel(readLevel)
+            Statement<?> first = followers.bind(typed(followersByInt, author)).setConsistencyLevel(readLevel)
                                           .setPageSize(FOLLOWERS_PAGE);
             List<Long> users = new ArrayList<>();
             return session.executeAsync(first).thenCompose(page -> collect(page, users));
@@ -92,7 +97,7 @@ final class SyncFanout
             int i = next.getAndIncrement();
             if (i >= users.size() || done.isDone())
                 return;
-            Statement<?> row = timeline.bind(typed(timeline, 0, users.get(i)), tweetId, typed(timeline, 2, author), body)
+            Statement<?> row = timeline.bind(typed(timelineUserInt, users.get(i)), tweetId, typed(timelineAuthorInt, author), body)
                                        .setConsistencyLevel(writeLevel);
             retrying.execute(row).whenComplete((rows, error) -> {
                 if (error != null)
@@ -108,9 +113,14 @@ final class SyncFanout
         return done;
     }
 
-    /** A user id as the statement declares its variable: int or bigint. */
-    static Object typed(PreparedStatement statement, int index, long user)
+    private static boolean isInt(PreparedStatement statement, int index)
     {
-        return statement.getVariableDefinitions().get(index).getType().equals(DataTypes.INT) ? (Object) (int) user : (Object) user;
+        return statement.getVariableDefinitions().get(index).getType().equals(DataTypes.INT);
+    }
+
+    /** A user id as the statement declares its variable: int or bigint. */
+    private static Object typed(boolean asInt, long user)
+    {
+        return asInt ? (Object) (int) user : (Object) user;
     }
 }
