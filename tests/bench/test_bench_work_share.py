@@ -101,9 +101,9 @@ def test_should_set_each_paxos_variant_side_by_side_by_size_and_refuse_an_unknow
 
 
 def test_should_derive_the_controls_rows_as_the_flow_does_and_read_the_flow_against_it():
-    tweets = [("t1", 7, "b", 0), ("t2", 8, "c", 0)]
+    tweets = [("t1", 7, "b", 5), ("t2", 8, "c", 6)]
     assert work_per_row.timeline_rows([(7, 100), (7, 101)], tweets) == [
-        (7, "t1", 7, "b"), (100, "t1", 7, "b"), (101, "t1", 7, "b"), (8, "t2", 8, "c")]
+        (7, "t1", 7, "b", 5), (100, "t1", 7, "b", 5), (101, "t1", 7, "b", 5), (8, "t2", 8, "c", 6)]
     flows = {2: [rep(2, 1000, [1.0, 1.0]), rep(2, 1000, [1.5, 1.5])], 4: [rep(4, 1000, [1.0] * 4)] * 2}
     plains = {2: [rep(2, 1000, [0.5, 0.5]), rep(2, 1000, [0.5, 0.5])], 4: [rep(4, 1000, [0.5] * 4)] * 2}
     lines, figures = work_per_row.control(flows, plains)

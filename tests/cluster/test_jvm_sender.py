@@ -108,12 +108,9 @@ def _sent(cluster_settings, session, broker_url):
                     'created_at timestamp)')
     session.execute(f"DROP KEYSPACE IF EXISTS {FAN_KS}")
     session.execute(f"CREATE KEYSPACE {FAN_KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}}")
-    session.execute(f'CREATE TABLE {FAN_KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, '
-                    'created_at timestamp)')
-    session.execute(f"CREATE TABLE {FAN_KS}.followers (user_id bigint, follower_id bigint, "
-                    "PRIMARY KEY (user_id, follower_id))")
-    session.execute(f"CREATE TABLE {FAN_KS}.timeline (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
-                    "PRIMARY KEY (user_id, tweet_id))")
+    from async_triggers.benchmarks.harness.twitter_example import report_table
+    for table in ("tweets", "followers", "timeline"):   # the benchmarks' tables
+        session.execute(report_table(table, FAN_KS))
     session.execute(f"DROP KEYSPACE IF EXISTS {PUB_KS}")
     session.execute(f"CREATE KEYSPACE {PUB_KS} WITH replication = {{'class': 'SimpleStrategy', 'replication_factor': 2}}")
     session.execute(f'CREATE TABLE {PUB_KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, '
@@ -128,9 +125,9 @@ def _sent(cluster_settings, session, broker_url):
     assert result.returncode == 0, result.stderr[-3000:]
     line = next(line for line in result.stdout.splitlines() if line.startswith("RECORDS "))
     rows = list(session.execute(f"SELECT tweet_id, author_id, body, created_at FROM {KS}.tweets"))
-    timelines = collections.Counter(
-        (row.author_id, row.body) for row in session.execute(f"SELECT author_id, body FROM {FAN_KS}.timeline"))
-    tweets = list(session.execute(f"SELECT author_id, body FROM {FAN_KS}.tweets"))
+    timelines = collections.Counter((row.author_id, row.body, row.created_at) for row in session.execute(
+        f"SELECT author_id, body, created_at FROM {FAN_KS}.timeline"))
+    tweets = list(session.execute(f"SELECT author_id, body, created_at FROM {FAN_KS}.tweets"))
     published = list(session.execute(f"SELECT tweet_id, author_id, body, created_at FROM {PUB_KS}.tweets"))
     yield json.loads(line[len("RECORDS "):]), rows, timelines, tweets, published, _messages(broker_url)
     for ks in (KS, FAN_KS, PUB_KS):
@@ -181,10 +178,11 @@ def test_should_answer_the_synchronous_apps_request_once_its_author_and_every_fo
     assert all(r["status"] == "ok" and r["error"] is None for r in fanout), [r for r in fanout if r["status"] != "ok"][:3]
     sent_tweets = collections.Counter(TweetSource(USERS, SEED, r["task"]).parts(r["seq"])[:2] for r in fanout)
     assert collections.Counter((t.author_id, t.body) for t in tweets) == sent_tweets
-    # every tweet on its author's and each follower's timeline: the celebrity's across two pages of followers
+    # every tweet on its author's and each follower's timeline, with its time: the celebrity's across two pages of
+    # followers
     expected = collections.Counter()
-    for (author, body), times in sent_tweets.items():
-        expected[(author, body)] += times * (1 + len(_followers(author)))
+    for t in tweets:
+        expected[(t.author_id, t.body, t.created_at)] += 1 + len(_followers(t.author_id))
     assert timelines == expected
     assert any(author == _celebrity() for author, _ in sent_tweets)
 

@@ -20,9 +20,10 @@ from typing import Callable, Iterable, Sequence
 from async_triggers.benchmarks.apps.tweets import Tweet
 from async_triggers.benchmarks.errors import BenchError
 
+KEYSPACE = "twitter_report"   # the report's tables (harness.twitter_example.REPORT_TABLES)
 INSERT_TWEET = 'INSERT INTO {ks}."tweets" ("tweet_id", "author_id", "body", "created_at") VALUES (?, ?, ?, ?)'
-INSERT_TIMELINE = ('INSERT INTO {ks}."timeline" ("user_id", "tweet_id", "author_id", "body") '
-                   "VALUES (?, ?, ?, ?)")
+INSERT_TIMELINE = ('INSERT INTO {ks}."timeline" ("user_id", "tweet_id", "author_id", "body", "created_at") '
+                   "VALUES (?, ?, ?, ?, ?)")
 SELECT_FOLLOWERS = 'SELECT "follower_id" FROM {ks}."followers" WHERE "user_id" = ?'
 SELECT_TIMELINE_ROW = 'SELECT "tweet_id" FROM {ks}."timeline" WHERE "user_id" = ? AND "tweet_id" = ?'
 DEFAULT_RETRY_S = 60.0
@@ -36,7 +37,7 @@ class Target:
     retried, how many timeline writes a fan-out keeps in flight."""
     contact_points: tuple[str, ...]
     port: int = 9042
-    keyspace: str = "twitter"
+    keyspace: str = KEYSPACE
     write_consistency: str = "ALL"
     read_consistency: str = "ONE"
     retry_s: float = DEFAULT_RETRY_S
@@ -176,7 +177,7 @@ def execute_then(session, statement, values, retry_s: float, what: str,
 
 
 class CassandraTweetStore:
-    """``twitter.tweets`` at the target's write consistency."""
+    """The target keyspace's ``tweets`` at its write consistency."""
 
     def __init__(self, target: Target):
         self.target = target
@@ -214,7 +215,7 @@ class CassandraFanOut:
 
     def fan_out(self, tweet: Tweet) -> int:
         users = [tweet.author_id, *self.follower_ids(tweet.author_id)]
-        write_rows(self.session, self.insert, ((u, tweet.tweet_id, tweet.author_id, tweet.body) for u in users),
+        write_rows(self.session, self.insert, ((u, tweet.tweet_id, tweet.author_id, tweet.body, tweet.created_at_ms) for u in users),
                    self.target.concurrency, self.target.retry_s, f"the timelines of tweet {tweet.tweet_id}")
         return len(users)
 
@@ -270,7 +271,7 @@ def worker_env(target: Target) -> dict[str, str]:
 
 def fanout_writer(contact_points: str, port: str = "9042", write_consistency: str = "ALL", read_consistency: str = "ONE",
                   concurrency: str = str(DEFAULT_CONCURRENCY), retry_s: str = str(DEFAULT_RETRY_S),
-                  keyspace: str = "twitter") -> CassandraFanOut:
+                  keyspace: str = KEYSPACE) -> CassandraFanOut:
     """The external queue worker's writer, from ``--writer-arg`` strings."""
     target = Target(tuple(h for h in contact_points.split(",") if h), port=int(port), keyspace=keyspace,
                     write_consistency=write_consistency, read_consistency=read_consistency,

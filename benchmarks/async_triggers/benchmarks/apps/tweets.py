@@ -28,7 +28,7 @@ class MessageError(BenchError):
 
 @dataclasses.dataclass(frozen=True)
 class Tweet:
-    tweet_id: uuid.UUID        # a time UUID (twitter.tweets.tweet_id is timeuuid)
+    tweet_id: uuid.UUID        # a time UUID (the tweets table's tweet_id is a timeuuid)
     author_id: int
     body: str
     created_at_ms: int
@@ -77,7 +77,7 @@ class Waitable(Protocol):
 
 
 class TweetStore(Protocol):
-    """Writes a tweet to ``twitter.tweets``; ``write_tweet_async`` returns something whose ``result()`` blocks
+    """Writes a tweet to the tweets table; ``write_tweet_async`` returns something whose ``result()`` blocks
     until the write is acknowledged and raises if it failed (the driver's ``ResponseFuture`` is one)."""
 
     def write_tweet_async(self, tweet: Tweet) -> Waitable: ...

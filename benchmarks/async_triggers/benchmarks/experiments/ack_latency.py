@@ -41,9 +41,9 @@ from cassandra.util import uuid_from_time
 
 from async_triggers import cluster as cluster_mod, deploy, pause, status
 from async_triggers.benchmarks.harness import jfr_profile, paired
-from async_triggers.benchmarks.harness.twitter_example import cluster_settings
+from async_triggers.benchmarks.harness.twitter_example import cluster_settings, report_flow, report_table
 from async_triggers.cql import connect
-from async_triggers.flows import Backup, FanOut, Flow, Write, row, source
+from async_triggers.flows import Backup, Flow
 
 KS = "ackbench"
 CELEBRITY, ORDINARY = 1, 2
@@ -52,24 +52,14 @@ FLOWS = {"flow": "ack_flow", "flow_no_backup": "ack_flow_no_backup"}
 TARGET = 1.1          # the ack with the flow <= 1.1x the plain write's, at the interval's upper end
 SCHEMA = f"""
 CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = {{'class': 'NetworkTopologyStrategy', 'replication_factor': 3}};
-CREATE TABLE IF NOT EXISTS {KS}.followers (user_id bigint, follower_id bigint, PRIMARY KEY (user_id, follower_id));
-""" + "".join(f"""
-CREATE TABLE IF NOT EXISTS {KS}.tweets_{v} (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, created_at timestamp);
-CREATE TABLE IF NOT EXISTS {KS}.timeline_{v} (user_id bigint, tweet_id timeuuid, author_id bigint, body text,
-  PRIMARY KEY (user_id, tweet_id)) WITH CLUSTERING ORDER BY (tweet_id DESC);""" for v in VARIANTS)
+{report_table("followers", KS)};
+""" + "".join(f"{report_table('tweets', KS, '_' + v)};\n{report_table('timeline', KS, '_' + v)};\n" for v in VARIANTS)
 
 
 def flows() -> list[Flow]:
     """The report's timeline flow on each flow variant's own tables (without backup entries for the second)."""
-    out = []
-    for variant, name in FLOWS.items():
-        columns = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)
-        out.append(Flow(name=name, source=f"{KS}.tweets_{variant}",
-                        backup=Backup(enabled=variant == "flow"),
-                        steps=[Write(f"{KS}.timeline_{variant}", user_id=source.author_id, **columns),
-                               FanOut(f"{KS}.followers", match={"user_id": source.author_id})
-                               .write(f"{KS}.timeline_{variant}", user_id=row.follower_id, **columns)]))
-    return out
+    return [report_flow(name, KS, f"_{variant}", backup=Backup(enabled=variant == "flow"))
+            for variant, name in FLOWS.items()]
 
 
 def flushes(settings, name: str, nodes: int) -> int:

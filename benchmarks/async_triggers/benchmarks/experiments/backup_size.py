@@ -19,7 +19,7 @@ from pathlib import Path
 from cassandra.concurrent import execute_concurrent_with_args
 
 from async_triggers import cluster as cluster_mod, deploy, status
-from async_triggers.benchmarks.harness.twitter_example import cluster_settings, empty_twitter, report_flows
+from async_triggers.benchmarks.harness.twitter_example import cluster_settings, empty_twitter, example_timeline
 from async_triggers.cql import connect
 from async_triggers.examples.twitter.workload import INSERT_TWEET, tweet_body
 
@@ -52,7 +52,7 @@ def main(argv=None) -> int:
         insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
         pairs = [(u, rng.randrange(USERS)) for u in range(USERS) for _ in range(FOLLOWERS_EACH)]
         execute_concurrent_with_args(session, insert, pairs, concurrency=64, raise_on_first_error=True)
-        deploy.deploy(session, report_flows())
+        deploy.deploy(session, example_timeline())
         tweet = session.prepare(INSERT_TWEET)
         log(f"{args.rate} tweets/s for {args.minutes} min; backup map {TABLE}")
         started = time.monotonic()

@@ -101,7 +101,8 @@ class BulkWriter:
         rows = 0
         batch = 2000
         while time.monotonic() < deadline:
-            params = [((task * 7919 + rows + i) % self.users + 1, uuid.uuid1(), 0, body) for i in range(batch)]
+            now_ms = int(time.time() * 1000)
+            params = [((task * 7919 + rows + i) % self.users + 1, uuid.uuid1(), 0, body, now_ms) for i in range(batch)]
             results = execute_concurrent_with_args(session, insert, params, concurrency=self.target.concurrency,
                                                    raise_on_first_error=False)
             rows += sum(1 for r in results if r.success)
@@ -129,7 +130,8 @@ def connector_write(spark, target: Target, rows: int, partitions: int, concurren
                       "substr(md5(cast(id as string)), 4, 12))")
     df = spark.range(0, rows, numPartitions=partitions).select(
         (F.col("id") % 100_000 + 1).alias("user_id"), tweet_id.alias("tweet_id"),
-        F.lit(0).cast("long").alias("author_id"), F.lit("b" * 200).alias("body"))
+        F.lit(0).cast("long").alias("author_id"), F.lit("b" * 200).alias("body"),
+        F.current_timestamp().alias("created_at"))
     started = time.monotonic()
     df.write.format(CASSANDRA_FORMAT).options(keyspace=target.keyspace, table="timeline").option(
         "spark.cassandra.output.consistency.level", target.write_consistency).option(

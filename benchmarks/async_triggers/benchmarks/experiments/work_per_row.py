@@ -42,9 +42,9 @@ from cassandra.util import uuid_from_time
 
 from async_triggers import cluster as cluster_mod, deploy, status
 from async_triggers.benchmarks.harness import work_share
-from async_triggers.benchmarks.harness.twitter_example import cluster_settings
+from async_triggers.benchmarks.harness.twitter_example import cluster_settings, report_flow, report_table
 from async_triggers.cql import connect
-from async_triggers.flows import FanOut, Flow, Queue, Write, row, source
+from async_triggers.flows import Flow, Queue
 
 KS = "workbench"
 FLOW = "work_timeline"
@@ -53,31 +53,20 @@ TARGET = 1.1          # the work per row at the largest size <= 1.1x the smalles
 PAXOS_VARIANTS = ("v1", "v2")   # Cassandra 5.0's paxos_variant values
 DEFAULT_PAXOS = "v1"            # 5.0's default
 CELEBRITY = 1
+PLAIN = "_plain"      # the control's tables: the flow's names with this suffix
 SCHEMA = [
     f"CREATE KEYSPACE IF NOT EXISTS {KS} WITH replication = "
     f"{{'class': 'NetworkTopologyStrategy', 'replication_factor': {RF}}}",
-    f"CREATE TABLE IF NOT EXISTS {KS}.followers (user_id bigint, follower_id bigint, PRIMARY KEY (user_id, follower_id))",
-    f"CREATE TABLE IF NOT EXISTS {KS}.tweets (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, "
-    "created_at timestamp)",
-    f"CREATE TABLE IF NOT EXISTS {KS}.timeline (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
-    "PRIMARY KEY (user_id, tweet_id)) WITH CLUSTERING ORDER BY (tweet_id DESC)",
+    report_table("followers", KS),
+    report_table("tweets", KS), report_table("timeline", KS),
     # the control: the same tweets and timeline rows written by the client, no flow on them
-    f"CREATE TABLE IF NOT EXISTS {KS}.tweets_plain (tweet_id timeuuid PRIMARY KEY, author_id bigint, body text, "
-    "created_at timestamp)",
-    f"CREATE TABLE IF NOT EXISTS {KS}.timeline_plain (user_id bigint, tweet_id timeuuid, author_id bigint, body text, "
-    "PRIMARY KEY (user_id, tweet_id)) WITH CLUSTERING ORDER BY (tweet_id DESC)",
+    report_table("tweets", KS, PLAIN), report_table("timeline", KS, PLAIN),
 ]
-PLAIN = "_plain"      # the control's tables: the flow's names with this suffix
 
 
 def flow() -> Flow:
     """The report's timeline flow: the author's own timeline row and one per follower."""
-    columns = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)
-    return Flow(name=FLOW, source=f"{KS}.tweets", events=("insert",), page_size=1000,
-                queue=Queue(capacity=100_000, workers=4),
-                steps=[Write(f"{KS}.timeline", user_id=source.author_id, **columns),
-                       FanOut(f"{KS}.followers", match={"user_id": source.author_id})
-                       .write(f"{KS}.timeline", user_id=row.follower_id, **columns)])
+    return report_flow(FLOW, KS, queue=Queue(capacity=100_000, workers=4))
 
 
 def graph(authors: int, followers: int, celebrity: int) -> list[tuple[int, int]]:
@@ -145,11 +134,11 @@ def count_rows(session, suffix: str = "") -> int:
 
 def timeline_rows(pairs: list[tuple[int, int]], tweets: list[tuple]) -> list[tuple]:
     """The rows the flow derives from ``tweets`` (tweet_id, author_id, body, created_at): the author's own and one per
-    follower, as (user_id, tweet_id, author_id, body)."""
+    follower, as (user_id, tweet_id, author_id, body, created_at)."""
     followers: dict[int, list[int]] = {}
     for user, follower in pairs:
         followers.setdefault(user, []).append(follower)
-    return [(user, tweet_id, author, body) for tweet_id, author, body, _ in tweets
+    return [(user, tweet_id, author, body, created) for tweet_id, author, body, created in tweets
             for user in [author, *followers.get(author, [])]]
 
 
@@ -180,8 +169,8 @@ def repetition(session, settings, name: str, pids: dict[str, int], pairs: list[t
     start_cpu, start_threads, started = cpu_seconds(pids), thread_cpu(pids), time.monotonic()
     execute_concurrent_with_args(session, insert, values, concurrency=32, raise_on_first_error=True)
     if plain:
-        row = session.prepare(f"INSERT INTO {KS}.timeline{suffix} (user_id, tweet_id, author_id, body) "
-                              "VALUES (?, ?, ?, ?)")
+        row = session.prepare(f"INSERT INTO {KS}.timeline{suffix} (user_id, tweet_id, author_id, body, created_at) "
+                              "VALUES (?, ?, ?, ?, ?)")
         row.consistency_level = ConsistencyLevel.QUORUM
         execute_concurrent_with_args(session, row, derived, concurrency=64, raise_on_first_error=True)
     else:

@@ -8,10 +8,10 @@ from __future__ import annotations
 from typing import Callable
 
 from async_triggers import config as pconfig
-from async_triggers.benchmarks.apps.cassandra import SESSIONS, Target
+from async_triggers.benchmarks.apps.cassandra import KEYSPACE, SESSIONS, Target
 from async_triggers.benchmarks.errors import BenchError
 from async_triggers.benchmarks.harness.config import FLOW, BenchConfig
-from async_triggers.benchmarks.harness.twitter_example import empty_twitter
+from async_triggers.benchmarks.harness.twitter_example import report_flow, report_tables
 
 Progress = Callable[[str], None]
 
@@ -80,26 +80,22 @@ class Testbed:
     def _load_schema_and_graph(self) -> None:
         from async_triggers.spark_jobs import load_twitter
         with self.session() as session:
-            session.execute("CREATE KEYSPACE IF NOT EXISTS twitter WITH replication = "
-                            f"{{'class': 'SimpleStrategy', 'replication_factor': {self.cfg.replication}}}")
-            session.execute("ALTER KEYSPACE twitter WITH replication = "
-                            f"{{'class': 'SimpleStrategy', 'replication_factor': {self.cfg.replication}}}")
-            empty_twitter(session, ("tweets", "timeline", "followers", "users"))
+            report_tables(session, self.cfg.replication)
         self.progress(f"loading a power-law follower graph of {self.cfg.users} users with Spark")
         spark = self.spark_session()
         gen = dict(n_users=self.cfg.users, seed=self.cfg.seed, min_celebrity=self.cfg.min_celebrity)
         counts = load_twitter.counts_df(spark, **gen).cache()
         edges = load_twitter.edges_df(spark, **gen, counts=counts)
         from async_triggers.spark_jobs.session import write_table
-        write_table(load_twitter.users_df(spark, self.cfg.users, self.cfg.min_celebrity), "twitter", "users")
-        write_table(edges, "twitter", "followers")
+        write_table(load_twitter.users_df(spark, self.cfg.users, self.cfg.min_celebrity), KEYSPACE, "users")
+        write_table(edges, KEYSPACE, "followers")
         self.n_users = load_twitter.effective_users(self.cfg.users, self.cfg.min_celebrity)
         top = load_twitter.top_users(counts, 3)
         counts.unpersist()
         # the lag probe's author and its one follower: two users beyond the graph, so no tweet of the load hits them
         self.probe_author, self.probe_follower = self.n_users + 1, self.n_users + 2
         with self.session() as session:
-            session.execute("INSERT INTO twitter.followers (user_id, follower_id) VALUES (%s, %s)",
+            session.execute(f"INSERT INTO {KEYSPACE}.followers (user_id, follower_id) VALUES (%s, %s)",
                             (self.probe_author, self.probe_follower))
         self.top_user = top[0]
         self.progress(f"graph: {self.n_users} users, most followed " + ", ".join(f"{u} ({n})" for u, n in top))
@@ -113,7 +109,7 @@ class Testbed:
         from cassandra.concurrent import execute_concurrent_with_args
         out = {size: (self.n_users + 3 + i, list(range(1, size + 1))) for i, size in enumerate(sorted(sizes))}
         with self.session() as session:
-            insert = session.prepare("INSERT INTO twitter.followers (user_id, follower_id) VALUES (?, ?)")
+            insert = session.prepare(f"INSERT INTO {KEYSPACE}.followers (user_id, follower_id) VALUES (?, ?)")
             execute_concurrent_with_args(session, insert, [(a, f) for a, fs in out.values() for f in fs],
                                          concurrency=64, raise_on_first_error=True)
         return out
@@ -127,15 +123,10 @@ class Testbed:
         return self.spark
 
     def flow(self):
-        from async_triggers.flows import FanOut, Flow, Queue, Retry, Write, row, source
-        columns = dict(tweet_id=source.tweet_id, author_id=source.author_id, body=source.body)
-        return Flow(name=FLOW, source="twitter.tweets", events=("insert",),
-                    steps=[Write("twitter.timeline", user_id=source.author_id, **columns),
-                           FanOut("twitter.followers", match={"user_id": source.author_id})
-                           .write("twitter.timeline", user_id=row.follower_id, **columns)],
-                    queue=Queue(capacity=100_000, workers=self.cfg.flow_workers), page_size=1000,
-                    read_consistency=self.cfg.read_consistency, write_consistency=self.cfg.write_consistency,
-                    retry=Retry(max_attempts=60, max_backoff_ms=5_000, max_age_ms=1_800_000))
+        from async_triggers.flows import Queue, Retry
+        return report_flow(FLOW, queue=Queue(capacity=100_000, workers=self.cfg.flow_workers),
+                           read_consistency=self.cfg.read_consistency, write_consistency=self.cfg.write_consistency,
+                           retry=Retry(max_attempts=60, max_backoff_ms=5_000, max_age_ms=1_800_000))
 
     def prepare(self, app: str):
         """Empty tweets and timeline; the flow deployed only for the integrated approach. Returns its spec."""
@@ -149,7 +140,7 @@ class Testbed:
             elif FLOW in deployed:
                 deploy.drop(session, FLOW, progress=self.progress)
             for table in ("tweets", "timeline"):
-                session.execute(f"TRUNCATE twitter.{table}")
+                session.execute(f"TRUNCATE {KEYSPACE}.{table}")
             return deploy.plan(session, [self.flow()])[0]
 
     def ensure_broker(self):

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import time
 
+from async_triggers.benchmarks.apps.cassandra import KEYSPACE
 from async_triggers.benchmarks.harness.testbed import Testbed
 
 
@@ -27,10 +28,10 @@ def verify_settled(bed: Testbed, spec: dict, app: str) -> tuple[dict, list[dict]
 
 
 def verify_timelines(bed: Testbed, spec: dict) -> dict:
-    """Expected, present, missing, unexpected and wrong-value rows of twitter.timeline."""
+    """Expected, present, missing, unexpected and wrong-value rows of the timeline."""
     from async_triggers.spark_jobs import verify
     bed.progress("  verifying every propagation with Spark")
     got = verify.verify_with_session(bed.spark_session(), spec)
-    t = next(r for r in got if r.table == "twitter.timeline")
+    t = next(r for r in got if r.table == f"{KEYSPACE}.timeline")
     return {"expected": t.expected, "present": t.present, "missing": t.missing, "unexpected": t.unexpected,
             "wrong_value": t.wrong_value}

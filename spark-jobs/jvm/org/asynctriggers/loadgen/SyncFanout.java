@@ -57,11 +57,11 @@ final class SyncFanout
     CompletableFuture<Void> start(Statement<?> tweet, Object[] values)
     {
         CompletableFuture<?> written = retrying.execute(tweet);
-        Object tweetId = values[0], body = values[2];
+        Object tweetId = values[0], body = values[2], created = values[3];
         long author = ((Number) values[1]).longValue();
         CompletableFuture<Void> fannedOut = readFollowers(author).thenCompose(users -> {
             users.add(0, author);   // the author's own timeline first, as the Python fan-out writes it
-            return writeRows(users, tweetId, author, body);
+            return writeRows(users, tweetId, author, body, created);
         });
         return CompletableFuture.allOf(written, fannedOut);
     }
@@ -87,7 +87,7 @@ final class SyncFanout
     }
 
     /** The rows written, {@link #concurrency} at a time; completes when all are, or with the first lasting error. */
-    private CompletableFuture<Void> writeRows(List<Long> users, Object tweetId, long author, Object body)
+    private CompletableFuture<Void> writeRows(List<Long> users, Object tweetId, long author, Object body, Object created)
     {
         CompletableFuture<Void> done = new CompletableFuture<>();
         AtomicInteger next = new AtomicInteger();
@@ -97,7 +97,7 @@ final class SyncFanout
             int i = next.getAndIncrement();
             if (i >= users.size() || done.isDone())
                 return;
-            Statement<?> row = timeline.bind(typed(timelineUserInt, users.get(i)), tweetId, typed(timelineAuthorInt, author), body)
+            Statement<?> row = timeline.bind(typed(timelineUserInt, users.get(i)), tweetId, typed(timelineAuthorInt, author), body, created)
                                        .setConsistencyLevel(writeLevel);
             retrying.execute(row).whenComplete((rows, error) -> {
                 if (error != null)
