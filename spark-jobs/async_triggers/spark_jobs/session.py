@@ -130,7 +130,9 @@ def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Pa
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
-        "spark.driver.memory": "1g",
+        # the local executors live in the driver: a verification of a few million rows caches blocks of 100+ MB each
+        # per task, which 1g did not hold (a 600-s lag run's 3 million timeline rows ended in an OutOfMemoryError)
+        "spark.driver.memory": "3g",
         "spark.sql.shuffle.partitions": "4",
         "spark.default.parallelism": "4",
         # the connector prefers the Cassandra replica hosts (127.0.0.x) for each split; no Spark executor runs
