@@ -159,10 +159,20 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="write every sample and figure there as <time>-ack-latency-<nodes>n.json")
     p.add_argument("--profile", type=Path, default=None, help="record JFR on every node in a last block; files there")
     p.add_argument("--profile-writes", type=int, default=3000)
+    p.add_argument("--keep-cluster", action="store_true", help="leave the cluster up (by default it goes at the end)")
     args = p.parse_args(argv)
     log = lambda m: print(f"-- {m}", file=sys.stderr, flush=True)
     rng = random.Random(1)
     settings = cluster_settings(args.name, args.nodes, log)
+    try:
+        return measure(args, settings, rng, log)
+    finally:
+        if not args.keep_cluster:   # the next cluster (a test suite's, another experiment's) needs 127.0.0.x
+            cluster_mod.down(settings, name=args.name, progress=log)
+
+
+def measure(args, settings, rng: random.Random, log) -> int:
+    """Every block of rounds on the cluster ``settings`` connects to, then the profile; the figures' file."""
     results = []
     with connect(settings) as session:
         for statement in [s for s in SCHEMA.split(";") if s.strip()]:
