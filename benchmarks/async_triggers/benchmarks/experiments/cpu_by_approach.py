@@ -1,0 +1,97 @@
+"""Where the nodes' CPU goes per tweet, approach by approach: the report's graph on a 2-node cluster, each approach
+(the synchronous application, the integrated flow) warmed up at ``--rate``, then run at it for ``--seconds`` while
+JDK Flight Recorder samples every node every millisecond (``harness/jfr_profile.py``). Each execution sample is put
+in the first category one of its frames belongs to (the plugin's before Cassandra's: a worker's derived write runs
+through Cassandra's coordinator, and is the plugin's), and counted per 1,000 tweets written.
+
+JFR samples threads running Java code, not time blocked; a run the approach did not keep up with still counts its
+samples until its backlog drained (the recording ends with the run), so read the rate each run kept beside it.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from async_triggers.benchmarks.harness import jfr_profile
+
+CATEGORIES = (   # (name, frame prefixes): a sample goes to the first whose prefix one of its frames has
+    ("the plugin's fan-out and rows", ("org.asynctriggers.execute.FanoutPages", "org.asynctriggers.execute.DerivedRow")),
+    ("the plugin's read of its source row", ("org.asynctriggers.execute.SourceReads",)),
+    ("the plugin's completions", ("org.asynctriggers.backup.EntryCompletion",
+                                  "org.asynctriggers.backup.BackupTable.complete")),
+    ("the plugin's capture", jfr_profile.CAPTURE),
+    ("the plugin, other", (jfr_profile.PLUGIN,)),
+    ("reads", ("org.apache.cassandra.db.SinglePartitionReadCommand", "org.apache.cassandra.db.ReadCommand")),
+    ("a write's apply", ("org.apache.cassandra.db.Keyspace.apply",)),
+    ("coordinators and CQL", ("org.apache.cassandra.service.StorageProxy", "org.apache.cassandra.cql3.")),
+    ("messaging and the network", ("org.apache.cassandra.net.", "io.netty.")),
+    ("flushes and compactions", ("org.apache.cassandra.db.compaction.", "org.apache.cassandra.io.sstable.")),
+)
+OTHER = "other"
+
+
+def category(frames: Sequence[str]) -> str:
+    """The category of one sample's frames."""
+    for name, prefixes in CATEGORIES:
+        if any(frame.startswith(prefixes) for frame in frames):
+            return name
+    return OTHER
+
+
+def per_thousand(samples: Iterable[Sequence[str]], tweets: int) -> tuple[int, dict[str, float]]:
+    """The samples' count, and each category's samples per 1,000 of ``tweets``, in CATEGORIES' order."""
+    counts, total = collections.Counter(), 0
+    for frames in samples:
+        total += 1
+        counts[category(frames)] += 1
+    names = [name for name, _ in CATEGORIES] + [OTHER]
+    return total, {name: 1000 * counts[name] / max(1, tweets) for name in names}
+
+
+def lines(app: str, rate: float, seconds: float, tweets: int, kept: float | None, total: int,
+          shares: dict[str, float]) -> list[str]:
+    out = [f"{app} at {rate:g} msg/s for {seconds:g} s: {tweets} tweets, {kept if kept is not None else '-'} of them "
+           f"propagated when the load ended; {total} samples, {1000 * total / max(1, tweets):.1f} per 1,000 tweets"]
+    out += [f"  {name:38s} {value:7.1f}" for name, value in shares.items()]
+    return out
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--rate", type=float, default=600.0, help="tweets per second, warm-up and measured run alike")
+    p.add_argument("--seconds", type=float, default=30.0)
+    p.add_argument("--warmup-s", type=float, default=15.0)
+    p.add_argument("--apps", default="synchronous,integrated")
+    p.add_argument("--out", type=Path, default=Path("/tmp/async-triggers-cpu-by-approach"))
+    args = p.parse_args(argv)
+    from async_triggers import cluster as cluster_mod
+    from async_triggers.benchmarks.harness.config import BenchConfig
+    from async_triggers.benchmarks.harness.run_app import run_app
+    from async_triggers.benchmarks.harness.testbed import Testbed
+    from async_triggers.spark_jobs.loadgen import Phase
+    apps = tuple(a for a in args.apps.split(",") if a)
+    bed = Testbed(BenchConfig(out=args.out, apps=apps, db_nodes=2),
+                  progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
+    report: list[str] = []
+    try:
+        bed.use_cluster(2)
+        for app in apps:
+            run_app(bed, "80pct_own", app, [Phase(args.warmup_s, args.rate)], write=False)
+            pids = [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up]
+            with jfr_profile.Recording(pids, args.out / app, name=f"cpu-{app}") as recording:
+                run, _ = run_app(bed, "80pct_own", app, [Phase(args.seconds, args.rate)], write=False)
+            tweets = run["requests"]["ok"]
+            total, shares = per_thousand((f for path in recording.files for f in jfr_profile.stacks(path)), tweets)
+            report += lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares)
+            print("\n".join(report[-len(shares) - 1:]), flush=True)
+    finally:
+        bed.remove_cluster()
+        bed.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
