@@ -75,7 +75,6 @@ def main(argv=None) -> int:
     apps = tuple(a for a in args.apps.split(",") if a)
     bed = Testbed(BenchConfig(out=args.out, apps=apps, db_nodes=2),
                   progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
-    report: list[str] = []
     try:
         bed.use_cluster(2)
         for app in apps:
@@ -85,8 +84,8 @@ def main(argv=None) -> int:
                 run, _ = run_app(bed, "80pct_own", app, [Phase(args.seconds, args.rate)], write=False)
             tweets = run["requests"]["ok"]
             total, shares = per_thousand((f for path in recording.files for f in jfr_profile.stacks(path)), tweets)
-            report += lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares)
-            print("\n".join(report[-len(shares) - 1:]), flush=True)
+            print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares)),
+                  flush=True)
     finally:
         bed.remove_cluster()
         bed.close()
