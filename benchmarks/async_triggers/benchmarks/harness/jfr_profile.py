@@ -11,8 +11,9 @@ indexer, ``capture``, the trigger): what a client's write pays for. A sample wit
 path* when its stack holds a frame of Cassandra's handling of a write (the coordinator's statement,
 ``ModificationStatement.execute``, its ``StorageProxy.mutate``, or a replica's ``Keyspace.apply``) and it is not
 background work. The capture is named by its outermost frame (the hook Cassandra called) and its innermost frame of
-ours (where the time is spent). JFR samples threads running Java code; time blocked (locks, I/O, the network) is
-not in it.
+ours (where the time is spent). A sample of the capture off the write path is its *capture after the write*: the
+node's capture stage, which makes the tasks, writes their backup entries and hands them on once the write is done.
+JFR samples threads running Java code; time blocked (locks, I/O, the network) is not in it.
 """
 from __future__ import annotations
 
@@ -94,9 +95,11 @@ class Breakdown:
     write_path: int = 0
     plugin_in_write_path: int = 0
     plugin_background: int = 0
+    capture_after_write: int = 0
     by_hook: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     by_leaf: collections.Counter = dataclasses.field(default_factory=collections.Counter)
     background_by_leaf: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+    after_write_by_leaf: collections.Counter = dataclasses.field(default_factory=collections.Counter)
 
     def add(self, frames: list[str]) -> None:
         self.samples += 1
@@ -111,6 +114,9 @@ class Breakdown:
                 self.plugin_in_write_path += 1
                 self.by_hook[ours[-1]] += 1
                 self.by_leaf[ours[0]] += 1
+        elif capture:
+            self.capture_after_write += 1
+            self.after_write_by_leaf[ours[0]] += 1
 
     def share(self) -> float:
         return self.plugin_in_write_path / self.write_path if self.write_path else 0.0
@@ -118,9 +124,10 @@ class Breakdown:
     def text(self, top: int = 8) -> str:
         lines = [f"execution samples: {self.samples}; on the write path: {self.write_path}, of which the plugin's: "
                  f"{self.plugin_in_write_path} ({self.share():.1%}); the plugin's background work: "
-                 f"{self.plugin_background}"]
+                 f"{self.plugin_background}; its capture after the write (the capture stage): {self.capture_after_write}"]
         for title, counter in (("the plugin on the write path, by the hook Cassandra called", self.by_hook),
                                ("the plugin on the write path, by its innermost frame", self.by_leaf),
+                               ("the plugin's capture after the write, by its innermost frame", self.after_write_by_leaf),
                                ("the plugin's background work, by its innermost frame", self.background_by_leaf)):
             if counter:
                 lines.append(f"  {title}:")
@@ -130,6 +137,8 @@ class Breakdown:
     def as_dict(self, top: int = 20) -> dict:
         return {"samples": self.samples, "write_path": self.write_path, "plugin_in_write_path": self.plugin_in_write_path,
                 "plugin_share_of_write_path": self.share(), "plugin_background": self.plugin_background,
+                "capture_after_write": self.capture_after_write,
+                "after_write_by_leaf": dict(self.after_write_by_leaf.most_common(top)),
                 "by_hook": dict(self.by_hook.most_common(top)), "by_leaf": dict(self.by_leaf.most_common(top)),
                 "background_by_leaf": dict(self.background_by_leaf.most_common(top))}
 

@@ -14,6 +14,7 @@ import org.apache.cassandra.db.RegularAndStaticColumns;
 import org.apache.cassandra.db.WriteContext;
 import org.apache.cassandra.db.filter.RowFilter;
 import org.apache.cassandra.db.marshal.AbstractType;
+import org.apache.cassandra.db.memtable.AbstractAllocatorMemtable;
 import org.apache.cassandra.db.memtable.Memtable;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.exceptions.ConfigurationException;
@@ -24,10 +25,12 @@ import org.apache.cassandra.index.transactions.IndexTransaction;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.IndexMetadata;
 import org.apache.cassandra.service.ClientState;
+import org.apache.cassandra.utils.memory.MemtablePool;
 import org.asynctriggers.backup.BackupTable;
 import org.asynctriggers.backup.UnflushedEntries;
 import org.asynctriggers.capture.CaptureOptions;
 import org.asynctriggers.capture.CaptureSink;
+import org.asynctriggers.capture.CaptureStage;
 import org.asynctriggers.capture.WriteCapture;
 import org.asynctriggers.spec.FlowSpecException;
 import org.slf4j.Logger;
@@ -38,7 +41,8 @@ import org.slf4j.LoggerFactory;
  * where a task is captured (docs/design.md, "Capture"). Cassandra calls its indexer ({@link WriteCapture}) on every
  * replica as the replica applies a write to the table, whatever brought the write (a client's coordinator, a hint,
  * batchlog replay, read repair, commit log replay at boot), inside the write and before the replica acknowledges it:
- * the report's slave step S1-S3. The indexer hands the tasks to the node's {@link org.asynctriggers.flows.Intake}.
+ * the report's slave step S1-S3. Once the write is done the node's {@link CaptureStage} writes the tasks' backup
+ * entries and hands the tasks to the node's {@link org.asynctriggers.flows.Intake}.
  * Its class name is in every deployed capture index, so it stays in this package.
  *
  * <p>Queries never use it: it supports no expression and has no data of its own.
@@ -56,6 +60,15 @@ public final class CaptureIndex implements Index
     /** The node is looked up when a write has tasks, inside the capture's guard: a write never fails for it. */
     private static final CaptureSink NODE_INTAKE =
         (keyspace, token, tasks, withEntries) -> Node.get().intake().captured(keyspace, token, tasks, withEntries);
+    /** A capture's entries and hand-over run after its write (docs/design.md, "Capture"). */
+    private static final java.util.function.Consumer<CaptureStage.Capture> NODE_STAGE = capture -> CaptureStage.node().hand(capture);
+
+    /** The share of the memtables' memory in use, on or off heap, the larger (what makes a write wait for room). */
+    private static double memtableUse()
+    {
+        MemtablePool pool = AbstractAllocatorMemtable.MEMORY_POOL;
+        return Math.max(pool.onHeap.usedRatio(), pool.offHeap.usedRatio());
+    }
 
     public CaptureIndex(ColumnFamilyStore baseCfs, IndexMetadata metadata)
     {
@@ -110,7 +123,8 @@ public final class CaptureIndex implements Index
             }
             return null;
         }
-        return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, this::companion, errors);
+        return new WriteCapture(baseCfs.metadata(), key, current, ctx, NODE_INTAKE, this::companion, errors, NODE_STAGE,
+                                CaptureIndex::memtableUse);
     }
 
     /** The source table's backup map on this node, looked up again only when it was dropped or altered. */

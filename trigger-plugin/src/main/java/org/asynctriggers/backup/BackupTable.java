@@ -14,7 +14,6 @@ import org.apache.cassandra.db.ColumnFamilyStore;
 import org.apache.cassandra.db.DecoratedKey;
 import org.apache.cassandra.db.LivenessInfo;
 import org.apache.cassandra.db.RegularAndStaticColumns;
-import org.apache.cassandra.db.WriteContext;
 import org.apache.cassandra.db.partitions.PartitionUpdate;
 import org.apache.cassandra.db.rows.BTreeRow;
 import org.apache.cassandra.db.rows.BufferCell;
@@ -22,6 +21,7 @@ import org.apache.cassandra.db.rows.Cell;
 import org.apache.cassandra.db.rows.Row;
 import org.apache.cassandra.schema.ColumnMetadata;
 import org.apache.cassandra.schema.TableMetadata;
+import org.apache.cassandra.utils.concurrent.OpOrder;
 import org.asynctriggers.cql.Cql;
 import org.asynctriggers.cql.CqlGateway;
 import org.asynctriggers.cql.InternalConsistency;
@@ -102,15 +102,15 @@ public final class BackupTable
     }
 
     /**
-     * Applies the entries on this replica inside the source write's own operation group, with no commit log record of
-     * their own (docs/design.md, "Capture"): until the source's memtable is flushed, the source write's record is
-     * their durable copy (its replay at boot captures them again); when it is flushed, the capture index logs the
-     * backup map's unflushed live entries first ({@link UnflushedEntries}). No message to another node.
+     * Applies the entries on this replica in the source write's own operation group ({@code writeGroup}, held open
+     * for them when they are written after the write: capture/WriteCapture), with no commit log record of their own
+     * (docs/design.md, "Capture"): until the source's memtable is flushed, the source write's record is their durable
+     * copy (its replay at boot captures them again); when it is flushed, which waits for the group, the capture index
+     * logs the backup map's unflushed live entries first ({@link UnflushedEntries}). No message to another node.
      */
-    public static void applyLocally(Store companion, PartitionUpdate entries, WriteContext sourceWrite)
+    public static void applyLocally(Store companion, PartitionUpdate entries, OpOrder.Group writeGroup)
     {
-        CassandraWriteContext outer = CassandraWriteContext.fromContext(sourceWrite);
-        companion.cfs.apply(entries, new CassandraWriteContext(outer.getGroup(), null), false);
+        companion.cfs.apply(entries, new CassandraWriteContext(writeGroup, null), false);
     }
 
     /**

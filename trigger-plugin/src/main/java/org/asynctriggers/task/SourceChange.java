@@ -101,6 +101,28 @@ public final class SourceChange
     }
 
     /**
+     * This change with its own copy of every value: one a capture keeps past its write, whose buffers may be the
+     * memtable's memory (given back once the memtable is flushed) or the request's.
+     */
+    public SourceChange detached()
+    {
+        List<ByteBuffer> ownKey = new java.util.ArrayList<>(key.size());
+        for (ByteBuffer component : key)
+            ownKey.add(copy(component));
+        Map<String, ByteBuffer> ownValues = new LinkedHashMap<>();
+        values.forEach((column, value) -> ownValues.put(column, value == null ? null : copy(value)));
+        return new SourceChange(operation, ownKey, timestamp, ownValues, timestamps, expirations, rowExpiresAt, livenessTimestamp,
+                                deletionTimestamp, isStatic, range); // a range holds copies already
+    }
+
+    private static ByteBuffer copy(ByteBuffer value)
+    {
+        ByteBuffer out = ByteBuffer.allocate(value.remaining());
+        out.put(value.duplicate()).flip();
+        return out;
+    }
+
+    /**
      * The same write seen twice (a replica's index hears a contended memtable update once per attempt): what either
      * saw of its cells; an insert wins over an update (a later attempt sees the row marker already there).
      */

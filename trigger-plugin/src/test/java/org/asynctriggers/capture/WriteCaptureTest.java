@@ -55,11 +55,28 @@ class WriteCaptureTest extends WriteCaptureFixture
     void shouldCountATasksAgeFromTheCapturesClock()
     {
         WriteCapture write = new WriteCapture(events, KEY, CaptureOptions.parse(java.util.Map.of("flows", "{\"all\": {\"events\": " + ALL_EVENTS + "}}")),
-                                              null, sink, () -> null, new WriteCapture.ErrorLog(() -> 0L), () -> 42_000L, () -> 7L);
+                                              null, sink, () -> null, new WriteCapture.ErrorLog(() -> 0L), () -> 42_000L, () -> 7L,
+                                              Runnable::run, () -> 0);
         write.insertRow(row(2, 10, SourceChange.NONE, cell("v", 10, "a")));
         write.finish();
         assertEquals(List.of(42_000L), sink.calls.get(0).stream().map(Task::createdNanos).collect(Collectors.toList()),
                      "its retries' max_age_ms counts from the capture's clock");
+    }
+
+    @Test
+    void shouldHandItsTasksOnOnlyWhenTheStageRunsWhatFollowsTheWrite()
+    {
+        List<CaptureStage.Capture> later = new java.util.ArrayList<>();
+        WriteCapture write = new WriteCapture(events, KEY, CaptureOptions.parse(java.util.Map.of("flows", "{\"all\": {\"events\": " + ALL_EVENTS + "}}")),
+                                              null, sink, () -> null, new WriteCapture.ErrorLog(() -> 0L), later::add,
+                                              () -> 0.95);
+        write.insertRow(row(2, 10, SourceChange.NONE, cell("v", 10, "a")));
+        write.finish();
+        assertTrue(sink.calls.isEmpty(), "the write does not wait for its tasks' hand-over");
+        assertEquals(1, later.size(), "one step after the write");
+        assertTrue(later.get(0).mayRun(), "no memtable write of its own waits for room (no backup map here), whatever the memtables hold");
+        later.get(0).run();
+        assertEquals(List.of(i(1), i(2)), sink.only("all").key(), "the stage hands the task as the write captured it");
     }
 
     @Test
