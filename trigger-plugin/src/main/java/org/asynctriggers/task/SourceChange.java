@@ -6,6 +6,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
+import org.apache.cassandra.utils.ByteBufferUtil;
 import org.asynctriggers.api.Operation;
 
 /**
@@ -108,18 +109,11 @@ public final class SourceChange
     {
         List<ByteBuffer> ownKey = new java.util.ArrayList<>(key.size());
         for (ByteBuffer component : key)
-            ownKey.add(copy(component));
+            ownKey.add(ByteBufferUtil.clone(component));
         Map<String, ByteBuffer> ownValues = new LinkedHashMap<>();
-        values.forEach((column, value) -> ownValues.put(column, value == null ? null : copy(value)));
+        values.forEach((column, value) -> ownValues.put(column, value == null ? null : ByteBufferUtil.clone(value)));
         return new SourceChange(operation, ownKey, timestamp, ownValues, timestamps, expirations, rowExpiresAt, livenessTimestamp,
                                 deletionTimestamp, isStatic, range); // a range holds copies already
-    }
-
-    private static ByteBuffer copy(ByteBuffer value)
-    {
-        ByteBuffer out = ByteBuffer.allocate(value.remaining());
-        out.put(value.duplicate()).flip();
-        return out;
     }
 
     /**
