@@ -70,11 +70,21 @@ def test_should_report_each_size_and_judge_the_celebritys_p99():
                            "10000": {**fanout_probe.stats([1500.0, 1900.0]),
                                      "to_sentinel": fanout_probe.stats([1400.0]), "timed_out": 0}},
                "probe_rows_s": 2001.5}
-    lines, verdict = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0)
+    lines, verdict = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0, drain_s=2.0)
     assert verdict == "met"
+    assert len(lines) == 5, "a run that kept up says nothing more"
     assert "0.8 x 500 msg/s" in lines[0]
     assert lines[2].startswith("  10,000 followers: 2 probes, median 1700 ms, max 1900 ms")
     assert "2001.5 of the flow's 4000 timeline rows/s" in lines[3]
     assert lines[4].endswith("met (from 2 probes: the p99 is their maximum)")
     summary["by_size"]["10000"]["timed_out"] = 1
     assert lag_by_fanout.report(summary, 400.0, None, None)[1] == "missed", "a probe that never ended misses"
+
+
+def test_should_say_when_the_flow_did_not_keep_up_with_the_rate():
+    from async_triggers.benchmarks.experiments import lag_by_fanout
+    summary = {"by_size": {"1": {**fanout_probe.stats([1158.0]), "to_sentinel": fanout_probe.stats([1150.0]),
+                                 "timed_out": 0}}, "probe_rows_s": 1.0}
+    lines, _ = lag_by_fanout.report(summary, 992.0, 1240.0, 4437.0, drain_s=45.2)
+    assert "did not keep up with 992 msg/s" in lines[-1] and "took 45 s to drain" in lines[-1]
+    assert "did not drain" in lag_by_fanout.report(summary, 992.0, 1240.0, None, drain_s=None)[0][-1]

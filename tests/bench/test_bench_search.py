@@ -332,3 +332,44 @@ def test_should_take_the_saturating_run_at_the_confirmed_bound_not_the_luckiest_
     assert [round(r, 1) for r in bed.saturating_rates["integrated"]] == [664.0]
     assert results.saturating_rate(best) == best["config"]["saturating_rate"]
     assert results.saturating_rate({"throughput_msg_s": 715.0, "config": {}}) == 715.0   # a run from before
+
+
+def test_should_warm_up_before_a_search_without_counting_it(monkeypatch):
+    """With search_warmup_s the approach first runs that long at the search's first rate; that run is neither a step
+    nor the saturating run."""
+    from types import SimpleNamespace
+
+    from async_triggers.benchmarks import results
+    from async_triggers.benchmarks.experiments import saturating
+    calls = []
+
+    def fake_run(bed, experiment, app, phases, write, config):
+        calls.append((phases[0].duration_s, round(phases[0].rate, 1), config))
+        ok = phases[0].rate <= 500
+        return ({"throughput_msg_s": phases[0].rate, "drain_s": 1.0 if ok else 60.0,
+                 "requests": {"error": 0, "dropped": 0}, "valid": True, "run_id": f"run-{phases[0].rate}",
+                 "config": {"phases": [{"rate": phases[0].rate}], **config}}, [])
+
+    monkeypatch.setattr(saturating, "run_app", fake_run)
+    monkeypatch.setattr(results, "write_run", lambda out, run, records: None)
+    cfg = dataclasses.replace(BenchConfig(), apps=("integrated",), plain_baseline=False, start_rate=400.0,
+                              search_warmup_s=30.0)
+    bed = SimpleNamespace(cfg=cfg, nodes=cfg.db_nodes, search_start={}, saturating_rates={}, progress=lambda m: None,
+                          use_cluster=lambda n: None, warmed=set())
+    best = saturating.run(bed)["integrated"]
+    assert calls[0] == (30.0, 400.0, {"warmup": True})
+    assert all(c[0] == cfg.step_s and "warmup" not in c[2] for c in calls[1:])
+    assert len(best["config"]["search"]) == len(calls) - 1
+    calls.clear()
+    saturating.run(bed)   # the next repetition on the same cluster: its JIT is warm
+    assert calls and all("warmup" not in c[2] for c in calls)
+
+
+def test_should_plan_one_warm_up_per_approach_and_cluster():
+    cold = dict(plan.estimate(BenchConfig()))
+    warm = dict(plan.estimate(dataclasses.replace(BenchConfig(), search_warmup_s=60.0)))
+    searched = len(APPS) + 1   # the approaches and the plain write, at db_nodes
+    assert warm["saturating"] - cold["saturating"] == pytest.approx(searched * (60.0 + plan.STEP_OVERHEAD_S))
+    assert warm["scale"] > cold["scale"] and warm["burst"] == cold["burst"]
+    with pytest.raises(BenchError, match="search_warmup_s"):
+        dataclasses.replace(BenchConfig(), search_warmup_s=-1.0)

@@ -29,7 +29,8 @@ def _phases(text: str) -> tuple[float, float, float]:
 
 def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: float, db_nodes: int | None, apps: str | None,
             step_s: float | None, steady_s: float | None, burst: str | None, fault_s: float | None,
-            repeat: int | None = None, master: str | None = None, scale_nodes: str | None = None):
+            repeat: int | None = None, master: str | None = None, scale_nodes: str | None = None,
+            search_warmup_s: float | None = None):
     from async_triggers.benchmarks.harness.config import BenchConfig, smoke_config
     cfg = smoke_config(out, cluster) if smoke else BenchConfig(out=out, reuse_cluster=cluster)
     changes = {"keep_cluster": keep, "spark_master": master}
@@ -45,7 +46,8 @@ def _config(out: Path, smoke: bool, cluster: str | None, keep: bool, scale: floa
         changes["db_nodes"] = db_nodes
     if apps:
         changes["apps"] = tuple(a.strip() for a in apps.split(",") if a.strip())
-    for name, value in (("step_s", step_s), ("steady_s", steady_s), ("fault_s", fault_s)):
+    for name, value in (("step_s", step_s), ("steady_s", steady_s), ("fault_s", fault_s),
+                        ("search_warmup_s", search_warmup_s)):
         if value is not None:
             changes[name] = value
     if fault_s is not None:   # kill and restart at a third and two thirds of the run (the default 90 s: 30 s down)
@@ -91,6 +93,9 @@ _BURST = typer.Option(None, "--burst", help="Seconds at 50 %, 200 %, 50 % of the
 _SIZES = typer.Option(None, "--scale-nodes", help="Cluster sizes of the scale experiment beside --db-nodes, "
                                                    "comma-separated (default 4; 3,4 draws the middle too: about "
                                                    "30 min more).")
+_WARMUP = typer.Option(None, "--search-warmup-s", help="Seconds each saturation search first runs its approach at "
+                                                      "the search's first rate, not counted: the nodes' JIT warms "
+                                                      "up (default 0: none).")
 _FAULT = typer.Option(None, "--fault-s", help="Seconds of the fault run; kill at a third, restart at two thirds "
                                               "(default 90: 30 and 60; the report: 150, 60 and 90).")
 
@@ -106,12 +111,12 @@ def run(ctx: typer.Context,
         db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP, steady_s: float = _STEADY,
         burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT, replace: bool = _REPLACE,
         allow_mixed_commits: bool = _MIXED, master: str = _MASTER, as_json: bool = _JSON,
-        scale_nodes: str = _SIZES):
+        scale_nodes: str = _SIZES, search_warmup_s: float = _WARMUP):
     """Run the named experiments (in the order given), then rewrite the report."""
     from async_triggers.benchmarks.experiments import prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
-                      master, scale_nodes)
+                      master, scale_nodes, search_warmup_s)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, names, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
@@ -123,13 +128,13 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
             keep: bool = _KEEP, scale: float = _SCALE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
             steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
             replace: bool = _REPLACE, allow_mixed_commits: bool = _MIXED, master: str = _MASTER,
-            as_json: bool = _JSON, scale_nodes: str = _SIZES):
+            as_json: bool = _JSON, scale_nodes: str = _SIZES, search_warmup_s: float = _WARMUP):
     """Every experiment: load generator capacity, bulk writer, saturating, 80 % (at a common rate and at each
     approach's own), burst (likewise), fault, scale; then the report."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS, prepare_out, run_experiments
     with errors_to_exit():
         cfg = _config(out, smoke, cluster, keep, scale, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
-                      master, scale_nodes)
+                      master, scale_nodes, search_warmup_s)
         prepare_out(cfg.out, replace, allow_mixed_commits)
         path = run_experiments(cfg, EXPERIMENTS, ctx.obj, progress=lambda m: typer.echo(f"-- {m}", err=True),
                                allow_mixed_commits=allow_mixed_commits)
@@ -140,7 +145,7 @@ def run_all(ctx: typer.Context, out: Path = _OUT, smoke: bool = _SMOKE, cluster:
 def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default: all, as `ctl bench all`)."),
              smoke: bool = _SMOKE, db_nodes: int = _NODES, apps: str = _APPS, step_s: float = _STEP,
              steady_s: float = _STEADY, burst: str = _BURST, fault_s: float = _FAULT, repeat: int = _REPEAT,
-             as_json: bool = _JSON, scale_nodes: str = _SIZES):
+             as_json: bool = _JSON, scale_nodes: str = _SIZES, search_warmup_s: float = _WARMUP):
     """How long the run would take with these options (the model in benchmarks/async_triggers/benchmarks/harness/plan.py)."""
     from async_triggers.benchmarks.experiments import EXPERIMENTS
     from async_triggers.benchmarks.harness import plan
@@ -149,7 +154,7 @@ def plan_cmd(names: List[str] = typer.Argument(None, help="Experiments (default:
         if unknown:
             raise ConfigError(f"unknown experiment(s) {', '.join(unknown)}: choose from {', '.join(EXPERIMENTS)}")
         cfg = _config(DEFAULT_OUT, smoke, None, False, 1.0, db_nodes, apps, step_s, steady_s, burst, fault_s, repeat,
-                      scale_nodes=scale_nodes)
+                      scale_nodes=scale_nodes, search_warmup_s=search_warmup_s)
         text = plan.describe(cfg, names or None)
     typer.echo(json.dumps({"experiments": list(names or EXPERIMENTS), "plan": text}) if as_json else text)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
@@ -51,10 +52,22 @@ def per_thousand(samples: Iterable[Sequence[str]], tweets: int) -> tuple[int, di
     return total, {name: 1000 * counts[name] / max(1, tweets) for name in names}
 
 
+def cpu_seconds(pids: Sequence[int]) -> float:
+    """User and system CPU seconds the processes ``pids`` have used so far (``/proc/<pid>/stat``): what JFR's
+    execution samples leave out (GC, the JIT, native code, the kernel's work for their sockets and files) is in it."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15 of proc(5))
+    return total / ticks
+
+
 def lines(app: str, rate: float, seconds: float, tweets: int, kept: float | None, total: int,
-          shares: dict[str, float]) -> list[str]:
+          shares: dict[str, float], cpu_s: float | None = None) -> list[str]:
+    cpu = "" if cpu_s is None else f"; the nodes' CPU {cpu_s:.1f} s, {1000 * cpu_s / max(1, tweets):.2f} s per 1,000 tweets"
     out = [f"{app} at {rate:g} msg/s for {seconds:g} s: {tweets} tweets, {kept if kept is not None else '-'} of them "
-           f"propagated when the load ended; {total} samples, {1000 * total / max(1, tweets):.1f} per 1,000 tweets"]
+           f"propagated when the load ended; {total} samples, {1000 * total / max(1, tweets):.1f} per 1,000 tweets{cpu}"]
     out += [f"  {name:38s} {value:7.1f}" for name, value in shares.items()]
     return out
 
@@ -81,10 +94,12 @@ def main(argv=None) -> int:
             run_app(bed, "80pct_own", app, [Phase(args.warmup_s, args.rate)], write=False)
             pids = [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up]
             with jfr_profile.Recording(pids, args.out / app, name=f"cpu-{app}") as recording:
+                cpu_before = cpu_seconds(pids)
                 run, _ = run_app(bed, "80pct_own", app, [Phase(args.seconds, args.rate)], write=False)
+                cpu_s = cpu_seconds(pids) - cpu_before
             tweets = run["requests"]["ok"]
             total, shares = per_thousand((f for path in recording.files for f in jfr_profile.stacks(path)), tweets)
-            print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares)),
+            print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares, cpu_s)),
                   flush=True)
     finally:
         bed.remove_cluster()

@@ -8,6 +8,8 @@ the load generator kept its schedule (the run is ``valid``). Without the first r
 bound passed at up to 1.5x what the approach completes (a 10 s step, 5 s to drain), the more so where it waits in
 the load generator: through the JVM sender the synchronous application's search was bounded at 1,860 msg/s while it
 completed 1,276-1,334 a second during that step.
+With ``search_warmup_s``, an approach's first search on a cluster first runs it that long at the search's first rate,
+not counted (the nodes' JIT compiles its paths; the cluster's later searches find them compiled).
 The search starts at ``start_rate`` (the plain write's: ``plain_start_rate``; a repetition: just below the previous repetition's best rate, divided by the
 search's ratio: fewer steps, the same rule) and follows harness/rate_search.py: the rate grows by ``rate_factor``
 while steps are bounded; after the first miss, steps at the geometric middle of the highest bounded and the
@@ -48,6 +50,10 @@ def run(bed: Testbed, nodes: int | None = None, experiment: str = "saturating",
         # a repetition starts just below the previous repetition's best rate: fewer steps, the same rule
         start = bed.search_start.get((app, bed.nodes), cfg.plain_start_rate if app == PLAIN else cfg.start_rate)
         search = new_search(cfg, start, ratio)
+        if cfg.search_warmup_s > 0 and app not in bed.warmed:
+            bed.progress(f"  {app}: warming up at {start:g} msg/s for {cfg.search_warmup_s:g} s (not counted)")
+            run_app(bed, experiment, app, [Phase(cfg.search_warmup_s, start)], write=False, config={"warmup": True})
+            bed.warmed.add(app)
         while (rate := search.next_rate()) is not None:
             repeat = search.next_is_repeat()
             step, records = run_app(bed, experiment, app, [Phase(cfg.step_s, rate)], write=False,

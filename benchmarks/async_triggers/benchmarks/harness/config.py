@@ -63,6 +63,11 @@ class BenchConfig:
     search_ratio: float = 1.11
     scale_search_ratio: float = 1.23
     max_steps: int = 10
+    # before an approach's first search on a cluster, this long at start_rate, not counted (0: none): the nodes' JIT
+    # is still compiling the approach's paths minutes into a fresh cluster (its C2 threads took 40-44 % of the
+    # nodes' thread CPU after a minute at 400 msg/s here, experiments/cpu_by_approach.py), and the approach whose
+    # paths are more its own pays more of that in the search's first steps
+    search_warmup_s: float = 0.0
     # the phases are shorter than the report's (20 s steps, 60 s runs, 60/30/60 s burst, 150 s fault) so that a full
     # run with 3 repetitions and 2 sizes, and the runs at each approach's own limits, fits a working session
     # (`ctl bench plan`: about 2.3 h); the burst's 30 s at 200 % and the node's 30 s down are the report's
@@ -114,6 +119,8 @@ class BenchConfig:
                      "capacity_start_rate", "capacity_step_s"):
             if not getattr(self, name) > 0:
                 raise BenchError(f"'{name}' must be strictly positive, found: {getattr(self, name)}")
+        if self.search_warmup_s < 0:
+            raise BenchError(f"'search_warmup_s' must be 0 (none) or positive, found: {self.search_warmup_s}")
         if not isinstance(self.repeat, int) or self.repeat < 1:
             raise BenchError(f"'repeat' must be a positive whole number, found: {self.repeat!r}")
         if self.capacity_max_rate < self.capacity_start_rate:

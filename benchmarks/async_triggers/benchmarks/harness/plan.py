@@ -68,7 +68,9 @@ def _search_s(cfg: BenchConfig, approaches: int, plain: bool, ratio: float | Non
     """The saturation searches of all repetitions at one size."""
     steps = (approaches * search_steps(cfg, APPROACH_LIMIT, ratio)
              + (search_steps(cfg, PLAIN_LIMIT, ratio, cfg.plain_start_rate) if plain else 0.0))
-    return steps * (cfg.step_s + STEP_OVERHEAD_S)
+    # each approach's first search on the cluster warms it up first (search_warmup_s), a run of its own
+    warmups = (approaches + plain) * (cfg.search_warmup_s + STEP_OVERHEAD_S) if cfg.search_warmup_s else 0.0
+    return steps * (cfg.step_s + STEP_OVERHEAD_S) + warmups
 
 
 def estimate(cfg: BenchConfig, names=None) -> list[tuple[str, float]]:

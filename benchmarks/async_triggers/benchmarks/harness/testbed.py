@@ -35,6 +35,7 @@ class Testbed:
         self.saturating_rates: dict[str, list[float]] = {}   # by app: one per repetition of the search
         self.repetition = 1
         self.search_start: dict[tuple[str, int], float] = {}   # (app, nodes): where a repeated search starts
+        self.warmed: set[str] = set()   # the approaches that warmed the current cluster's JIT up (search_warmup_s)
         # (app, nodes, repetition, phases, drop_after_s): the run of that schedule, for run_app(same_schedule=...)
         self.runs_by_schedule: dict[tuple, dict] = {}
 
@@ -65,6 +66,7 @@ class Testbed:
         info = cluster_mod.up(self.settings, nodes=None if self.cfg.reuse_cluster else nodes, name=name,
                               progress=self.progress)
         self.cluster_name, self.nodes = name, len(info.nodes)
+        self.warmed = set()
         self.contact_points = tuple(info.contact_points)
         self._load_schema_and_graph()
 

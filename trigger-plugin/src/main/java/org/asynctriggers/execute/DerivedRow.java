@@ -147,8 +147,13 @@ final class DerivedRow
                 bound.add(bigint(ts));
                 bound.add(run.value);
                 bound.addAll(key);
-                String cql = run.field == null ? Cql.updateAdding(target.keyspace, target.table, e.getKey(), keyColumns, ttl > 0)
-                                               : Cql.updateField(target.keyspace, target.table, e.getKey(), run.field, keyColumns, ttl > 0);
+                String column = e.getKey();
+                boolean withTtl = ttl > 0;
+                String cql = run.field == null
+                             ? statements.text(List.of("add", target, column, withTtl),
+                                               () -> Cql.updateAdding(target.keyspace, target.table, column, keyColumns, withTtl))
+                             : statements.text(List.of("field", target, column, run.field, withTtl),
+                                               () -> Cql.updateField(target.keyspace, target.table, column, run.field, keyColumns, withTtl));
                 statements.execute(cql, consistency, bound);
             }
         }
@@ -201,7 +206,10 @@ final class DerivedRow
                 bound.addAll(key);
                 for (String column : columns)
                     bound.add(written.get(column));
-                cql = ttl > 0 ? Cql.insertWithTtl(target.keyspace, target.table, all) : Cql.insert(target.keyspace, target.table, all);
+                boolean withTtl = ttl > 0;
+                cql = statements.text(List.of("insert", target, columns, withTtl),
+                                      () -> withTtl ? Cql.insertWithTtl(target.keyspace, target.table, all)
+                                                    : Cql.insert(target.keyspace, target.table, all));
                 if (ttl > 0)
                     bound.add(ByteBuffer.allocate(4).putInt(0, ttl));
                 bound.add(bigint(ts));
@@ -214,8 +222,10 @@ final class DerivedRow
                 for (String column : columns)
                     bound.add(written.get(column));
                 bound.addAll(key);
-                cql = ttl > 0 ? Cql.updateWithTtl(target.keyspace, target.table, columns, keyColumns)
-                              : Cql.update(target.keyspace, target.table, columns, keyColumns);
+                boolean withTtl = ttl > 0;
+                cql = statements.text(List.of("update", target, columns, withTtl),
+                                      () -> withTtl ? Cql.updateWithTtl(target.keyspace, target.table, columns, keyColumns)
+                                                    : Cql.update(target.keyspace, target.table, columns, keyColumns));
             }
             statements.execute(cql, consistency, bound);
         }

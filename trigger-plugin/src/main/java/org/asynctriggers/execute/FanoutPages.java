@@ -47,6 +47,12 @@ final class FanoutPages
         statements.prepare(query(fanout));
     }
 
+    /** The fan-out's query, its text built once. */
+    private String queryOf(FlowSpec.Fanout fanout)
+    {
+        return statements.text(List.of("fanout", fanout), () -> query(fanout));
+    }
+
     /**
      * The fan-out's rows: of its table, or, for a fan-out that follows its table, of the copy its companion flow keeps,
      * with each row's change number and expiry ({@link FollowTasks}).
@@ -98,7 +104,7 @@ final class FanoutPages
         List<ByteBuffer> match = match(task, target, values);
         if (match == null)
             return null;
-        CqlGateway.Page page = statements.gateway.fetchPage(statements.prepare(query(target.fanout)), level(target.fanout),
+        CqlGateway.Page page = statements.gateway.fetchPage(statements.prepare(queryOf(target.fanout)), level(target.fanout),
                                                             match, spec.pageSize, from);
         Consumer<Map<String, ByteBuffer>> action = actionFor.apply(from == null && page.next == null);
         if (rowWriters == null || page.rows.size() < 2)
@@ -138,7 +144,7 @@ final class FanoutPages
         List<ByteBuffer> match = match(null, target, values);
         if (match == null)
             return new CqlGateway.Page(List.of(), null);
-        return statements.gateway.fetchPage(statements.prepare(query(target.fanout)), level(target.fanout), match, spec.pageSize, null);
+        return statements.gateway.fetchPage(statements.prepare(queryOf(target.fanout)), level(target.fanout), match, spec.pageSize, null);
     }
 
     /**

@@ -134,7 +134,7 @@ public final class FlowExecutor
 
     private ExecutionResult run(Task task, long[] rows) throws Exception
     {
-        boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
+        boolean fullKey = task.keySize() == spec.source.primaryKeySize() && !task.isStatic();
         if (handler != null)
         {
             // the row as the executor's replica holds it (it holds the task's write): each value with its write time
@@ -239,7 +239,7 @@ public final class FlowExecutor
      */
     private void applyDirect(Task task, FlowSpec.Target target, SourceCells source, Map<String, ByteBuffer> fanoutRow)
     {
-        boolean fullKey = task.key().size() == spec.source.primaryKeySize() && !task.isStatic();
+        boolean fullKey = task.keySize() == spec.source.primaryKeySize() && !task.isStatic();
         if (!fullKey)
         {
             if (task.operation() == Operation.DELETE)

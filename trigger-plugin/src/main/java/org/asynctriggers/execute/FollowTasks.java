@@ -127,7 +127,7 @@ final class FollowTasks
         if (task.isStatic())
             return ExecutionResult.success(); // a following fan-out uses no static column (refused at deploy)
         long[] rows = new long[1];
-        if (task.key().size() == spec.source.primaryKeySize())
+        if (task.keySize() == spec.source.primaryKeySize())
             follow(task.key(), rows);
         else if (task.operation() == Operation.DELETE)
             for (List<ByteBuffer> key : copiedRowsCovered(task))

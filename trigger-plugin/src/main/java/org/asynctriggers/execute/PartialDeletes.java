@@ -101,7 +101,7 @@ final class PartialDeletes
         KeyRange range = task.range();
         if (range == null)
             return true;
-        int prefix = task.key().size() - spec.source.partitionKey.size();
+        int prefix = task.keySize() - spec.source.partitionKey.size();
         int last = Math.max(range.start().size(), range.end().size());
         for (int i = prefix + 1; i < last; i++)
             if (reversed(sourceTypes.typeOf(spec.source.clustering.get(i))) != reversed(sourceTypes.typeOf(spec.source.clustering.get(prefix))))
@@ -121,7 +121,7 @@ final class PartialDeletes
         List<ByteBuffer> bound = new ArrayList<>();
         bound.add(bigint(at));
         List<String> sourceKey = spec.source.primaryKey();
-        int known = task.key().size();
+        int known = task.keySize();
         for (String column : target.primaryKey())
         {
             Expression e = target.columns.get(column);
@@ -200,7 +200,7 @@ final class PartialDeletes
         List<ByteBuffer> clustering = new ArrayList<>();
         for (String column : spec.source.clustering)
             clustering.add(sourceValueIn(target, column, row));
-        for (int i = 0; i < task.key().size(); i++)
+        for (int i = 0; i < task.keySize(); i++)
         {
             String column = sourceKey.get(i);
             ByteBuffer found = sourceValueIn(target, column, row);

@@ -5,7 +5,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.SourceRow;
 import org.asynctriggers.task.SourceChange;
 import org.asynctriggers.task.Task;
 
@@ -61,16 +61,17 @@ final class SourceCells
     }
 
     /**
-     * These cells checked against, and overlaid with, the source row as this replica holds it now, read with
-     * {@link Cql#selectCells} (values, WRITETIME, TTL; {@code read} null when the row is gone). The executor holds every
-     * write whose task it runs, so a cell of the task that this replica no longer holds was deleted since (a row,
-     * range or partition deletion, a column deletion, or its TTL): it is written as what the source made of it, a
-     * tombstone at its own timestamp, which a newer write still overrides; and the task's row marker, if the row is
-     * gone, as one that expires at once. Otherwise, per column, the newer cell of the two. {@code nowSeconds} turns the
-     * TTLs left into expiration times; a value without a write time of its own (a collection) is taken at
-     * {@code fallbackTimestamp}.
+     * These cells checked against, and overlaid with, the source row as this replica holds it now ({@code read}, its
+     * live cells with their write times and expirations; null when the row is gone). The executor holds every write
+     * whose task it runs, so a cell of the task that this replica no longer holds was deleted since (a row, range or
+     * partition deletion, a column deletion, or its TTL): it is written as what the source made of it, a tombstone at
+     * its own timestamp, which a newer write still overrides; and the task's row marker, if the row is gone, as one
+     * that expires at once. Otherwise, per column, the newer cell of the two. Of {@code columns}, those not in
+     * {@code timedColumns} (a collection, a non-frozen UDT: many cells, no single write time) are taken as they are
+     * now, at {@code fallbackTimestamp}, when the task has no cell of its own for them. {@code nowSeconds} dates an
+     * expired marker.
      */
-    SourceCells with(Map<String, ByteBuffer> read, List<String> columns, List<String> timedColumns, long nowSeconds, long fallbackTimestamp)
+    SourceCells with(SourceRow read, List<String> columns, List<String> timedColumns, long nowSeconds, long fallbackTimestamp)
     {
         Map<String, ByteBuffer> values = new LinkedHashMap<>(this.values);
         Map<String, Cell> cells = new LinkedHashMap<>(this.cells);
@@ -86,33 +87,32 @@ final class SourceCells
         }
         for (String column : columns)
         {
-            ByteBuffer value = read.get(column);
-            boolean timed = timedColumns.contains(column);
-            ByteBuffer writetime = timed ? read.get(Cql.writetimeColumn(column)) : null;
+            SourceRow.Cell found = read.cells.get(column);
             Cell own = cells.get(column);
-            if (writetime == null || writetime.remaining() != 8)
+            if (!timedColumns.contains(column))
             {
-                if (timed && own != null && own.value != null)
+                if (own == null && found != null)
+                {
+                    // a collection has no single write time: its value as it is now
+                    values.put(column, found.value);
+                    cells.put(column, new Cell(found.value, fallbackTimestamp, 0));
+                }
+                continue;
+            }
+            if (found == null)
+            {
+                if (own != null && own.value != null)
                 {
                     // deleted since on this replica: what the source made of this cell
                     values.put(column, null);
                     cells.put(column, new Cell(null, own.timestamp, 0));
                 }
-                else if (!timed && own == null && value != null)
-                {
-                    // a collection has no single write time: its value as it is now
-                    values.put(column, value);
-                    cells.put(column, new Cell(value, fallbackTimestamp, 0));
-                }
                 continue;
             }
-            long ts = writetime.getLong(writetime.position());
-            if (own != null && own.timestamp > ts)
+            if (own != null && own.timestamp > found.timestamp)
                 continue;
-            ByteBuffer ttl = read.get(Cql.ttlColumn(column));
-            long expiresAt = ttl != null && ttl.remaining() == 4 ? nowSeconds + ttl.getInt(ttl.position()) : 0;
-            values.put(column, value);
-            cells.put(column, new Cell(value, ts, expiresAt));
+            values.put(column, found.value);
+            cells.put(column, new Cell(found.value, found.timestamp, found.expiresAt));
         }
         return new SourceCells(values, cells, livenessTimestamp, livenessExpiresAt, deletionTimestamp);
     }

@@ -12,6 +12,7 @@ import java.util.function.LongSupplier;
 import org.apache.cassandra.db.marshal.AbstractType;
 import org.asynctriggers.cql.ColumnTypes;
 import org.asynctriggers.cql.Cql;
+import org.asynctriggers.cql.SourceRow;
 import org.asynctriggers.spec.FlowSpec;
 import org.asynctriggers.task.Task;
 
@@ -61,15 +62,17 @@ final class SourceReads
     /**
      * The source row as this node's own replica holds it, over what the task carries: the executor holds every write
      * whose task it runs (it captured it, or holds its backup entry), so this read sees the task's own cells or newer
-     * ones, each with its write time; never an older value stamped with the task's timestamp.
+     * ones, each with its write time; never an older value stamped with the task's timestamp. Read from the replica's
+     * memtables and sstables directly ({@link org.asynctriggers.cql.CqlGateway#readRow}), as a CQL SELECT of the cells,
+     * their WRITETIMEs and TTLs would give them, without a statement's selection and result set: a read on every task.
      */
     SourceCells readLocally(Task task, SourceCells source)
     {
-        List<Map<String, ByteBuffer>> rows = statements.executeLocally(sourceCellsCql(), task.key());
-        return source.with(rows.isEmpty() ? null : rows.get(0), readColumns, ttlColumns,
-                           Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
+        SourceRow row = statements.gateway.readRow(spec.source.keyspace, spec.source.table, task.key(), null);
+        return source.with(row, readColumns, ttlColumns, Math.floorDiv(nowMillis.getAsLong(), 1000), task.timestamp());
     }
 
+    /** The read as CQL: prepared once, so a flow whose source lacks a column it reads is not applied. */
     private String sourceCellsCql()
     {
         if (readColumns.isEmpty()) // the row's existence alone

@@ -4,6 +4,7 @@ import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
 import org.apache.cassandra.db.ConsistencyLevel;
 import org.asynctriggers.cql.CqlGateway;
@@ -17,6 +18,8 @@ final class Statements
 {
     final CqlGateway gateway;
     private final Map<String, CqlGateway.Prepared> prepared = new ConcurrentHashMap<>();
+    /** a statement's shape (its kind, table and columns) to its text: the same few are asked for on every task */
+    private final Map<List<?>, String> texts = new ConcurrentHashMap<>();
 
     Statements(CqlGateway gateway)
     {
@@ -32,6 +35,19 @@ final class Statements
         CqlGateway.Prepared again = gateway.prepare(cql);
         prepared.put(cql, again);
         return again;
+    }
+
+    /**
+     * The text of the statement of this {@code shape}, built by {@code build} the first time it is asked for: the same
+     * String then, whose hash is computed once, where building it again would cost a derived row more than its
+     * binding. A shape holds every input of {@code build}.
+     */
+    String text(List<?> shape, Supplier<String> build)
+    {
+        String cql = texts.get(shape);
+        if (cql == null)
+            cql = texts.computeIfAbsent(shape, s -> build.get());
+        return cql;
     }
 
     List<Map<String, ByteBuffer>> execute(String cql, ConsistencyLevel consistency, List<ByteBuffer> values)

@@ -17,6 +17,13 @@ public final class FlowSpec
 
     public enum Mode { DIRECT, LINEAGE }
 
+    private static List<String> keyOf(List<String> partitionKey, List<String> clustering)
+    {
+        List<String> all = new java.util.ArrayList<>(partitionKey);
+        all.addAll(clustering);
+        return List.copyOf(all);
+    }
+
     public static final class Source
     {
         public final String keyspace;
@@ -25,6 +32,7 @@ public final class FlowSpec
         public final List<String> clustering;
         /** column name to CQL type, in spec order */
         public final Map<String, String> columns;
+        private final List<String> primaryKey;
 
         Source(String keyspace, String table, List<String> partitionKey, List<String> clustering, Map<String, String> columns)
         {
@@ -33,6 +41,7 @@ public final class FlowSpec
             this.partitionKey = List.copyOf(partitionKey);
             this.clustering = List.copyOf(clustering);
             this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
+            this.primaryKey = keyOf(this.partitionKey, this.clustering);
         }
 
         public int primaryKeySize()
@@ -40,11 +49,10 @@ public final class FlowSpec
             return partitionKey.size() + clustering.size();
         }
 
+        /** The partition key's columns, then the clustering's (unmodifiable: read on every task). */
         public List<String> primaryKey()
         {
-            List<String> all = new java.util.ArrayList<>(partitionKey);
-            all.addAll(clustering);
-            return all;
+            return primaryKey;
         }
     }
 
@@ -238,6 +246,7 @@ public final class FlowSpec
         public final Aggregate aggregate;
         /** the target is the join index of a fan-out that follows its table ({@link Follow}) */
         public final boolean joinIndex;
+        private final List<String> primaryKey;
 
         Target(int index, String keyspace, String table, List<String> partitionKey, List<String> clustering,
                Map<String, Expression> columns, Fanout fanout, Mode mode, List<String> lineageColumns)
@@ -260,13 +269,13 @@ public final class FlowSpec
             this.columns = java.util.Collections.unmodifiableMap(new java.util.LinkedHashMap<>(columns));
             this.fanout = fanout;
             this.mode = mode;
+            this.primaryKey = keyOf(this.partitionKey, this.clustering);
         }
 
+        /** The partition key's columns, then the clustering's (unmodifiable: read for every derived row). */
         public List<String> primaryKey()
         {
-            List<String> all = new java.util.ArrayList<>(partitionKey);
-            all.addAll(clustering);
-            return all;
+            return primaryKey;
         }
 
         /**

@@ -316,6 +316,12 @@ public final class Task implements Serializable
      * Fresh copies (never read-only views: Cassandra's FastByteOperations takes a buffer without an accessible
      * array for a direct one and reads native memory from it).
      */
+    /** The number of the key's components: the source's whole primary key for a row's change, fewer for a range's. */
+    public int keySize()
+    {
+        return key.size();
+    }
+
     public List<ByteBuffer> key()
     {
         List<ByteBuffer> out = new ArrayList<>(key.size());

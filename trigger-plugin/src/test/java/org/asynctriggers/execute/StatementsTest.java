@@ -62,4 +62,18 @@ class StatementsTest
         gateway.version = 3;
         assertEquals(3, statements.prepare(INSERT).handle);
     }
+
+    @Test
+    void shouldBuildAShapesTextOnceAndHandOutTheSameString()
+    {
+        Statements statements = new Statements(new ChangingSchema());
+        List<String> built = new ArrayList<>();
+        List<String> columns = new ArrayList<>(List.of("id", "email"));
+        String first = statements.text(List.of("insert", "copy", columns, false), () -> { built.add(INSERT); return new String(INSERT); });
+        String again = statements.text(List.of("insert", "copy", List.of("id", "email"), false), () -> { built.add(INSERT); return INSERT; });
+        assertSame(first, again, "an equal shape: the text built the first time");
+        assertEquals(1, built.size());
+        String other = statements.text(List.of("insert", "copy", List.of("id", "email"), true), () -> "with a TTL");
+        assertEquals("with a TTL", other, "another shape: its own text");
+    }
 }

@@ -163,6 +163,12 @@ class TaskTest
     }
 
     @Test
+    void shouldTellItsKeysSizeWithoutCopyingIt()
+    {
+        assertEquals(task.key().size(), task.keySize());
+    }
+
+    @Test
     void shouldRoundTripKeysThroughTheKeyCodec()
     {
         assertEquals(task.key(), KeyCodec.decode(task.serializedKey()));
