@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import os
 import sys
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from async_triggers.benchmarks.harness import jfr_profile
+from async_triggers.benchmarks.harness import jfr_profile, resources
 
 CATEGORIES = (   # (name, frame prefixes): a sample goes to the first whose prefix one of its frames has
     ("the plugin's fan-out and rows", ("org.asynctriggers.execute.FanoutPages", "org.asynctriggers.execute.DerivedRow")),
@@ -52,17 +51,6 @@ def per_thousand(samples: Iterable[Sequence[str]], tweets: int) -> tuple[int, di
     return total, {name: 1000 * counts[name] / max(1, tweets) for name in names}
 
 
-def cpu_seconds(pids: Sequence[int]) -> float:
-    """User and system CPU seconds the processes ``pids`` have used so far (``/proc/<pid>/stat``): what JFR's
-    execution samples leave out (GC, the JIT, native code, the kernel's work for their sockets and files) is in it."""
-    ticks = os.sysconf("SC_CLK_TCK")
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])   # utime, stime (fields 14 and 15 of proc(5))
-    return total / ticks
-
-
 def lines(app: str, rate: float, seconds: float, tweets: int, kept: float | None, total: int,
           shares: dict[str, float], cpu_s: float | None = None) -> list[str]:
     cpu = "" if cpu_s is None else f"; the nodes' CPU {cpu_s:.1f} s, {1000 * cpu_s / max(1, tweets):.2f} s per 1,000 tweets"
@@ -94,9 +82,10 @@ def main(argv=None) -> int:
             run_app(bed, "80pct_own", app, [Phase(args.warmup_s, args.rate)], write=False)
             pids = [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up]
             with jfr_profile.Recording(pids, args.out / app, name=f"cpu-{app}") as recording:
-                cpu_before = cpu_seconds(pids)
+                by_pid = {str(pid): pid for pid in pids}
+                cpu_before = sum(resources.cpu_seconds(by_pid).values())
                 run, _ = run_app(bed, "80pct_own", app, [Phase(args.seconds, args.rate)], write=False)
-                cpu_s = cpu_seconds(pids) - cpu_before
+                cpu_s = sum(resources.cpu_seconds(by_pid).values()) - cpu_before
             tweets = run["requests"]["ok"]
             total, shares = per_thousand((f for path in recording.files for f in jfr_profile.stacks(path)), tweets)
             print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares, cpu_s)),

@@ -42,6 +42,7 @@ from cassandra.util import uuid_from_time
 
 from async_triggers import cluster as cluster_mod, deploy, status
 from async_triggers.benchmarks.harness import work_share
+from async_triggers.benchmarks.harness.resources import cpu_seconds
 from async_triggers.benchmarks.harness.twitter_example import cluster_settings, report_flow, report_table
 from async_triggers.cql import connect
 from async_triggers.flows import Flow, Queue
@@ -77,15 +78,6 @@ def graph(authors: int, followers: int, celebrity: int) -> list[tuple[int, int]]
     for a in range(authors):
         pairs += [(2 + a, base + (a * 7919 + j * 104729) % 10_000_000) for j in range(followers)]
     return sorted(set(pairs))
-
-
-def cpu_seconds(pids: dict[str, int]) -> dict[str, float]:
-    import psutil
-    out = {}
-    for node, pid in pids.items():
-        t = psutil.Process(pid).cpu_times()
-        out[node] = t.user + t.system
-    return out
 
 
 def thread_cpu(pids: dict[str, int]) -> dict[tuple[int, str], float]:

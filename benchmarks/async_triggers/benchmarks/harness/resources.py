@@ -275,3 +275,13 @@ class Sampler:
                              "net_bytes": self._net.total(comp)}
             return out
 
+
+def cpu_seconds(pids: Mapping[str, int]) -> dict[str, float]:
+    """User and system CPU seconds each process (by name: its pid) has used so far: what JFR's execution samples
+    leave out (GC, the JIT, native code, the kernel's work for its sockets and files) is in them."""
+    psutil = _psutil()
+    out = {}
+    for name, pid in pids.items():
+        t = psutil.Process(pid).cpu_times()
+        out[name] = t.user + t.system
+    return out
