@@ -1,0 +1,155 @@
+"""The acknowledgement against the load: the integrated approach's tweet write and the plain write (the same requests
+through the same sender, no flow) at shares of the flow's own saturating rate, on a 2-node cluster with the report's
+graph. Each share runs the integrated approach, then the plain write, ``--seconds`` each; the shares are repeated
+``--repeat`` times, in rising order then falling, so that a cluster's warming up does not favour one end. Printed per
+run: the rate, the median and p99 acknowledgement of each, their ratio of medians, and how much of the load the flow
+had propagated when the load ended.
+
+``--flow-threads nice`` (or ``idle``) moves the plugin's threads on every node (named ``async-trigger-…``) to nice 19
+(or ``SCHED_IDLE``) from outside the nodes while the integrated approach runs, through ``/proc`` and the kernel's own
+calls: whether the flow giving up the CPU to the node's requests shortens their acknowledgement.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Sequence
+
+THREAD_PREFIX = "async-trigger"
+FLOW_THREADS = ("normal", "nice", "idle")
+
+
+def schedule(shares: Sequence[float], repeat: int) -> list[float]:
+    """The shares in run order: rising in the odd repetitions, falling in the even ones."""
+    out: list[float] = []
+    for r in range(repeat):
+        out += sorted(shares, reverse=r % 2 == 1)
+    return out
+
+
+def ratio_line(share: float, rate: float, integrated: dict, plain: dict) -> str:
+    """One share's line: each approach's median and p99 (ms), the ratio of medians, the flow's propagated share."""
+    i, p = integrated["response_ms"], plain["response_ms"]
+    kept = integrated["config"].get("kept_up")
+    return (f"{share:4.0%} {rate:7.0f} msg/s   with the flow {i['median']:7.2f} / {i['p99']:8.1f} ms   "
+            f"plain {p['median']:5.2f} / {p['p99']:6.1f} ms   {i['median'] / p['median']:6.2f}x   "
+            f"propagated when the load ended {'-' if kept is None else f'{kept:.0%}'}"
+            + "".join(f"; {name} INVALID: {run['invalid_reason']}" for name, run in (("with the flow", integrated),
+                                                                                  ("plain", plain)) if not run["valid"]))
+
+
+def summary(rows: Sequence[tuple[float, float]]) -> list[str]:
+    """Per share, the ratios of medians of its repetitions (``rows``: (share, ratio)), their median and range."""
+    by_share: dict[float, list[float]] = {}
+    for share, ratio in rows:
+        by_share.setdefault(share, []).append(ratio)
+    return [f"{share:4.0%}: {statistics.median(r):.2f}x (" + ", ".join(f"{x:.2f}" for x in r) + ")"
+            for share, r in sorted(by_share.items())]
+
+
+def _plugin_threads() -> list[int]:
+    """The thread ids of the plugin's threads in every Cassandra JVM on this machine."""
+    out = []
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                if b"org.apache.cassandra.service.CassandraDaemon" not in f.read():
+                    continue
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/comm") as f:
+                    if f.read().startswith(THREAD_PREFIX):
+                        out.append(int(tid))
+            except OSError:
+                continue
+    return out
+
+
+def set_flow_threads(level: str) -> int:
+    """Moves the plugin's threads to ``level`` (normal: nice 0, SCHED_OTHER); returns how many it moved."""
+    moved = 0
+    for tid in _plugin_threads():
+        try:
+            if level == "idle":
+                os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
+            else:
+                os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
+                os.setpriority(os.PRIO_PROCESS, tid, 19 if level == "nice" else 0)
+            moved += 1
+        except OSError:   # the thread ended, or another user's process
+            continue
+    return moved
+
+
+class FlowThreads:
+    """Keeps the plugin's threads at a level while it is on (the flow's workers start and stop with its load)."""
+
+    def __init__(self, level: str):
+        self.level, self.on = level, threading.Event()
+        if level != "normal":   # else nothing is touched
+            threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        while True:
+            self.on.wait()
+            set_flow_threads(self.level)
+            time.sleep(0.5)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--own-rate", type=float, default=1240.0,
+                   help="the flow's saturating rate on 2 nodes (default: the median of make bench's committed run)")
+    p.add_argument("--shares", default="0.2,0.4,0.6,0.8")
+    p.add_argument("--seconds", type=float, default=25.0)
+    p.add_argument("--warmup-s", type=float, default=60.0)
+    p.add_argument("--repeat", type=int, default=2)
+    p.add_argument("--flow-threads", choices=FLOW_THREADS, default="normal")
+    p.add_argument("--cluster", help="an existing cluster instead of a new bench2n (left up)")
+    p.add_argument("--out", type=Path, default=Path("/tmp/async-triggers-ack-by-load"))
+    args = p.parse_args(argv)
+    from async_triggers.benchmarks.harness.config import PLAIN, BenchConfig
+    from async_triggers.benchmarks.harness.run_app import run_app
+    from async_triggers.benchmarks.harness.testbed import Testbed
+    from async_triggers.spark_jobs.loadgen import Phase
+    shares = [float(s) for s in args.shares.split(",") if s]
+    bed = Testbed(BenchConfig(out=args.out, apps=("integrated", PLAIN), db_nodes=2, reuse_cluster=args.cluster),
+                  progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
+    threads = FlowThreads(args.flow_threads)
+    rows = []
+    print(f"own rate {args.own_rate:g} msg/s, {args.seconds:g} s per run, the plugin's threads {args.flow_threads} "
+          f"while the flow runs; share, rate, with the flow median / p99, plain median / p99, ratio of medians", flush=True)
+    try:
+        bed.use_cluster(2)
+        run_app(bed, "80pct_own", "integrated", [Phase(args.warmup_s, shares[0] * args.own_rate)], write=False)
+        for share in schedule(shares, args.repeat):
+            rate = share * args.own_rate
+            threads.on.set()
+            integrated, _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
+            threads.on.clear()
+            plain, _ = run_app(bed, "80pct_own", PLAIN, [Phase(args.seconds, rate)], write=False)
+            rows.append((share, integrated["response_ms"]["median"] / plain["response_ms"]["median"]))
+            print(ratio_line(share, rate, integrated, plain), flush=True)
+        print("ratio of medians per share (its repetitions):", *summary(rows), sep="\n  ", flush=True)
+    finally:
+        threads.on.clear()
+        if args.flow_threads != "normal":
+            set_flow_threads("normal")
+        if not args.cluster:
+            bed.remove_cluster()
+        bed.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+"""The acknowledgement against the load: shares run rising then falling, one line per share with both approaches'
+acknowledgements and their ratio, and a summary of each share's repetitions."""
+from async_triggers.benchmarks.experiments import ack_by_load as abl
+
+
+def _run(median, p99, kept=None, valid=True, reason=None):
+    return {"response_ms": {"median": median, "p99": p99}, "config": {"kept_up": kept}, "valid": valid,
+            "invalid_reason": reason}
+
+
+def test_should_run_the_shares_rising_then_falling():
+    assert abl.schedule([0.4, 0.2, 0.8], 3) == [0.2, 0.4, 0.8, 0.8, 0.4, 0.2, 0.2, 0.4, 0.8]
+
+
+def test_should_give_each_share_its_ratio_of_medians_and_say_an_invalid_run():
+    line = abl.ratio_line(0.8, 992, _run(11.47, 135.9, kept=0.96), _run(0.74, 3.7))
+    assert line.startswith(" 80%     992 msg/s") and "15.50x" in line and line.endswith("propagated when the load ended 96%")
+    bad = abl.ratio_line(0.2, 248, _run(1.0, 2.0), _run(0.5, 1.0, valid=False, reason="the generator fell behind"))
+    assert "2.00x" in bad and bad.endswith("; plain INVALID: the generator fell behind")
+    assert abl.summary([(0.2, 1.1), (0.8, 9.0), (0.2, 1.3), (0.8, 12.0), (0.2, 1.2)]) == [
+        " 20%: 1.20x (1.10, 1.30, 1.20)", " 80%: 10.50x (9.00, 12.00)"]
+
