@@ -20,3 +20,10 @@ def test_should_give_each_share_its_ratio_of_medians_and_say_an_invalid_run():
     assert abl.summary([(0.2, 1.1), (0.8, 9.0), (0.2, 1.3), (0.8, 12.0), (0.2, 1.2)]) == [
         " 20%: 1.20x (1.10, 1.30, 1.20)", " 80%: 10.50x (9.00, 12.00)"]
 
+
+
+def test_should_name_the_flows_thread_level_and_summarise_each_share_and_level_apart():
+    line = abl.ratio_line(0.4, 496, _run(20.0, 300.0, kept=1.0), _run(1.0, 4.0), "nice")
+    assert line.startswith(" 40%     496 msg/s   flow, nice     20.00 /") and "20.00x" in line
+    assert abl.summary([(0.4, "normal", 18.0), (0.4, "nice", 20.0), (0.4, "normal", 22.0)]) == [
+        " 40%, nice: 20.00x (20.00)", " 40%, normal: 20.00x (18.00, 22.00)"]

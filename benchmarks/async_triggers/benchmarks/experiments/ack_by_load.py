@@ -5,9 +5,10 @@ graph. Each share runs the integrated approach, then the plain write, ``--second
 run: the rate, the median and p99 acknowledgement of each, their ratio of medians, and how much of the load the flow
 had propagated when the load ended.
 
-``--flow-threads nice`` (or ``idle``) moves the plugin's threads on every node (named ``async-trigger-…``) to nice 19
-(or ``SCHED_IDLE``) from outside the nodes while the integrated approach runs, through ``/proc`` and the kernel's own
-calls: whether the flow giving up the CPU to the node's requests shortens their acknowledgement.
+``--flow-threads normal,nice`` runs the integrated approach once per level at each share, side by side: ``nice`` (or
+``idle``) moves the plugin's threads on every node (named ``async-trigger-…``) to nice 19 (or ``SCHED_IDLE``) from
+outside the nodes while it runs, through ``/proc`` and the kernel's own calls: whether the flow giving up the CPU to
+the node's requests shortens their acknowledgement.
 """
 from __future__ import annotations
 
@@ -32,24 +33,27 @@ def schedule(shares: Sequence[float], repeat: int) -> list[float]:
     return out
 
 
-def ratio_line(share: float, rate: float, integrated: dict, plain: dict) -> str:
-    """One share's line: each approach's median and p99 (ms), the ratio of medians, the flow's propagated share."""
+def ratio_line(share: float, rate: float, integrated: dict, plain: dict, level: str = "normal") -> str:
+    """One share's line: each approach's median and p99 (ms), the ratio of medians, the flow's propagated share;
+    ``level``: the plugin's threads' while the flow ran (named unless normal)."""
     i, p = integrated["response_ms"], plain["response_ms"]
     kept = integrated["config"].get("kept_up")
-    return (f"{share:4.0%} {rate:7.0f} msg/s   with the flow {i['median']:7.2f} / {i['p99']:8.1f} ms   "
+    label = "with the flow" if level == "normal" else f"flow, {level:6s}"
+    return (f"{share:4.0%} {rate:7.0f} msg/s   {label} {i['median']:7.2f} / {i['p99']:8.1f} ms   "
             f"plain {p['median']:5.2f} / {p['p99']:6.1f} ms   {i['median'] / p['median']:6.2f}x   "
             f"propagated when the load ended {'-' if kept is None else f'{kept:.0%}'}"
             + "".join(f"; {name} INVALID: {run['invalid_reason']}" for name, run in (("with the flow", integrated),
                                                                                   ("plain", plain)) if not run["valid"]))
 
 
-def summary(rows: Sequence[tuple[float, float]]) -> list[str]:
-    """Per share, the ratios of medians of its repetitions (``rows``: (share, ratio)), their median and range."""
-    by_share: dict[float, list[float]] = {}
-    for share, ratio in rows:
-        by_share.setdefault(share, []).append(ratio)
-    return [f"{share:4.0%}: {statistics.median(r):.2f}x (" + ", ".join(f"{x:.2f}" for x in r) + ")"
-            for share, r in sorted(by_share.items())]
+def summary(rows: Sequence[tuple]) -> list[str]:
+    """Per share (and level, when a row has one), the ratios of medians of its repetitions (``rows``: (share, ratio)
+    or (share, level, ratio)), their median and each."""
+    by_key: dict[tuple, list[float]] = {}
+    for row in rows:
+        by_key.setdefault(tuple(row[:-1]), []).append(row[-1])
+    return [f"{key[0]:4.0%}{'' if len(key) < 2 else ', ' + key[1]}: {statistics.median(r):.2f}x ("
+            + ", ".join(f"{x:.2f}" for x in r) + ")" for key, r in sorted(by_key.items())]
 
 
 def _plugin_threads() -> list[int]:
@@ -92,17 +96,24 @@ def set_flow_threads(level: str) -> int:
 
 
 class FlowThreads:
-    """Keeps the plugin's threads at a level while it is on (the flow's workers start and stop with its load)."""
+    """Keeps the plugin's threads at ``level`` while it is not normal (the flow's workers start and stop with its load;
+    nothing is touched while every run's level is normal)."""
 
-    def __init__(self, level: str):
-        self.level, self.on = level, threading.Event()
-        if level != "normal":   # else nothing is touched
-            threading.Thread(target=self._run, daemon=True).start()
+    def __init__(self):
+        self.level = "normal"
+        self.touched = False
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def set(self, level: str) -> None:
+        if level != "normal" or self.touched:
+            self.touched = True
+            set_flow_threads(level)
+        self.level = level
 
     def _run(self) -> None:
         while True:
-            self.on.wait()
-            set_flow_threads(self.level)
+            if self.level != "normal":
+                set_flow_threads(self.level)
             time.sleep(0.5)
 
 
@@ -114,7 +125,8 @@ def main(argv=None) -> int:
     p.add_argument("--seconds", type=float, default=25.0)
     p.add_argument("--warmup-s", type=float, default=60.0)
     p.add_argument("--repeat", type=int, default=2)
-    p.add_argument("--flow-threads", choices=FLOW_THREADS, default="normal")
+    p.add_argument("--flow-threads", default="normal",
+                   help="comma-separated levels of the plugin's threads, each run at every share: normal, nice, idle")
     p.add_argument("--cluster", help="an existing cluster instead of a new bench2n (left up)")
     p.add_argument("--out", type=Path, default=Path("/tmp/async-triggers-ack-by-load"))
     args = p.parse_args(argv)
@@ -123,28 +135,35 @@ def main(argv=None) -> int:
     from async_triggers.benchmarks.harness.testbed import Testbed
     from async_triggers.spark_jobs.loadgen import Phase
     shares = [float(s) for s in args.shares.split(",") if s]
+    levels = [v for v in args.flow_threads.split(",") if v]
+    wrong = [v for v in levels if v not in FLOW_THREADS]
+    if wrong or not levels:
+        p.error(f"--flow-threads: {', '.join(wrong) or 'none given'}; expected some of {', '.join(FLOW_THREADS)}")
     bed = Testbed(BenchConfig(out=args.out, apps=("integrated", PLAIN), db_nodes=2, reuse_cluster=args.cluster),
                   progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
-    threads = FlowThreads(args.flow_threads)
-    rows = []
-    print(f"own rate {args.own_rate:g} msg/s, {args.seconds:g} s per run, the plugin's threads {args.flow_threads} "
+    threads = FlowThreads()
+    rows, seen = [], {}
+    print(f"own rate {args.own_rate:g} msg/s, {args.seconds:g} s per run, the plugin's threads {', '.join(levels)} "
           f"while the flow runs; share, rate, with the flow median / p99, plain median / p99, ratio of medians", flush=True)
     try:
         bed.use_cluster(2)
         run_app(bed, "80pct_own", "integrated", [Phase(args.warmup_s, shares[0] * args.own_rate)], write=False)
         for share in schedule(shares, args.repeat):
             rate = share * args.own_rate
-            threads.on.set()
-            integrated, _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
-            threads.on.clear()
+            flows = {}
+            seen[share] = seen.get(share, 0) + 1
+            for level in levels if seen[share] % 2 else levels[::-1]:   # each order in turn
+                threads.set(level)
+                flows[level], _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
+            threads.set("normal")
             plain, _ = run_app(bed, "80pct_own", PLAIN, [Phase(args.seconds, rate)], write=False)
-            rows.append((share, integrated["response_ms"]["median"] / plain["response_ms"]["median"]))
-            print(ratio_line(share, rate, integrated, plain), flush=True)
+            for level, integrated in sorted(flows.items(), key=lambda kv: levels.index(kv[0])):
+                ratio = integrated["response_ms"]["median"] / plain["response_ms"]["median"]
+                rows.append((share, ratio) if len(levels) == 1 else (share, level, ratio))
+                print(ratio_line(share, rate, integrated, plain, level), flush=True)
         print("ratio of medians per share (its repetitions):", *summary(rows), sep="\n  ", flush=True)
     finally:
-        threads.on.clear()
-        if args.flow_threads != "normal":
-            set_flow_threads("normal")
+        threads.set("normal")
         if not args.cluster:
             bed.remove_cluster()
         bed.close()
