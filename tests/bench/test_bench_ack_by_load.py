@@ -1,5 +1,7 @@
 """The acknowledgement against the load: shares run rising then falling, one line per share with both approaches'
 acknowledgements and their ratio, and a summary of each share's repetitions."""
+import pytest
+
 from async_triggers.benchmarks.experiments import ack_by_load as abl
 
 
@@ -24,6 +26,16 @@ def test_should_give_each_share_its_ratio_of_medians_and_say_an_invalid_run():
 
 def test_should_name_the_flows_thread_level_and_summarise_each_share_and_level_apart():
     line = abl.ratio_line(0.4, 496, _run(20.0, 300.0, kept=1.0), _run(1.0, 4.0), "nice")
-    assert line.startswith(" 40%     496 msg/s   flow, nice     20.00 /") and "20.00x" in line
+    assert line.startswith(" 40%     496 msg/s   flow, nice   20.00 /") and "20.00x" in line
     assert abl.summary([(0.4, "normal", 18.0), (0.4, "nice", 20.0), (0.4, "normal", 22.0)]) == [
         " 40%, nice: 20.00x (20.00)", " 40%, normal: 20.00x (18.00, 22.00)"]
+
+
+def test_should_read_each_condition_and_refuse_a_wrong_one_naming_it():
+    assert abl.condition("normal") == ("normal", 0)
+    assert abl.condition("nice") == ("nice", 0)
+    assert abl.condition("client-first") == ("normal", abl.CLIENT_FIRST_NICE)
+    assert abl.condition("client-first+idle") == ("idle", abl.CLIENT_FIRST_NICE)
+    for wrong in ("fast", "nice+idle", "client-first+client-first"):
+        with pytest.raises(ValueError, match=wrong.replace("+", r"\+")):
+            abl.condition(wrong)
