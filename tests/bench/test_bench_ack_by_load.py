@@ -23,7 +23,6 @@ def test_should_give_each_share_its_ratio_of_medians_and_say_an_invalid_run():
         " 20%: 1.20x (1.10, 1.30, 1.20)", " 80%: 10.50x (9.00, 12.00)"]
 
 
-
 def test_should_name_the_flows_thread_level_and_summarise_each_share_and_level_apart():
     line = abl.ratio_line(0.4, 496, _run(20.0, 300.0, kept=1.0), _run(1.0, 4.0), "nice")
     assert line.startswith(" 40%     496 msg/s   flow, nice   20.00 /") and "20.00x" in line
@@ -39,3 +38,25 @@ def test_should_read_each_condition_and_refuse_a_wrong_one_naming_it():
     for wrong in ("fast", "nice+idle", "client-first+client-first"):
         with pytest.raises(ValueError, match=wrong.replace("+", r"\+")):
             abl.condition(wrong)
+
+
+def test_should_name_an_invalid_run_by_its_condition():
+    line = abl.ratio_line(0.6, 744, _run(60.0, 500.0, valid=False, reason="late"), _run(1.0, 9.0), "client-first")
+    assert line.endswith("; flow, client-first INVALID: late")
+
+
+def test_should_turn_the_conditions_and_the_plain_writes_order_round_every_other_repetition():
+    assert abl.run_order(["normal", "nice"], [0, -10], 1) == (["normal", "nice"], [-10, 0])
+    assert abl.run_order(["normal", "nice"], [0, -10], 2) == (["nice", "normal"], [0, -10])
+
+
+def test_should_leave_the_plugins_threads_alone_while_normal_and_move_them_back_when_closed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(abl, "set_flow_threads", lambda pids, level: calls.append((tuple(pids), level)))
+    threads = abl.FlowThreads(lambda: [11, 12])
+    threads.set("normal")
+    assert calls == [], "nothing is touched while every level set is normal"
+    threads.set("nice")
+    threads.close()
+    assert calls[0] == ((11, 12), "nice") and calls[-1] == ((11, 12), "normal")
+    assert all(level == "nice" for _, level in calls[1:-1]), "only the level set is kept up in between"

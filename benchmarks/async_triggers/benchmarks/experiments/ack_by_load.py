@@ -58,7 +58,7 @@ def ratio_line(share: float, rate: float, integrated: dict, plain: dict, level: 
     return (f"{share:4.0%} {rate:7.0f} msg/s   {label} {i['median']:7.2f} / {i['p99']:8.1f} ms   "
             f"plain {p['median']:5.2f} / {p['p99']:6.1f} ms   {i['median'] / p['median']:6.2f}x   "
             f"propagated when the load ended {'-' if kept is None else f'{kept:.0%}'}"
-            + "".join(f"; {name} INVALID: {run['invalid_reason']}" for name, run in (("with the flow", integrated),
+            + "".join(f"; {name} INVALID: {run['invalid_reason']}" for name, run in ((label, integrated),
                                                                                   ("plain", plain)) if not run["valid"]))
 
 
@@ -72,33 +72,29 @@ def summary(rows: Sequence[tuple]) -> list[str]:
             + ", ".join(f"{x:.2f}" for x in r) + ")" for key, r in sorted(by_key.items())]
 
 
-def _plugin_threads() -> list[int]:
-    """The thread ids of the plugin's threads in every Cassandra JVM on this machine."""
+def plugin_threads(pids: Sequence[int]) -> list[int]:
+    """The thread ids of the plugin's threads (named ``async-trigger-…``) in the JVMs ``pids``."""
     out = []
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
+    for pid in pids:
         try:
-            with open(f"/proc/{pid}/cmdline", "rb") as f:
-                if b"org.apache.cassandra.service.CassandraDaemon" not in f.read():
-                    continue
             tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
+        except OSError:   # the node stopped
             continue
         for tid in tids:
             try:
                 with open(f"/proc/{pid}/task/{tid}/comm") as f:
                     if f.read().startswith(THREAD_PREFIX):
                         out.append(int(tid))
-            except OSError:
+            except OSError:   # the thread ended
                 continue
     return out
 
 
-def set_flow_threads(level: str) -> int:
-    """Moves the plugin's threads to ``level`` (normal: nice 0, SCHED_OTHER); returns how many it moved."""
+def set_flow_threads(pids: Sequence[int], level: str) -> int:
+    """Moves the plugin's threads in the JVMs ``pids`` to ``level`` (normal: nice 0, SCHED_OTHER); returns how many
+    it moved."""
     moved = 0
-    for tid in _plugin_threads():
+    for tid in plugin_threads(pids):
         try:
             if level == "idle":
                 os.sched_setscheduler(tid, os.SCHED_IDLE, os.sched_param(0))
@@ -106,49 +102,72 @@ def set_flow_threads(level: str) -> int:
                 os.sched_setscheduler(tid, os.SCHED_OTHER, os.sched_param(0))
                 os.setpriority(os.PRIO_PROCESS, tid, 19 if level == "nice" else 0)
             moved += 1
-        except OSError:   # the thread ended, or another user's process
+        except ProcessLookupError:   # the thread ended
             continue
     return moved
 
 
-def set_client_nice(nice: int) -> None:
-    """This process's threads and every thread of its Spark children (the JVM, its Python workers) at ``nice``; not
-    the nodes, which a cluster this process started may have among its children too."""
+def client_threads() -> list[int]:
+    """The thread ids of this process and of its Spark children (the JVM, its Python workers); never a node's, which
+    a cluster this process started has among its children too."""
     import psutil
+    out = []
     for proc in [psutil.Process()] + psutil.Process().children(recursive=True):
         try:
-            if proc.pid != os.getpid() and "pyspark" not in " ".join(proc.cmdline()):
+            cmdline = " ".join(proc.cmdline())
+            if proc.pid != os.getpid() and ("pyspark" not in cmdline or "CassandraDaemon" in cmdline):
                 continue
-            tids = [t.id for t in proc.threads()]
+            out += [t.id for t in proc.threads()]
         except psutil.Error:
             continue
-        for tid in tids:
-            try:
-                os.setpriority(os.PRIO_PROCESS, tid, nice)
-            except OSError:
-                continue
+    return out
+
+
+def set_client_nice(nice: int) -> None:
+    """The client's threads (:func:`client_threads`) at ``nice``."""
+    for tid in client_threads():
+        try:
+            os.setpriority(os.PRIO_PROCESS, tid, nice)
+        except ProcessLookupError:   # the thread ended
+            continue
 
 
 class FlowThreads:
-    """Keeps the plugin's threads at ``level`` while it is not normal (the flow's workers start and stop with its load;
-    nothing is touched while every run's level is normal)."""
+    """Keeps the plugin's threads of the JVMs ``pids()`` at a level while it is not normal (the flow's workers start
+    and stop with its load): a background thread moves new ones every half second; :meth:`close` stops it and moves
+    them all back to normal. Nothing is touched while every level set is normal."""
 
-    def __init__(self):
-        self.level = "normal"
-        self.touched = False
-        threading.Thread(target=self._run, daemon=True).start()
+    def __init__(self, pids):
+        self.pids, self.level, self.touched = pids, "normal", False
+        self.lock, self.stopped = threading.Lock(), threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
 
     def set(self, level: str) -> None:
-        if level != "normal" or self.touched:
-            self.touched = True
-            set_flow_threads(level)
-        self.level = level
+        with self.lock:
+            self.level = level
+            if level != "normal" or self.touched:
+                self.touched = True
+                set_flow_threads(self.pids(), level)
 
     def _run(self) -> None:
-        while True:
-            if self.level != "normal":
-                set_flow_threads(self.level)
-            time.sleep(0.5)
+        while not self.stopped.wait(0.5):
+            with self.lock:
+                if self.level != "normal":
+                    set_flow_threads(self.pids(), self.level)
+
+    def close(self) -> None:
+        self.stopped.set()
+        self.thread.join()
+        self.set("normal")
+
+
+def run_order(levels: Sequence[str], nices: Sequence[int], repetition: int) -> tuple[list[str], list[int]]:
+    """The conditions' and the plain writes' order at a share in its ``repetition`` (1, 2, ...): as given in the odd
+    ones, reversed in the even ones."""
+    if repetition % 2:
+        return list(levels), sorted(nices)
+    return list(levels)[::-1], sorted(nices, reverse=True)
 
 
 def main(argv=None) -> int:
@@ -169,46 +188,54 @@ def main(argv=None) -> int:
     from async_triggers.benchmarks.harness.testbed import Testbed
     from async_triggers.spark_jobs.loadgen import Phase
     shares = [float(s) for s in args.shares.split(",") if s]
-    levels = [v for v in args.conditions.split(",") if v]
+    levels = list(dict.fromkeys(v for v in args.conditions.split(",") if v))
     try:
         conditions = {name: condition(name) for name in levels}
     except ValueError as e:
         p.error(f"--conditions: {e}")
     if not levels:
         p.error("--conditions: none given")
+    if any(c != ("normal", 0) for c in conditions.values()) and os.geteuid() != 0:
+        p.error("--conditions other than normal move threads to another priority and back, which needs root")
+    from async_triggers import cluster as cluster_mod
     bed = Testbed(BenchConfig(out=args.out, apps=("integrated", PLAIN), db_nodes=2, reuse_cluster=args.cluster),
                   progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
-    threads = FlowThreads()
+    threads = FlowThreads(lambda: [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name)
+                                   if n.pid and n.up])
+    client_nice = os.getpriority(os.PRIO_PROCESS, 0)
+    nices = sorted({c[1] for c in conditions.values()})
     rows, seen = [], {}
     print(f"own rate {args.own_rate:g} msg/s, {args.seconds:g} s per run, conditions {', '.join(levels)}; share, "
           f"rate, with the flow median / p99, plain median / p99, ratio of medians", flush=True)
     try:
-        bed.use_cluster(2)
-        run_app(bed, "80pct_own", "integrated", [Phase(args.warmup_s, shares[0] * args.own_rate)], write=False)
-        for share in schedule(shares, args.repeat):
-            rate = share * args.own_rate
-            flows = {}
-            seen[share] = seen.get(share, 0) + 1
-            for level in levels if seen[share] % 2 else levels[::-1]:   # each order in turn
-                threads.set(conditions[level][0])
-                set_client_nice(conditions[level][1])
-                flows[level], _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
-            threads.set("normal")
-            plains = {}
-            for nice in sorted({c[1] for c in conditions.values()}):
-                set_client_nice(nice)
-                plains[nice], _ = run_app(bed, "80pct_own", PLAIN, [Phase(args.seconds, rate)], write=False)
-            set_client_nice(0)
-            for level, integrated in sorted(flows.items(), key=lambda kv: levels.index(kv[0])):
-                plain = plains[conditions[level][1]]
-                ratio = integrated["response_ms"]["median"] / plain["response_ms"]["median"]
-                rows.append((share, ratio) if len(levels) == 1 else (share, level, ratio))
-                print(ratio_line(share, rate, integrated, plain, level), flush=True)
-        print("ratio of medians per share (its repetitions):", *summary(rows), sep="\n  ", flush=True)
+        try:
+            bed.use_cluster(2)
+            order = schedule(shares, args.repeat)
+            run_app(bed, "80pct_own", "integrated", [Phase(args.warmup_s, order[0] * args.own_rate)], write=False)
+            for share in order:
+                rate = share * args.own_rate
+                seen[share] = seen.get(share, 0) + 1
+                flow_order, plain_order = run_order(levels, nices, seen[share])   # each order in turn
+                flows, plains = {}, {}
+                for level in flow_order:
+                    threads.set(conditions[level][0])
+                    set_client_nice(client_nice + conditions[level][1])
+                    flows[level], _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
+                threads.set("normal")
+                for nice in plain_order:
+                    set_client_nice(client_nice + nice)
+                    plains[nice], _ = run_app(bed, "80pct_own", PLAIN, [Phase(args.seconds, rate)], write=False)
+                for level in levels:
+                    integrated, plain = flows[level], plains[conditions[level][1]]
+                    ratio = integrated["response_ms"]["median"] / plain["response_ms"]["median"]
+                    rows.append((share, ratio) if len(levels) == 1 else (share, level, ratio))
+                    print(ratio_line(share, rate, integrated, plain, level), flush=True)
+            print("ratio of medians per share (its repetitions):", *summary(rows), sep="\n  ", flush=True)
+        finally:
+            threads.close()
+            if nices != [0]:
+                set_client_nice(client_nice)
     finally:
-        threads.set("normal")
-        if any(c[1] for c in conditions.values()):
-            set_client_nice(0)
         if not args.cluster:
             bed.remove_cluster()
         bed.close()
