@@ -138,23 +138,27 @@ class FlowThreads:
     them all back to normal. Nothing is touched while every level set is normal."""
 
     def __init__(self, pids):
-        self.pids, self.level, self.touched = pids, "normal", False
+        self.pids, self.level, self.touched, self.current = pids, "normal", False, []
         self.lock, self.stopped = threading.Lock(), threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def set(self, level: str) -> None:
+        """On the caller's thread: the nodes' pids are looked up here only (ccm's calls swap ``sys.stdout`` while they
+        run, so a second thread calling them can leave the process's prints in a buffer)."""
+        if level != "normal" or self.touched:
+            pids = self.pids()
         with self.lock:
             self.level = level
             if level != "normal" or self.touched:
-                self.touched = True
-                set_flow_threads(self.pids(), level)
+                self.touched, self.current = True, pids
+                set_flow_threads(pids, level)
 
     def _run(self) -> None:
         while not self.stopped.wait(0.5):
             with self.lock:
                 if self.level != "normal":
-                    set_flow_threads(self.pids(), self.level)
+                    set_flow_threads(self.current, self.level)
 
     def close(self) -> None:
         self.stopped.set()
