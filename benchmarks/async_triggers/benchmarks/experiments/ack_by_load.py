@@ -110,15 +110,13 @@ def set_flow_threads(pids: Sequence[int], level: str) -> int:
 def client_threads() -> list[int]:
     """The thread ids of this process and of its Spark children (the JVM, its Python workers); never a node's, which
     a cluster this process started has among its children too."""
-    import psutil
+    from async_triggers.benchmarks.harness.resources import cmdline_contains, descendants
+    spark, node = cmdline_contains("pyspark"), cmdline_contains("CassandraDaemon")
     out = []
-    for proc in [psutil.Process()] + psutil.Process().children(recursive=True):
+    for pid in [os.getpid()] + descendants(os.getpid(), lambda p: spark(p) and not node(p)):
         try:
-            cmdline = " ".join(proc.cmdline())
-            if proc.pid != os.getpid() and ("pyspark" not in cmdline or "CassandraDaemon" in cmdline):
-                continue
-            out += [t.id for t in proc.threads()]
-        except psutil.Error:
+            out += [int(tid) for tid in os.listdir(f"/proc/{pid}/task")]
+        except OSError:   # the process ended
             continue
     return out
 
@@ -223,11 +221,13 @@ def main(argv=None) -> int:
                 flows, plains = {}, {}
                 for level in flow_order:
                     threads.set(conditions[level][0])
-                    set_client_nice(client_nice + conditions[level][1])
+                    if nices != [0]:
+                        set_client_nice(client_nice + conditions[level][1])
                     flows[level], _ = run_app(bed, "80pct_own", "integrated", [Phase(args.seconds, rate)], write=False)
                 threads.set("normal")
                 for nice in plain_order:
-                    set_client_nice(client_nice + nice)
+                    if nices != [0]:
+                        set_client_nice(client_nice + nice)
                     plains[nice], _ = run_app(bed, "80pct_own", PLAIN, [Phase(args.seconds, rate)], write=False)
                 for level in levels:
                     integrated, plain = flows[level], plains[conditions[level][1]]
