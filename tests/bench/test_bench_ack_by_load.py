@@ -60,3 +60,9 @@ def test_should_leave_the_plugins_threads_alone_while_normal_and_move_them_back_
     threads.close()
     assert calls[0] == ((11, 12), "nice") and calls[-1] == ((11, 12), "normal")
     assert all(level == "nice" for _, level in calls[1:-1]), "only the level set is kept up in between"
+
+
+def test_should_count_this_process_threads_as_the_clients():
+    import threading
+    threads = abl.client_threads()
+    assert threading.get_native_id() in threads and len(threads) == len(set(threads))
