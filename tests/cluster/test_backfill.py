@@ -10,6 +10,8 @@ import time
 
 import pytest
 
+from async_triggers.spark_jobs import ring
+from async_triggers.spark_jobs.source_rows import LINEAGE_TTL_GRACE_SECONDS
 from helpers import ROOT, create_schema, deploy_flow_text, drain, run_ctl, verify_ctl
 
 KS = "bfill"
@@ -149,6 +151,13 @@ def test_should_resume_a_crashed_backfill_and_converge_with_racing_live_updates(
         assert dst.wt == src.wt
         assert (dst.ttl is None) == (src.ttl is None)
         assert dst.ttl is None or (0 < dst.ttl <= 3600 and abs(dst.ttl - src.ttl) <= 120)
+        # its lineage entry too (written in batches of several rows' entries, each with its own timestamp and TTL),
+        # the TTL'd one living the plugin's grace period longer
+        [entry] = session.execute("SELECT ts, WRITETIME(ts) AS wt, TTL(ts) AS ttl FROM async_triggers.lineage "
+                                  "WHERE flow = %s AND source_key = %s", (USERS_FLOW, ring.source_key([i], ["int"])))
+        assert entry.ts == entry.wt == src.wt
+        assert (entry.ttl is None) == (src.ttl is None)
+        assert entry.ttl is None or abs(entry.ttl - src.ttl - LINEAGE_TTL_GRACE_SECONDS) <= 120
 
     # a backfilled row behaves like a propagated one: a later rename removes it
     session.execute(f"UPDATE {KS}.users SET name = 'later' WHERE user_id = %s", (LATER,))

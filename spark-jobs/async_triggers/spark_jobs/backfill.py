@@ -110,11 +110,13 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
         if target.mode == "lineage":
             # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
             write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
-                       consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
+                       consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY,
+                       by_replicas=True)   # one entry per source row and target: a partition each
     if spec.source.clustering and any(t.mode == "lineage" for t in spec.targets):
         # the rows a range or partition deletion of the source covers are found in lineage_keys
         write_rows(lineage_key_rows(spec, part), keyspace.KEYSPACE, keyspace.LINEAGE_KEYS.name, ttl=False,
-                   consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY)
+                   consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY,
+                   partition_key=keyspace.LINEAGE_KEYS.partition_key)
     written = 0
     for target in spec.targets:
         clash = {WRITETIME, TTL} & set(target.columns)
@@ -130,7 +132,9 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
         rows = rows.persist()
         try:
             written += rows.count()
-            write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY)
+            write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY,
+                       partition_key=target.partition_key if target.clustering else (),
+                       by_replicas=not target.clustering)
         finally:
             rows.unpersist()
     return written

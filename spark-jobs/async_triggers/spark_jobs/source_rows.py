@@ -167,15 +167,34 @@ def read_source(spark, spec: FlowSpec, fallback_micros: int, options: Mapping[st
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
+# partitions in one unlogged batch at most: Cassandra warns past its unlogged_batch_across_partitions_warn_threshold,
+# 10 by default (BatchStatement.verifyBatchType)
+BATCH_PARTITIONS = 10
+
+
 def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
-               concurrency: int | None = None) -> None:
+               concurrency: int | None = None, partition_key: Sequence[str] = (), by_replicas: bool = False) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
     per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it).
     ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level);
-    ``concurrency``: writes in flight per Spark task instead of the session's."""
+    ``concurrency``: writes in flight per Spark task instead of the session's.
+
+    Batches (each row keeps its own timestamp and TTL in a batch, so the cells written are the same; a batch is
+    unlogged, and a retried one writes them again): ``partition_key``, the table's partition key columns when several
+    rows share a partition: the rows of a partition are brought together in one Spark task, next to each other, and
+    the connector sends them as one single-partition batch (its grouping by partition only sees the rows in its
+    buffer), one mutation instead of one per row. ``by_replicas``, when each row is its own partition: up to
+    ``BATCH_PARTITIONS`` rows whose partitions have the same replicas go in one request."""
     from .session import CASSANDRA_FORMAT
 
     options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
+    if partition_key:
+        from pyspark.sql import functions as F
+        columns = [F.col(quoted(c)) for c in partition_key]
+        df = df.repartition(*columns).sortWithinPartitions(*columns)
+    elif by_replicas:
+        options["spark.cassandra.output.batch.grouping.key"] = "replica_set"
+        options["spark.cassandra.output.batch.size.rows"] = str(BATCH_PARTITIONS)
     if ttl:
         options["ttl"] = TTL
     if consistency:

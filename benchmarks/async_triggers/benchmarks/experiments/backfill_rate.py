@@ -7,7 +7,10 @@ backfilled with ``ctl trigger backfill``'s job in the same session; ``ctl verify
 ratio is the backfill's source rows/s to the bulk writer's rows/s, each over its own wall time (the backfill's from
 its start to its end: reading the source, every range, the lineage convergence). Repeated ``--repeat`` times after
 ``--warmup`` repetitions that are printed but not counted, the tables emptied between repetitions; the target holds
-only if it holds in every counted one.
+only if it holds in every counted one. Beside it, the same users are bulk-loaded into a second table in the batches
+the backfill uses for rows that are each a partition of their own (rows whose partitions have the same replicas, ten
+to a request): the connector's default batches by partition, so it sends the bulk writer's rows one by one, and the
+second ratio says how much of the backfill's lead is that batching.
 
     python -m async_triggers.benchmarks.experiments.backfill_rate [--rows 100000] [--nodes 3] [--repeat 2] [--warmup 1]
         [--wave-ranges N] [--write-concurrency N]      # 1 and 4: the job as it was, one range at a time
@@ -31,6 +34,8 @@ SCHEMA = [
     f"CREATE TABLE IF NOT EXISTS {KS}.users (id bigint PRIMARY KEY, name text, email text, bio text)",
     f"CREATE TABLE IF NOT EXISTS {KS}.users_by_name (name text, id bigint, email text, PRIMARY KEY (name, id))",
     f"CREATE TABLE IF NOT EXISTS {KS}.users_copy (id bigint PRIMARY KEY, name text, email text, bio text)",
+    # the bulk writer again, batched as the backfill batches rows of their own partitions (a second figure, not the target)
+    f"CREATE TABLE IF NOT EXISTS {KS}.users_batched (id bigint PRIMARY KEY, name text, email text, bio text)",
 ]
 FLOWS = [
     Flow(name="bf_by_name", source=f"{KS}.users",
@@ -40,19 +45,26 @@ FLOWS = [
 ]
 
 
-def bulk_load(spark, rows: int, partitions: int, concurrency: int, consistency: str) -> float:
-    """Writes ``rows`` users with the connector, ``concurrency`` writes in flight per task; the seconds it took."""
+def bulk_load(spark, rows: int, partitions: int, concurrency: int, consistency: str, table: str = "users",
+              by_replicas: bool = False) -> float:
+    """Writes ``rows`` users to ``table`` with the connector, ``concurrency`` writes in flight per task; the seconds
+    it took. ``by_replicas``: in the backfill's batches of rows whose partitions have the same replicas (the
+    connector's default groups a batch by partition, and each user is a partition of its own)."""
     from pyspark.sql import functions as F
 
     from async_triggers.spark_jobs.session import CASSANDRA_FORMAT
+    from async_triggers.spark_jobs.source_rows import BATCH_PARTITIONS
     df = spark.range(0, rows, numPartitions=partitions).select(
         F.col("id"), F.concat(F.lit("name-"), (F.col("id") % 5000).cast("string")).alias("name"),
         F.concat(F.lit("u"), F.col("id").cast("string"), F.lit("@example.com")).alias("email"),
         F.lit("b" * 100).alias("bio"))
+    options = {"keyspace": KS, "table": table, "spark.cassandra.output.consistency.level": consistency,
+               "spark.cassandra.output.concurrent.writes": str(concurrency)}
+    if by_replicas:
+        options.update({"spark.cassandra.output.batch.grouping.key": "replica_set",
+                        "spark.cassandra.output.batch.size.rows": str(BATCH_PARTITIONS)})
     started = time.monotonic()
-    df.write.format(CASSANDRA_FORMAT).options(keyspace=KS, table="users").option(
-        "spark.cassandra.output.consistency.level", consistency).option(
-        "spark.cassandra.output.concurrent.writes", str(concurrency)).mode("append").save()
+    df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
     return time.monotonic() - started
 
 
@@ -91,11 +103,13 @@ def main(argv=None) -> int:
             for flow in FLOWS:
                 if flow.name in deploy.read_deployed(session):
                     deploy.drop(session, flow.name)
-            for table in ("users", "users_by_name", "users_copy"):
+            for table in ("users", "users_by_name", "users_copy", "users_batched"):
                 session.execute(f"TRUNCATE {KS}.{table}")
             log(f"repetition {rep}: bulk load of {args.rows} users")
             bulk_s = bulk_load(spark, args.rows, args.partitions, args.concurrency, consistency)
             bulk_rate = args.rows / bulk_s
+            batched_rate = args.rows / bulk_load(spark, args.rows, args.partitions, args.concurrency, consistency,
+                                                 table="users_batched", by_replicas=True)
             deploy.deploy(session, FLOWS, progress=log)
             time.sleep(5)      # every node polls the flows every 2 s
             for flow in FLOWS:
@@ -112,7 +126,9 @@ def main(argv=None) -> int:
                 lines.append(f"{'repetition ' + str(rep) if rep > 0 else 'warm-up (not counted)'}, {flow.name}: {report.source_rows} source rows, {report.written} rows "
                              f"in {report.seconds:.1f} s = {rate:.0f} rows/s; bulk writer {args.rows} rows in "
                              f"{bulk_s:.1f} s = {bulk_rate:.0f} rows/s; ratio {ratio:.2f}x (target >= {TARGET}: "
-                             f"{verdict}); verify: {'0 differences' if exact else 'DIFFERENCES'}")
+                             f"{verdict}); verify: {'0 differences' if exact else 'DIFFERENCES'}; the bulk writer "
+                             f"batched by replica set as the backfill is {batched_rate:.0f} rows/s, "
+                             f"ratio {rate / batched_rate:.2f}x (not the target)")
                 log(lines[-1])
     print(f"backfill against the bulk writer: {args.rows} source rows, {args.nodes} nodes, RF 3, "
           f"Spark {args.master}, {args.repeat} repetition(s) after {args.warmup} warm-up, waves of "
