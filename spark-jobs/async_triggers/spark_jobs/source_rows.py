@@ -182,8 +182,8 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     Batches (each row keeps its own timestamp and TTL in a batch, so the cells written are the same; a batch is
     unlogged, and a retried one writes them again): ``partition_key``, the table's partition key columns when several
     rows share a partition: the rows of a partition are brought together in one Spark task, next to each other, and
-    the connector sends them as one single-partition batch (its grouping by partition only sees the rows in its
-    buffer), one mutation instead of one per row. ``by_replicas``, when each row is its own partition: up to
+    the connector sends them in single-partition batches of up to its batch size, 1 KB by default (its grouping by
+    partition only sees the rows in its buffer): one mutation for many rows. ``by_replicas``, when each row is its own partition: up to
     ``BATCH_PARTITIONS`` rows whose partitions have the same replicas go in one request."""
     from .session import CASSANDRA_FORMAT
 
