@@ -93,30 +93,39 @@ def check_applicable(spec: FlowSpec | Mapping) -> None:
     derive.targets_by_table(spec)    # the same checks verify makes (targets present, consistent keys)
 
 
-def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=None) -> int:
+def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=None,
+                progress: Progress | None = None) -> int:
     """Writes what the flow derives from the source rows of ``part``: the lineage images first, then the rows, as
     the plugin's task does. Returns the number of derived rows written. A flow whose fan-out follows its table
     (``spark`` given) writes at the version its rows' write times fall in, each target at its stamp within it, the
-    join index first, then fans out over the copy read after it (``follows``)."""
+    join index first, then fans out over the copy read after it (``follows``). ``progress`` hears how long each
+    table's writes took."""
     from pyspark.sql import functions as F
 
     from async_triggers import keyspace
+
+    def took(what: str, started: float) -> None:
+        if progress:
+            progress(f"backfill {spec.name}: {what} in {time.monotonic() - started:.1f} s")
 
     following = spec.following_target
     if following is not None:
         part = part.withColumn(WRITETIME, follows.base(F.col(WRITETIME)))
 
+    started, lineage = time.monotonic(), any(t.mode == "lineage" for t in spec.targets)
     for index, target in enumerate(spec.targets):
         if target.mode == "lineage":
             # EACH_QUORUM, as the plugin writes lineage: a task in either data center must see the entry
             write_rows(lineage_rows(spec, index, part), keyspace.KEYSPACE, keyspace.LINEAGE.name,
                        consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY,
                        by_replicas=True)   # one entry per source row and target: a partition each
-    if spec.source.clustering and any(t.mode == "lineage" for t in spec.targets):
+    if spec.source.clustering and lineage:
         # the rows a range or partition deletion of the source covers are found in lineage_keys
         write_rows(lineage_key_rows(spec, part), keyspace.KEYSPACE, keyspace.LINEAGE_KEYS.name, ttl=False,
                    consistency=LINEAGE_WRITE_CONSISTENCY, concurrency=WRITE_CONCURRENCY,
                    partition_key=keyspace.LINEAGE_KEYS.partition_key)
+    if lineage:
+        took("lineage entries written", started)
     written = 0
     for target in spec.targets:
         clash = {WRITETIME, TTL} & set(target.columns)
@@ -131,10 +140,13 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
             rows = follows.stamped(target, rows, WRITETIME)
         rows = rows.persist()
         try:
-            written += rows.count()
+            started = time.monotonic()
+            n = rows.count()
+            written += n
             write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY,
                        partition_key=target.partition_key if target.clustering else (),
                        by_replicas=not target.clustering)
+            took(f"{n} rows of {target.qualified} derived and written", started)
         finally:
             rows.unpersist()
     return written
@@ -173,7 +185,9 @@ def backfill_with_session(spark, session, spec: FlowSpec | Mapping, ranges: int 
     total_source = written = 0
     try:
         if pending:
-            progress(f"backfill {flow}: {source.count()} source rows read")
+            read_started = time.monotonic()
+            n_read = source.count()
+            progress(f"backfill {flow}: {n_read} source rows read in {time.monotonic() - read_started:.1f} s")
         _hold(hold_while)
         size = 1 if stop_after is not None else max(1, wave_ranges or len(pending))
         done = len(run.ranges) - len(pending)
@@ -182,7 +196,7 @@ def backfill_with_session(spark, session, spec: FlowSpec | Mapping, ranges: int 
             part = source if len(wave) == len(run.ranges) else in_ranges(source, wave)
             counts = range_counts(part, wave)
             n_source = sum(counts.values())
-            n_rows = write_range(spec, part, fanout_dfs, spark) if n_source else 0
+            n_rows = write_range(spec, part, fanout_dfs, spark, progress) if n_source else 0
             # a range's own derived rows are known only when it was written alone
             checkpoints.record_many(session, run, [(r, counts[r[0]], n_rows if len(wave) == 1 else None)
                                                    for r in wave])

@@ -15,6 +15,7 @@ Python driver, recomputing a fan-out from the image's values as the plugin does.
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, Mapping
 
 from async_triggers.spec import FlowSpec, Target
@@ -127,6 +128,7 @@ def converge(spark, session, spec: FlowSpec, progress: Callable[[str], None], la
     from . import source_rows
     from .session import read_table
 
+    started = time.monotonic()
     lineage = read_table(spark, keyspace.KEYSPACE, keyspace.LINEAGE.name,
                          ["flow", "source_key", "target_key", "ts", "written"]).persist()
     try:
@@ -156,5 +158,5 @@ def converge(spark, session, spec: FlowSpec, progress: Callable[[str], None], la
         delete_rows(session, spec, index, source_key, target_key, at)
         session.execute(delete_entry, (at, spec.name, source_key, target_key))
     progress(f"{label or 'backfill ' + spec.name}: lineage converged, {len(stale)} image(s) the source no longer "
-             "has and their rows removed")
+             f"has and their rows removed, in {time.monotonic() - started:.1f} s")
     return len(stale)
