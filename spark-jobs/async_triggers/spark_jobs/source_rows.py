@@ -167,9 +167,20 @@ def read_source(spark, spec: FlowSpec, fallback_micros: int, options: Mapping[st
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
-# partitions in one unlogged batch at most: Cassandra warns past its unlogged_batch_across_partitions_warn_threshold,
-# 10 by default (BatchStatement.verifyBatchType)
-BATCH_PARTITIONS = 10
+# the bound values of one batch of rows of several partitions, at most (a row larger than it goes alone): far under
+# Cassandra's batch_size_warn_threshold (5 KiB, logged at every batch past it) and batch_size_fail_threshold (50 KiB,
+# the batch refused), which count only a batch of several partitions (BatchStatement.verifyBatchSize); about ten
+# lineage entries, the most partitions an unlogged batch holds before Cassandra warns (unlogged_batch_across_
+# partitions_warn_threshold, 10: logged once a minute)
+BATCH_BYTES = 512
+
+
+def batch_options(by_replicas: bool) -> dict[str, str]:
+    """The connector's write options of :func:`write_rows`' ``by_replicas`` batches (none otherwise)."""
+    if not by_replicas:
+        return {}
+    return {"spark.cassandra.output.batch.grouping.key": "replica_set",
+            "spark.cassandra.output.batch.size.bytes": str(BATCH_BYTES)}
 
 
 def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
@@ -183,8 +194,9 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     unlogged, and a retried one writes them again): ``partition_key``, the table's partition key columns when several
     rows share a partition: the rows of a partition are brought together in one Spark task, next to each other, and
     the connector sends them in single-partition batches of up to its batch size, 1 KB by default (its grouping by
-    partition only sees the rows in its buffer): one mutation for many rows. ``by_replicas``, when each row is its own partition: up to
-    ``BATCH_PARTITIONS`` rows whose partitions have the same replicas go in one request."""
+    partition only sees the rows in its buffer): one mutation for many rows. ``by_replicas``, when each row is its
+    own partition: rows whose partitions have the same replicas go in one request, up to ``BATCH_BYTES`` of values
+    (a larger row alone)."""
     from .session import CASSANDRA_FORMAT
 
     options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
@@ -192,9 +204,8 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
         from pyspark.sql import functions as F
         columns = [F.col(quoted(c)) for c in partition_key]
         df = df.repartition(*columns).sortWithinPartitions(*columns)
-    elif by_replicas:
-        options["spark.cassandra.output.batch.grouping.key"] = "replica_set"
-        options["spark.cassandra.output.batch.size.rows"] = str(BATCH_PARTITIONS)
+    else:
+        options.update(batch_options(by_replicas))
     if ttl:
         options["ttl"] = TTL
     if consistency:
