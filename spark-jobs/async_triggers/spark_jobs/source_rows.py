@@ -203,7 +203,8 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     if partition_key:
         from pyspark.sql import functions as F
         columns = [F.col(quoted(c)) for c in partition_key]
-        df = df.repartition(*columns).sortWithinPartitions(*columns)
+        # as many Spark tasks as the rows came in (spark.sql.shuffle.partitions would fix their number)
+        df = df.repartition(df.rdd.getNumPartitions(), *columns).sortWithinPartitions(*columns)
     else:
         options.update(batch_options(by_replicas))
     if ttl:
