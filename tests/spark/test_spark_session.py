@@ -91,3 +91,29 @@ def test_should_load_the_connector_in_a_session_with_the_resolved_jars(jar_home)
         [str(j) for j in session.connector_jars(jar_home)] + [str(jvm_sender.jar_path(jar_home))])
     assert lines["sender"] == "org.asynctriggers.loadgen.JvmLoad"
     print(f"session with connector started in {lines['started']} s")
+
+
+def _driver_idempotence(jar_home, load_sender: bool) -> str:
+    """The Java driver's default idempotence in a fresh session's JVM, read through the configuration loader the
+    connector builds its sessions with (a programmatic one)."""
+    script = textwrap.dedent(f"""
+        from pathlib import Path
+        from async_triggers.spark_jobs import session
+        spark = session.build_session(master="local[1]", home=Path({str(jar_home)!r}), load_sender={load_sender})
+        jvm = spark._jvm
+        loader = jvm.com.datastax.oss.driver.api.core.config.DriverConfigLoader.programmaticBuilder().build()
+        option = jvm.com.datastax.oss.driver.api.core.config.DefaultDriverOption.REQUEST_DEFAULT_IDEMPOTENCE
+        print("idempotent", loader.getInitialConfig().getDefaultProfile().getBoolean(option), flush=True)
+        spark.stop()
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return dict(line.split(" ", 1) for line in proc.stdout.splitlines() if " " in line)["idempotent"]
+
+
+def test_should_let_the_driver_retry_a_timed_out_batch_of_the_jobs_writes(jar_home):
+    # the connector marks its one-row statements idempotent, not its batches: a job's session says every request is
+    assert _driver_idempotence(jar_home, load_sender=False) == "True"
+    # the load generator's sender keeps the driver's own default
+    assert _driver_idempotence(jar_home, load_sender=True) == "False"

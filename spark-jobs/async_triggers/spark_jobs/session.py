@@ -125,8 +125,19 @@ def log_config(home: Path | None = None) -> Path:
     return path
 
 
-def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Path | None = None) -> dict[str, str]:
-    """Spark settings sized for a 2-core machine that also runs the Cassandra nodes."""
+# The driver retries a request that timed out only when it is idempotent (the connector's retry policy, up to
+# spark.cassandra.query.retry.count times). The connector marks its one-row statements so, but not the batches it
+# groups them in (BatchStatement.newInstance leaves it unset: the driver's default, false), so a timed-out batch would
+# fail its Spark task, and a local master retries no task. Every write the jobs send is idempotent (each row at its own
+# timestamp, whole values, no counter, no list append): the driver's default says so. A system property overrides the
+# driver's programmatic configuration, which the connector builds (its loader reads ConfigFactory.defaultOverrides()).
+IDEMPOTENT_WRITES = "-Ddatastax-java-driver.basic.request.default-idempotence=true"
+
+
+def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Path | None = None,
+                  idempotent: bool = True) -> dict[str, str]:
+    """Spark settings sized for a 2-core machine that also runs the Cassandra nodes. ``idempotent``: the driver
+    takes a request without its own idempotence as idempotent (:data:`IDEMPOTENT_WRITES`)."""
     conf = {
         "spark.master": master,
         "spark.app.name": app_name,
@@ -144,8 +155,12 @@ def spark_options(master: str, app_name: str, jars: Iterable[Path], log_file: Pa
         "spark.driver.bindAddress": "127.0.0.1",
         "spark.sql.session.timeZone": "UTC",
     }
-    if log_file is not None:
-        conf["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile=file:{log_file}"
+    java_options = [f"-Dlog4j2.configurationFile=file:{log_file}"] if log_file is not None else []
+    if idempotent:
+        java_options.append(IDEMPOTENT_WRITES)
+        conf["spark.executor.extraJavaOptions"] = IDEMPOTENT_WRITES
+    if java_options:
+        conf["spark.driver.extraJavaOptions"] = " ".join(java_options)
     jar_list = ",".join(str(j) for j in jars)
     if jar_list:
         conf["spark.jars"] = jar_list
@@ -193,7 +208,9 @@ def build_session(master: str = "local[*]", contact_points: Iterable[str] | None
     # Python workers must run this interpreter: the jobs' functions are pickled by reference to spark_jobs
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     from .standalone import executor_conf
-    settings = {**spark_options(master, app_name, jar_paths, log_config(home)), **executor_conf(master),
+    # the load generator's requests keep the driver's default: its sender decides what to retry
+    settings = {**spark_options(master, app_name, jar_paths, log_config(home), idempotent=not load_sender),
+                **executor_conf(master),
                 **connector_options(connection.hosts, connection.port), **public, **(conf or {})}
     active = SparkSession.getActiveSession()
     wanted = settings.get(EXTENSIONS)

@@ -167,22 +167,6 @@ def read_source(spark, spec: FlowSpec, fallback_micros: int, options: Mapping[st
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
-# the bound values of one batch of rows of several partitions, at most (a row larger than it goes alone): far under
-# Cassandra's batch_size_warn_threshold (5 KiB, logged at every batch past it) and batch_size_fail_threshold (50 KiB,
-# the batch refused), which count only a batch of several partitions (BatchStatement.verifyBatchSize); about ten
-# lineage entries, the most partitions an unlogged batch holds before Cassandra warns (unlogged_batch_across_
-# partitions_warn_threshold, 10: logged once a minute)
-BATCH_BYTES = 512
-
-
-def batch_options(by_replicas: bool) -> dict[str, str]:
-    """The connector's write options of :func:`write_rows`' ``by_replicas`` batches (none otherwise)."""
-    if not by_replicas:
-        return {}
-    return {"spark.cassandra.output.batch.grouping.key": "replica_set",
-            "spark.cassandra.output.batch.size.bytes": str(BATCH_BYTES)}
-
-
 def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
                concurrency: int | None = None, partition_key: Sequence[str] = (), by_replicas: bool = False) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
@@ -190,27 +174,37 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level);
     ``concurrency``: writes in flight per Spark task instead of the session's.
 
-    Batches (each row keeps its own timestamp and TTL in a batch, so the cells written are the same; a batch is
-    unlogged, and a retried one writes them again): ``partition_key``, the table's partition key columns when several
-    rows share a partition: the rows of a partition are brought together in one Spark task, next to each other, and
-    the connector sends them in single-partition batches of up to its batch size, 1 KB by default (its grouping by
-    partition only sees the rows in its buffer): one mutation for many rows. ``by_replicas``, when each row is its
-    own partition: rows whose partitions have the same replicas go in one request, up to ``BATCH_BYTES`` of values
-    (a larger row alone)."""
+    Batches (``batches``; the driver retries a batch that timed out as it does a row, the session taking every
+    request as idempotent: ``session.IDEMPOTENT_WRITES``): ``partition_key``, the table's partition key columns when
+    several rows share a partition: the rows of a partition are brought together and the connector sends them in
+    single-partition batches (its default grouping, up to 1 KB of values each): one mutation for many rows.
+    ``by_replicas``, when each row is its own partition: rows of small values (``batches.SMALL_ROW_BYTES``) whose
+    partitions have the same replicas go a few to a request (``batches.rows_per_batch``), the others one by one.
+    """
     from .session import CASSANDRA_FORMAT
 
+    from . import batches
+
     options = {"keyspace": keyspace, "table": table, "writetime": WRITETIME}
-    if partition_key:
-        from pyspark.sql import functions as F
-        columns = [F.col(quoted(c)) for c in partition_key]
-        # as many Spark tasks as the rows came in (spark.sql.shuffle.partitions would fix their number)
-        df = df.repartition(df.rdd.getNumPartitions(), *columns).sortWithinPartitions(*columns)
-    else:
-        options.update(batch_options(by_replicas))
     if ttl:
         options["ttl"] = TTL
     if consistency:
         options["spark.cassandra.output.consistency.level"] = consistency
     if concurrency:
         options["spark.cassandra.output.concurrent.writes"] = str(concurrency)
-    df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
+
+    def append(frame, more: Mapping[str, str] | None = None) -> None:
+        frame.write.format(CASSANDRA_FORMAT).options(**options, **(more or {})).mode("append").save()
+
+    size, rows = batches.value_bytes(df), batches.rows_per_batch(len(df.columns))
+    if partition_key:
+        append(batches.by_partition(df, partition_key))
+    elif not by_replicas or size is None or rows == 1:
+        append(df)
+    else:
+        df = df.persist()   # read twice: the small rows, then the others
+        try:
+            append(df.where(size <= batches.SMALL_ROW_BYTES), batches.replica_set_options(rows))
+            append(df.where(size > batches.SMALL_ROW_BYTES))
+        finally:
+            df.unpersist()

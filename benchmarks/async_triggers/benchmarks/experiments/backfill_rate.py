@@ -8,8 +8,8 @@ ratio is the backfill's source rows/s to the bulk writer's rows/s, each over its
 its start to its end: reading the source, every range, the lineage convergence). Repeated ``--repeat`` times after
 ``--warmup`` repetitions that are printed but not counted, the tables emptied between repetitions; the target holds
 only if it holds in every counted one. Beside it, the same users are bulk-loaded into a second table in the batches
-the backfill uses for rows that are each a partition of their own (rows whose partitions have the same replicas, up
-to 512 bytes of values to a request): the connector's default batches by partition, so it sends the bulk writer's rows one by one, and the
+the backfill uses for rows that are each a partition of their own (rows whose partitions have the same replicas, a
+few to a request: ``spark_jobs.batches``): the connector's default batches by partition, so it sends the bulk writer's rows one by one, and the
 second ratio says how much of the backfill's lead is that batching.
 
     python -m async_triggers.benchmarks.experiments.backfill_rate [--rows 100000] [--nodes 3] [--repeat 2] [--warmup 1]
@@ -53,14 +53,15 @@ def bulk_load(spark, rows: int, partitions: int, concurrency: int, consistency: 
     from pyspark.sql import functions as F
 
     from async_triggers.spark_jobs.session import CASSANDRA_FORMAT
-    from async_triggers.spark_jobs.source_rows import batch_options
+    from async_triggers.spark_jobs import batches
     df = spark.range(0, rows, numPartitions=partitions).select(
         F.col("id"), F.concat(F.lit("name-"), (F.col("id") % 5000).cast("string")).alias("name"),
         F.concat(F.lit("u"), F.col("id").cast("string"), F.lit("@example.com")).alias("email"),
         F.lit("b" * 100).alias("bio"))
     options = {"keyspace": KS, "table": table, "spark.cassandra.output.consistency.level": consistency,
                "spark.cassandra.output.concurrent.writes": str(concurrency)}
-    options.update(batch_options(by_replicas))
+    if by_replicas:   # every user's values are under batches.SMALL_ROW_BYTES
+        options.update(batches.replica_set_options(batches.rows_per_batch(len(df.columns))))
     started = time.monotonic()
     df.write.format(CASSANDRA_FORMAT).options(**options).mode("append").save()
     return time.monotonic() - started
