@@ -145,10 +145,10 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
             written += n
             # a following fan-out's rows carry a TTL counted from when they were derived (the follow's expiry in the
             # copy): regrouping them would delay their write by a shuffle, and they would outlive the follow by it
-            grouped = target.clustering and target is not following
+            batched = target is not following
             write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY,
-                       partition_key=target.partition_key if grouped else (),
-                       by_replicas=not target.clustering and target is not following)
+                       partition_key=target.partition_key if batched and target.clustering else (),
+                       by_replicas=batched and not target.clustering)
             took(f"{n} rows of {target.qualified} derived and written", started)
         finally:
             rows.unpersist()

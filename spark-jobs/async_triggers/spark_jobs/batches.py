@@ -21,6 +21,12 @@ ROW_BYTES = 64            # a row's own: its liveness, deletion, clustering pref
 FIXED_BYTES = 17          # a value of a fixed-size type, at most (decimal and varint in Spark's DecimalType: 17)
 
 
+def _column(name: str):
+    """A column by its name, whatever its characters (source_rows.quoted's form; source_rows imports this module)."""
+    from pyspark.sql import functions as F
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
 def rows_per_batch(columns: int) -> int:
     """Rows of at most ``SMALL_ROW_BYTES`` of values and ``columns`` cells in one batch of several partitions, so that
     Cassandra counts it under four fifths of ``WARN_BYTES`` and under ``WARN_PARTITIONS`` partitions (1: no batch)."""
@@ -45,7 +51,7 @@ def value_bytes(df):
         kind = field.dataType
         if isinstance(kind, (ArrayType, MapType, StructType)):
             return None
-        column = F.col("`" + field.name.replace("`", "``") + "`")
+        column = _column(field.name)
         if isinstance(kind, StringType):
             total = total + F.coalesce(F.octet_length(column), F.lit(0))
         elif isinstance(kind, BinaryType):
@@ -59,11 +65,8 @@ def by_partition(df, partition_key: Sequence[str]):
     """``df`` with the rows of each partition together in one Spark task, next to each other (the connector's
     grouping by partition only sees the rows in its buffer), in as many tasks as it came in; ``df`` as it is when a
     key column's Spark type cannot be hashed or sorted (a map)."""
-    from pyspark.sql import functions as F
-    from pyspark.sql.types import MapType
-
-    types = {f.name: f.dataType for f in df.schema.fields}
-    if any(isinstance(types.get(c), MapType) or "map<" in types[c].simpleString() for c in partition_key if c in types):
+    types = {f.name: f.dataType.simpleString() for f in df.schema.fields}
+    if any("map<" in types.get(c, "") for c in partition_key):
         return df
-    columns = [F.col("`" + c.replace("`", "``") + "`") for c in partition_key]
+    columns = [_column(c) for c in partition_key]
     return df.repartition(max(1, df.rdd.getNumPartitions()), *columns).sortWithinPartitions(*columns)

@@ -196,10 +196,10 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
     def append(frame, more: Mapping[str, str] | None = None) -> None:
         frame.write.format(CASSANDRA_FORMAT).options(**options, **(more or {})).mode("append").save()
 
-    size, rows = batches.value_bytes(df), batches.rows_per_batch(len(df.columns))
+    size, rows = (batches.value_bytes(df), batches.rows_per_batch(len(df.columns))) if by_replicas else (None, 1)
     if partition_key:
         append(batches.by_partition(df, partition_key))
-    elif not by_replicas or size is None or rows == 1:
+    elif size is None or rows == 1:
         append(df)
     else:
         df = df.persist()   # read twice: the small rows, then the others
