@@ -2,6 +2,8 @@
 records, and the stale entries its convergence removes, on literal DataFrames (expected values written by hand)."""
 from __future__ import annotations
 
+import time
+
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import backfill, backfill_lineage, ring  # noqa: E402
 from async_triggers.spec import FlowSpec  # noqa: E402
@@ -17,23 +19,45 @@ USERS = {
 }
 
 
-def test_should_take_the_newest_writetime_and_the_least_ttl_of_a_row(spark):
-    df = spark.createDataFrame([(1, 10, 30, None, 500), (2, 40, None, None, None), (3, None, None, None, None)],
+def test_should_take_the_newest_writetime_and_the_first_expiry_of_a_row(spark):
+    df = spark.createDataFrame([(1, 10, 30, None, 500), (2, 40, None, 900, None), (3, None, None, None, None)],
                                "user_id int, wt_0 long, wt_1 long, ttl_0 int, ttl_1 int")
-    out = backfill.with_write_options(df, fallback_micros=99)
-    assert out.columns == ["user_id", backfill.WRITETIME, backfill.TTL]
-    assert_same_rows(out, [(1, 30, 500), (2, 40, 0), (3, 99, 0)])
+    before = int(time.time())
+    rows = {r.user_id: r for r in backfill.with_write_options(df, fallback_micros=99).collect()}
+    after = int(time.time())
+    assert list(rows[1].asDict()) == ["user_id", backfill.WRITETIME, backfill.EXPIRES]
+    # a remaining TTL becomes when the row expires, from the clock as the row is read
+    assert before + 500 <= rows[1][backfill.EXPIRES] <= after + 500 and rows[1][backfill.WRITETIME] == 30
+    assert before + 900 <= rows[2][backfill.EXPIRES] <= after + 900
+    assert (rows[3][backfill.WRITETIME], rows[3][backfill.EXPIRES]) == (99, 0)
+
+
+def test_should_reckon_each_rows_ttl_when_it_is_written_not_when_it_was_derived(spark):
+    # a backfill derives its rows, then counts, shuffles and writes them: a TTL counted when they were derived would
+    # let them outlive their source by that time
+    now = int(time.time())
+    df = spark.createDataFrame([(1, 5, now + 100), (2, 5, 0), (3, 5, now + 3)],
+                               f"user_id int, {backfill.WRITETIME} long, {backfill.EXPIRES} long")
+    planned = backfill.with_ttl(df)
+    time.sleep(3.2)                            # planned, then computed more than three seconds later
+    taken = int(time.time())
+    rows = {r.user_id: r for r in planned.collect()}
+    assert planned.columns == ["user_id", backfill.WRITETIME, backfill.TTL]
+    assert now + 100 - int(time.time()) <= rows[1][backfill.TTL] <= now + 100 - taken
+    assert rows[2][backfill.TTL] == 0          # no expiry
+    assert 3 not in rows                       # expired before it was written: derives nothing
 
 
 def test_should_record_the_image_of_each_row_that_has_one(spark):
     part = spark.createDataFrame([(1, "ann", "a@x", 10, 0), (2, None, "b@x", 20, 0), (3, "cy", "c@x", 30, 100)],
-                                 f"user_id int, name string, email string, {backfill.WRITETIME} long, {backfill.TTL} int")
+                                 f"user_id int, name string, email string, {backfill.WRITETIME} long, "
+                                 f"{backfill.EXPIRES} long")
     spec = FlowSpec.parse(USERS)
     part = backfill.with_ring_columns(part, spec)
     rows = backfill.lineage_rows(spec, 0, part).collect()
     # no image for the row without a name; a TTL'd row's entry outlives it by the plugin's grace (10 days)
     assert sorted((r["flow"], bytes(r["source_key"]), bytes(r["target_key"]), r["ts"], r[backfill.WRITETIME],
-                   r[backfill.TTL]) for r in rows) == [
+                   r[backfill.EXPIRES]) for r in rows) == [
         ("users_by_name", b"\x00\x00\x00\x04\x00\x00\x00\x01",
          b"\x00\x00\x00\x04\x00\x00\x00\x00" + b"\x00\x00\x00\x03ann", 10, 10, 0),
         ("users_by_name", b"\x00\x00\x00\x04\x00\x00\x00\x03",
@@ -63,7 +87,9 @@ def test_should_date_a_row_by_its_collections_elements_too(spark):
     # a collection's WRITETIME and TTL are its elements' (the connector reads arrays): the newest, and the least
     df = spark.createDataFrame([(1, 10, [5, 40], None, [300, None])],
                                "user_id int, wt_0 long, wt_1 array<long>, ttl_0 int, ttl_1 array<int>")
-    assert_same_rows(backfill.with_write_options(df, fallback_micros=99), [(1, 40, 300)])
+    before = int(time.time())
+    [row] = backfill.with_write_options(df, fallback_micros=99).collect()
+    assert row[backfill.WRITETIME] == 40 and before + 300 <= row[backfill.EXPIRES] <= int(time.time()) + 300
 
 
 def test_should_count_a_waves_source_rows_per_token_range_and_keep_only_its_ranges(spark):

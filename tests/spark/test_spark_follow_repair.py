@@ -8,7 +8,8 @@ from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import backfill, compare, follows, repair  # noqa: E402
 from async_triggers.spec import FlowSpec  # noqa: E402
 
-WT, TTL, SPACING = backfill.WRITETIME, backfill.TTL, follows.SPACING
+WT, EXP, SPACING = backfill.WRITETIME, backfill.EXPIRES, follows.SPACING
+LATER = 4_000_000_000   # an expiry in epoch seconds (2096)
 SOURCE = {"keyspace": "tw", "table": "tweets", "partition_key": ["tweet_id"], "clustering": [],
           "columns": {"tweet_id": "bigint", "author_id": "bigint", "body": "text"}}
 INDEX = {"keyspace": "tw", "table": "async_join_tl", "partition_key": ["m0"], "clustering": ["k0"],
@@ -26,30 +27,32 @@ V = 3 * SPACING   # the version tweet 1's write time falls in
 
 
 def test_should_write_each_target_at_its_stamp_and_a_follower_at_the_follows_change_number(spark, monkeypatch):
-    part = spark.createDataFrame([(1, 5, "hi", V, 0), (2, 6, "yo", V + SPACING, 600)],
-                                 f"tweet_id long, author_id long, body string, {WT} long, {TTL} int")
+    part = spark.createDataFrame([(1, 5, "hi", V, 0), (2, 6, "yo", V + SPACING, LATER)],
+                                 f"tweet_id long, author_id long, body string, {WT} long, {EXP} long")
     copy = spark.createDataFrame([(5, 7, 2, 0, None), (5, 5, 1, 0, None),   # 7 follows 5 (second change), 5 itself
                                   (5, 8, 4, 0, True),                       # 8 unfollowed 5: kept as gone
-                                  (6, 9, 1, 0, None)],
+                                  (6, 9, 1, LATER - 100, None), (6, 10, 1, LATER + 100, None)],
                                  "user_id long, follower_id long, async_n long, async_expires long, async_gone boolean")
     monkeypatch.setattr(follows, "copy_frame", lambda spark, target: copy.where("async_gone is null or not async_gone"))
-    timeline = follows.repair_rows(FlowSpec.parse(SPEC), "tw.timeline", part, {}, WT, TTL)
-    assert_same_rows(timeline.select("user_id", "tweet_id", "body", WT, TTL), [
+    timeline = follows.repair_rows(FlowSpec.parse(SPEC), "tw.timeline", part, {}, WT, EXP)
+    assert_same_rows(timeline.select("user_id", "tweet_id", "body", WT, EXP), [
         (5, 1, "hi", V + SPACING - 1, 0),        # the author's own row; its self-follow's (V + 1) is older
         (7, 1, "hi", V + 2, 0),                  # through the follow, at its change number
-        (6, 2, "yo", V + 2 * SPACING - 1, 600),
-        (9, 2, "yo", V + SPACING + 1, 600),
+        (6, 2, "yo", V + 2 * SPACING - 1, LATER),
+        (9, 2, "yo", V + SPACING + 1, LATER - 100),   # ends with its follow, before the tweet
+        (10, 2, "yo", V + SPACING + 1, LATER),        # with the tweet, before its follow
     ])
-    index = follows.repair_rows(FlowSpec.parse(SPEC), "tw.async_join_tl", part, {}, WT, TTL)
+    index = follows.repair_rows(FlowSpec.parse(SPEC), "tw.async_join_tl", part, {}, WT, EXP)
     assert_same_rows(index.select("m0", "k0", "v0", follows.VERSION, WT), [
         (5, 1, "hi", V, V + SPACING - 2), (6, 2, "yo", V + SPACING, V + 2 * SPACING - 2)])
 
 
 def test_should_leave_an_unexpected_row_without_a_write_time_when_told_to(spark):
-    expected = spark.createDataFrame([(5, 1, "hi", V, 0)], f"user_id long, tweet_id long, body string, {WT} long, {TTL} int")
+    expected = spark.createDataFrame([(5, 1, "hi", V, 0)],
+                                     f"user_id long, tweet_id long, body string, {WT} long, {EXP} long")
     found = spark.createDataFrame([(5, 1, "hi", V), (7, 3, "x", 1_000), (8, 4, None, None)],
                                   f"user_id long, tweet_id long, body string, {repair.FOUND_WRITETIME} long")
-    classified, layout = compare.classify(expected, found, ["user_id", "tweet_id"], carry=(WT, TTL),
+    classified, layout = compare.classify(expected, found, ["user_id", "tweet_id"], carry=(WT, EXP),
                                           found=(repair.FOUND_WRITETIME,), newest=WT, table="tw.timeline")
     assert_same_rows(repair.planned_deletes(classified, layout, None), [(7, 3, 1_000)])
     assert_same_rows(repair.planned_deletes(classified, layout, 77), [(7, 3, 1_000), (8, 4, 77)])
@@ -58,14 +61,14 @@ def test_should_leave_an_unexpected_row_without_a_write_time_when_told_to(spark)
 def test_should_confirm_a_row_at_the_stamp_the_repair_wrote_it_at_and_not_one_it_could_not_write(spark):
     cells = backfill.CELLS
     expected = spark.createDataFrame([(7, 1, "hi", 1_000, 0, ["body"], 1), (8, 1, "hi", 1_000, 0, ["body"], 1)],
-                                     f"user_id long, tweet_id long, body string, {WT} long, {TTL} int, "
+                                     f"user_id long, tweet_id long, body string, {WT} long, {EXP} long, "
                                      f"{cells} array<string>, src_tweet_id long")
     found = spark.createDataFrame([], f"user_id long, tweet_id long, body string, {repair.FOUND_WRITETIME} long")
     classified, layout = compare.classify(expected, found, ["user_id", "tweet_id"],
-                                          carry=(WT, TTL, cells, "src_tweet_id"), found=(repair.FOUND_WRITETIME,),
+                                          carry=(WT, EXP, cells, "src_tweet_id"), found=(repair.FOUND_WRITETIME,),
                                           newest=WT, table="tw.timeline")
     writes = spark.createDataFrame([(7, 1, "hi", V + 2, 0)],   # 8's follow is not in the copy: nothing written
-                                   f"user_id long, tweet_id long, body string, {WT} long, {TTL} int")
+                                   f"user_id long, tweet_id long, body string, {WT} long, {EXP} long")
     wanted = repair.restamped(repair.wanted_rows(classified, layout, 1), writes, layout)
     got = sorted((repair.as_wanted(r, layout) for r in wanted.collect()), key=lambda w: w.key)
     assert [(w.key, w.values, w.source_writetime, w.source_key, w.written) for w in got] == [

@@ -15,7 +15,7 @@ from async_triggers.spark_jobs.repair import Repaired  # noqa: E402
 from async_triggers.spark_jobs.verify_run import FlowReport, Options  # noqa: E402
 from async_triggers.spec import FlowSpec  # noqa: E402
 
-WT, TTL, FOUND = backfill.WRITETIME, backfill.TTL, repair.FOUND_WRITETIME
+WT, EXP, FOUND = backfill.WRITETIME, backfill.EXPIRES, repair.FOUND_WRITETIME
 
 # one source, two tables: orders_by_status's key carries the source partition key (tenant), by_order's does not
 SPEC = {
@@ -78,18 +78,18 @@ def test_should_add_up_the_token_ranges_to_the_whole_table_comparison(spark):
 
 def classified(spark, source_rows, actual_rows):
     source = spark.createDataFrame(source_rows, f"tenant int, order_id int, status string, total int, "
-                                                f"{WT} long, {TTL} int")
+                                                f"{WT} long, {EXP} long")
     spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][:1]))
-    exp = derive.expected_rows(spec, source, {}, carry=(WT, TTL))["shop.orders_by_status"]
+    exp = derive.expected_rows(spec, source, {}, carry=(WT, EXP))["shop.orders_by_status"]
     actual = spark.createDataFrame(actual_rows, f"status string, tenant int, order_id int, total int, {FOUND} long")
-    return compare.classify(exp, actual, ["status", "tenant", "order_id"], carry=(WT, TTL), found=(FOUND,),
+    return compare.classify(exp, actual, ["status", "tenant", "order_id"], carry=(WT, EXP), found=(FOUND,),
                             newest=WT)
 
 
 def test_should_write_missing_and_wrong_rows_at_their_source_rows_time_and_delete_unexpected_rows_at_their_own(spark):
     df, layout = classified(spark, [
         (1, 1, "open", 10, 1_000, 0),         # present
-        (1, 2, "open", 20, 2_000, 3600),      # missing: written at 2000 with what is left of its TTL
+        (1, 2, "open", 20, 2_000, 3600),      # missing: written at 2000, expiring with its source
         (1, 3, "paid", 30, 3_000, 0),         # wrong (older in the table): written at 3000
         (1, 4, "paid", 40, 4_000, 0),         # wrong, but the table's row is newer: left alone
     ], [
@@ -100,7 +100,7 @@ def test_should_write_missing_and_wrong_rows_at_their_source_rows_time_and_delet
         ("gone", 1, 6, None, None),           # unexpected, no readable write time: deleted at the run's start
     ])
     writes = repair.planned_writes(df, layout)
-    assert writes.columns == ["status", "tenant", "order_id", "total", WT, TTL]
+    assert writes.columns == ["status", "tenant", "order_id", "total", WT, EXP]
     assert_same_rows(writes, [("open", 1, 2, 20, 2_000, 3600), ("paid", 1, 3, 30, 3_000, 0)])
     assert_same_rows(repair.planned_deletes(df, layout, fallback_micros=77),
                      [("gone", 1, 5, 5_000), ("gone", 1, 6, 77)])
@@ -111,10 +111,10 @@ def test_should_write_the_newest_source_rows_values_when_several_derive_one_key(
     # two source rows (tenants 1 and 2, order 7) derive the same by_order row: the newer one's status is written
     spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][1:]))
     source = spark.createDataFrame([(1, 7, "open", 1, 5_000, 0), (2, 7, "paid", 1, 6_000, 0)],
-                                   f"tenant int, order_id int, status string, total int, {WT} long, {TTL} int")
-    exp = derive.expected_rows(spec, source, {}, carry=(WT, TTL))["shop.by_order"]
+                                   f"tenant int, order_id int, status string, total int, {WT} long, {EXP} long")
+    exp = derive.expected_rows(spec, source, {}, carry=(WT, EXP))["shop.by_order"]
     actual = spark.createDataFrame([(7, "lost", 1_000)], f"order_id int, status string, {FOUND} long")
-    df, layout = compare.classify(exp, actual, ["order_id"], carry=(WT, TTL), found=(FOUND,), newest=WT)
+    df, layout = compare.classify(exp, actual, ["order_id"], carry=(WT, EXP), found=(FOUND,), newest=WT)
     assert_same_rows(repair.planned_writes(df, layout), [(7, "paid", 6_000, 0)])
 
 
@@ -146,8 +146,8 @@ def test_should_hand_the_read_back_each_row_with_its_source_key_and_cells(spark)
     spec = FlowSpec.parse(dict(SPEC, targets=SPEC["targets"][:1]))
     source = spark.createDataFrame(
         [(1, 1, "open", 10, 5_000, 60, [5_000, 4_000]), (2, 2, "paid", 20, 6_000, 0, [6_000, None])],
-        f"tenant int, order_id int, status string, total int, {WT} long, {TTL} int, {backfill.CELLS} array<long>")
-    carry = (WT, TTL, backfill.CELLS, "tenant", "order_id")
+        f"tenant int, order_id int, status string, total int, {WT} long, {EXP} long, {backfill.CELLS} array<long>")
+    carry = (WT, EXP, backfill.CELLS, "tenant", "order_id")
     exp = derive.expected_rows(spec, source, {}, carry=carry)["shop.orders_by_status"]
     actual = spark.createDataFrame([("paid", 2, 2, 99, 9_000)],
                                    f"status string, tenant int, order_id int, total int, {FOUND} long")

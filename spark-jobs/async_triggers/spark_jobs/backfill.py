@@ -8,9 +8,10 @@ Exit code: 0 when every token range is done, 1 when the backfill could not run (
 How it converges with the live propagation that runs meanwhile (docs/design.md, "Backfill"):
 
 - Every derived row is written at the source row's own timestamp: the newest WRITETIME of the source cells the flow
-  reads (a task's timestamp is its write's), and with the least remaining TTL among them (none: no TTL), so a
-  derived row never outlives a value it was derived from. A live write or delete of the row is newer and wins
-  whichever of the two lands first; a backfill write never overwrites newer data. A row with none of those cells set
+  reads (a task's timestamp is its write's), and expires when the first of them with a TTL does (none: no TTL), so
+  a derived row does not outlive a value it was derived from, however long after its read it is written (by a
+  second or two at most: CQL reads a remaining TTL in whole seconds; ``source_rows.with_ttl``). A live write or
+  delete of the row is newer and wins whichever of the two lands first; a backfill write never overwrites newer data. A row with none of those cells set
   (key columns only) has no readable timestamp: it is written at the run's start time.
 - Lineage targets: like the plugin's task, the backfill first records each row's image in
   ``async_triggers.lineage`` at that timestamp (and, on a clustered source, its key in ``lineage_keys``), then
@@ -41,7 +42,7 @@ from async_triggers.spec import FlowSpec
 from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
 from .source_rows import (  # noqa: F401 (verify_run, repair and the tests read them here too)
-    CELLS, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_in, token_udf, with_ring_columns, with_write_options, write_rows)
+    CELLS, EXPIRES, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_in, token_udf, with_ring_columns, with_ttl, with_write_options, write_rows)
 
 DEFAULT_RANGES = 16
 # writes in flight per Spark task, for the rows and lineage entries a backfill writes (the bulk writer keeps 64;
@@ -128,14 +129,14 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
         took("lineage entries written", started)
     written = 0
     for target in spec.targets:
-        clash = {WRITETIME, TTL} & set(target.columns)
+        clash = {WRITETIME, TTL, EXPIRES} & set(target.columns)
         if clash:
             raise BackfillError(f"flow '{spec.name}': {target.qualified} has a column named "
                                 f"{', '.join(sorted(clash))}, which the backfill uses for its write options")
         if following is not None and target is following:
-            rows = follows.following_rows(spark, target, part, WRITETIME, TTL)   # over the copy, after the join index
+            rows = follows.following_rows(spark, target, part, WRITETIME, EXPIRES)   # over the copy, after the join index
         else:
-            rows = derive.target_rows(target, part, fanout_dfs, list(target.columns), carry=(WRITETIME, TTL))
+            rows = derive.target_rows(target, part, fanout_dfs, list(target.columns), carry=(WRITETIME, EXPIRES))
         if following is not None:
             rows = follows.stamped(target, rows, WRITETIME)
         rows = rows.persist()
@@ -143,12 +144,9 @@ def write_range(spec: FlowSpec, part, fanout_dfs: Mapping[str, object], spark=No
             started = time.monotonic()
             n = rows.count()
             written += n
-            # a following fan-out's rows carry a TTL counted from when they were derived (the follow's expiry in the
-            # copy): regrouping them would delay their write by a shuffle, and they would outlive the follow by it
-            batched = target is not following
             write_rows(rows, target.keyspace, target.table, concurrency=WRITE_CONCURRENCY,
-                       partition_key=target.partition_key if batched and target.clustering else (),
-                       by_replicas=batched and not target.clustering)
+                       partition_key=target.partition_key if target.clustering else (),
+                       by_replicas=not target.clustering)
             took(f"{n} rows of {target.qualified} derived and written", started)
         finally:
             rows.unpersist()

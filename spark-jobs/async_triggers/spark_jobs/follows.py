@@ -69,21 +69,22 @@ def copy_frame(spark, target: Target):
     return df.where(F.col(GONE).isNull() | ~F.col(GONE))
 
 
-def following_rows(spark, target: Target, part, writetime: str, ttl: str, at_change: bool = False):
+def following_rows(spark, target: Target, part, writetime: str, expires: str, at_change: bool = False):
     """The following fan-out's rows of the source rows of ``part``, over the copy as it is now (read after the join
-    index rows of ``part`` were written), each living no longer than its fan-out row (the copy's expiry).
-    ``at_change``: each row's ``writetime`` (the version) plus its fan-out row's change number, the stamp its
-    fan-out row's last task wrote it at (a repair); else the version, below any task's stamp (a backfill)."""
-    import time
-
+    index rows of ``part`` were written), each ending no later than its fan-out row (the copy's expiry): ``expires``
+    (epoch seconds, 0: never, as ``source_rows.with_write_options`` gives it) the first of the source row's, the
+    fan-out row's and the recency bound's. ``at_change``: each row's ``writetime`` (the version) plus its fan-out
+    row's change number, the stamp its fan-out row's last task wrote it at (a repair); else the version, below any
+    task's stamp (a backfill)."""
     from pyspark.sql import functions as F
 
     from . import derive
+    from .source_rows import now_seconds
 
     cap, change = "backfill_follow_expires", "backfill_follow_change"
     extended = dataclasses.replace(target, columns={**target.columns, cap: f"row.{EXPIRES}", change: f"row.{CHANGE}"})
     rows = derive.target_rows(extended, part, {target.fanout.qualified: copy_frame(spark, target)},
-                              list(target.columns) + [cap, change], carry=(writetime, ttl))
+                              list(target.columns) + [cap, change], carry=(writetime, expires))
     if at_change:
         rows = rows.withColumn(writetime, F.col(writetime) + F.coalesce(F.col(change), F.lit(0)).cast("long"))
     rows = rows.drop(change)
@@ -92,15 +93,14 @@ def following_rows(spark, target: Target, part, writetime: str, ttl: str, at_cha
         ends = F.floor(recent_mod.time_millis(recent.target_column, recent.type) / 1000).cast("long") \
             + recent.seconds
         rows = rows.withColumn(cap, F.when(F.col(cap) > 0, F.least(F.col(cap), ends)).otherwise(ends))
-    left = (F.col(cap) - F.lit(int(time.time()))).cast("int")
-    capped = F.when(F.col(cap) > 0, F.when((F.col(ttl) > 0) & (F.col(ttl) < left), F.col(ttl)).otherwise(left)) \
-        .otherwise(F.col(ttl))
-    # a fan-out row expired since the copy was read, or a row past the recency bound, derives nothing (TTL 0 would
-    # mean no expiry)
-    return rows.where((F.col(cap) == 0) | (left > 0)).withColumn(ttl, capped).drop(cap)
+    own, other = F.col(expires), F.coalesce(F.col(cap), F.lit(0)).cast("long")
+    first = F.when(own == 0, other).when(other == 0, own).otherwise(F.least(own, other))
+    # a fan-out row expired since the copy was read, or a row past the recency bound, derives nothing (the write
+    # leaves out what expires before it, too: source_rows.with_ttl)
+    return rows.withColumn(expires, first).where((F.col(expires) == 0) | (F.col(expires) > now_seconds())).drop(cap)
 
 
-def repair_rows(spec: FlowSpec, table: str, part, fanouts: Mapping, writetime: str, ttl: str):
+def repair_rows(spec: FlowSpec, table: str, part, fanouts: Mapping, writetime: str, expires: str):
     """What a repair writes into ``table`` for the source rows of ``part`` (``writetime`` already their version):
     each target's rows at the stamp the plugin gives them within the version, the following fan-out's over the copy
     at its fan-out rows' change numbers; per key the row with the newest stamp (the author's own row and a follow of
@@ -114,9 +114,9 @@ def repair_rows(spec: FlowSpec, table: str, part, fanouts: Mapping, writetime: s
     frames = []
     for target in group:
         if target.follows:
-            rows = following_rows(part.sparkSession, target, part, writetime, ttl, at_change=True)
+            rows = following_rows(part.sparkSession, target, part, writetime, expires, at_change=True)
         else:
-            rows = derive.target_rows(target, part, fanouts, list(target.columns), carry=(writetime, ttl))
+            rows = derive.target_rows(target, part, fanouts, list(target.columns), carry=(writetime, expires))
         frames.append(stamped(target, rows, writetime))
     rows = frames[0]
     for more in frames[1:]:

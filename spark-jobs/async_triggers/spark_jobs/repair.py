@@ -1,10 +1,11 @@
 """``ctl verify --repair``: what a verification found different, made right, at timestamps that never shadow a newer
 write (docs/design.md, "Verify and repair").
 
-- A **missing** row, and a row with a **wrong value**, is written with its source row's own write time and remaining
-  TTL, as the backfill writes it (``backfill.write_rows``: the connector's per-row ``writetime``/``ttl`` options,
-  ``backfill_writetime`` = the newest WRITETIME of the source cells the flow reads, ``backfill_ttl`` = their least
-  remaining TTL; a source row without such a cell gets the run's start time). A newer write of the source row, and
+- A **missing** row, and a row with a **wrong value**, is written with its source row's own write time and expiry,
+  as the backfill writes it (``backfill.write_rows``: the connector's per-row ``writetime``/``ttl`` options,
+  ``backfill_writetime`` = the newest WRITETIME of the source cells the flow reads, ``backfill_expires`` = when the
+  first of them with a TTL expires, a TTL reckoned from it as the row is written; a source row without such a cell
+  gets the run's start time). A newer write of the source row, and
   the derived write of its task, carry a later timestamp and win; the repair's write never overwrites newer data.
   So a wrong value whose row in the table is *newer* than its source row (written there by something else) cannot
   be repaired this way: it is not written here. On a tie a null wins (a tombstone), a value wins if it is the greater
@@ -32,7 +33,7 @@ from typing import Iterable, Mapping, Sequence
 from async_triggers.spec import FlowSpec
 
 from . import derive
-from .backfill import TTL, WRITETIME
+from .backfill import EXPIRES, TTL, WRITETIME
 from .compare import Layout
 from .errors import VerifyError
 from .repair_confirm import driver_value
@@ -76,14 +77,14 @@ def blocked(layout: Layout):
 
 def planned_writes(classified, layout: Layout):
     """The rows to write (missing, and wrong values not :func:`blocked`): the target's compared columns under their
-    own names, then ``backfill_writetime`` and ``backfill_ttl`` (the best candidate's: the newest source row)."""
+    own names, then ``backfill_writetime`` and ``backfill_expires`` (the best candidate's: the newest source row)."""
     from pyspark.sql import functions as F
 
     rows = classified.where(F.col("kind").isin("missing", "wrong_value") & ~blocked(layout))
     return rows.select(*[F.col(f"k{i}") for i in range(len(layout.keys))],
                        *[F.col(f"e{j}") for j in range(len(layout.values))],
-                       F.col(f"x{layout.carry.index(WRITETIME)}"), F.col(f"x{layout.carry.index(TTL)}")) \
-        .toDF(*layout.keys, *layout.values, WRITETIME, TTL)
+                       F.col(f"x{layout.carry.index(WRITETIME)}"), F.col(f"x{layout.carry.index(EXPIRES)}")) \
+        .toDF(*layout.keys, *layout.values, WRITETIME, EXPIRES)
 
 
 def planned_deletes(classified, layout: Layout, fallback_micros: int | None):
@@ -206,7 +207,7 @@ def delete_rows(session, keyspace: str, table: str, key_columns: Sequence[str], 
 
 def repair_table(session, spec: FlowSpec, table: str, classified, layout: Layout, part, consistency: str,
                  fallback_micros: int, fanouts: Mapping | None = None) -> Repaired:
-    """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``TTL``, ``CELLS``
+    """Repairs what ``classified`` (one table's differences in one unit, carrying ``WRITETIME``, ``EXPIRES``, ``CELLS``
     and the source key columns) found: lineage images of ``part`` (the unit's source rows, with their write options and
     lineage ``source_key``) for the lineage targets writing the table, then the rows, then the deletes; then reads
     them back (``repair_confirm``).
@@ -226,7 +227,7 @@ def repair_table(session, spec: FlowSpec, table: str, classified, layout: Layout
 
     keyspace, name = table.split(".", 1)
     targets = derive.targets_by_table(spec)[table]
-    clash = {WRITETIME, TTL} & {c for t in targets for c in t.columns}
+    clash = {WRITETIME, TTL, EXPIRES} & {c for t in targets for c in t.columns}
     if clash:
         raise VerifyError(f"flow '{spec.name}': {table} has a column named {', '.join(sorted(clash))}, which the "
                           "repair uses for its write options")
@@ -240,7 +241,7 @@ def repair_table(session, spec: FlowSpec, table: str, classified, layout: Layout
             .select(*[F.col(f"k{i}").alias(k) for i, k in enumerate(layout.keys)])   # read from the unit's cached comparison
         if wanted_keys.count():
             part = follows.at_versions(spec, part, WRITETIME, consistency)
-            writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, TTL) \
+            writes = follows.repair_rows(spec, table, part, fanouts or {}, WRITETIME, EXPIRES) \
                 .join(wanted_keys, on=list(layout.keys), how="left_semi")
     writes = writes.persist()   # kept until the read back: a following flow's rows are confirmed at its stamps
     try:

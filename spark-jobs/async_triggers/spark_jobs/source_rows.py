@@ -13,6 +13,10 @@ from . import derive, ring
 
 # the columns the connector binds to USING TIMESTAMP / USING TTL; bind markers start with a letter, hence no "__"
 WRITETIME, TTL = "backfill_writetime", "backfill_ttl"
+# what the jobs carry instead of a TTL: when the row expires, in epoch seconds (0: never). A TTL counts from its
+# write, so it is reckoned from this only as each row is handed to the connector (:func:`write_rows`): a row derived
+# now and written later (after a shuffle, a count, the lineage entries) still expires with its source
+EXPIRES = "backfill_expires"
 # a verification's repair carries it (repair_confirm): the write time of each simple dated cell of a source row
 CELLS = "backfill_cells"
 TOKEN, SOURCE_KEY = "backfill_token", "backfill_source_key"
@@ -38,10 +42,18 @@ def simple_timestamp_columns(spec: FlowSpec) -> list[str]:
             if not str(types.get(c, "")).lower().startswith(("list<", "set<", "map<"))]
 
 
+def now_seconds():
+    """The wall clock in whole epoch seconds as a Spark column read anew for each row when it is computed (``reflect``
+    is nondeterministic: Spark neither folds it into a constant nor computes it once per query)."""
+    from pyspark.sql import functions as F
+    return F.floor(F.expr("CAST(reflect('java.lang.System', 'currentTimeMillis') AS BIGINT)") / 1000).cast("long")
+
+
 def with_write_options(df, fallback_micros: int):
     """``df`` (key and read columns plus ``wt_<i>``/``ttl_<i>`` per timestamp column) with the row's
-    ``backfill_writetime`` (newest cell, else ``fallback_micros``) and ``backfill_ttl`` (least remaining TTL, 0 for
-    none: TTL 0 means no expiry)."""
+    ``backfill_writetime`` (newest cell, else ``fallback_micros``) and ``backfill_expires``: when its first cell with
+    a TTL expires (the least remaining TTL from the clock as the row is read; 0: none expires). Cassandra reckons a
+    remaining TTL at the read's own second, a moment before: the expiry is that or at most about a second later."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import ArrayType
 
@@ -51,8 +63,9 @@ def with_write_options(df, fallback_micros: int):
     ttls = [F.array_min(c) if c in arrays else F.col(c) for c in df.columns if c.startswith("ttl_")]
     newest = (wts[0] if len(wts) == 1 else F.greatest(*wts)) if wts else F.lit(None)
     least = (ttls[0] if len(ttls) == 1 else F.least(*ttls)) if ttls else F.lit(None)
+    least = F.coalesce(least.cast("long"), F.lit(0))
     return (df.withColumn(WRITETIME, F.coalesce(newest.cast("long"), F.lit(fallback_micros)))
-              .withColumn(TTL, F.coalesce(least.cast("int"), F.lit(0)))
+              .withColumn(EXPIRES, F.when(least > 0, now_seconds() + least).otherwise(F.lit(0).cast("long")))
               .drop(*[c for c in df.columns if c.startswith(("wt_", "ttl_"))]))
 
 
@@ -116,10 +129,12 @@ def lineage_rows(spec: FlowSpec, index: int, part):
             if k in target.partition_key:
                 known = known & (F.length(F.col(c)) > 0)
     key = _lineage_key_udf(index, [types[c] for c in cols])(*[F.col(c) for c in cols])
-    # a TTL'd row's entry lives its rows' TTL plus the grace the plugin gives it (a late older image stays away)
-    entry_ttl = F.when(F.col(TTL) > 0, F.col(TTL) + LINEAGE_TTL_GRACE_SECONDS).otherwise(F.lit(0)).alias(TTL)
+    # a TTL'd row's entry outlives its rows by the grace the plugin gives it (a late older image stays away)
+    entry_expires = F.when(F.col(EXPIRES) > 0, F.col(EXPIRES) + LINEAGE_TTL_GRACE_SECONDS) \
+        .otherwise(F.lit(0).cast("long")).alias(EXPIRES)
     return part.where(known).select(F.lit(spec.name).alias("flow"), F.col(SOURCE_KEY).alias("source_key"),
-                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME), entry_ttl)
+                                    key.alias("target_key"), F.col(WRITETIME).alias("ts"), F.col(WRITETIME),
+                                    entry_expires)
 
 
 def lineage_key_rows(spec: FlowSpec, part):
@@ -167,10 +182,23 @@ def read_source(spark, spec: FlowSpec, fallback_micros: int, options: Mapping[st
     return with_ring_columns(with_write_options(df, fallback_micros), spec)
 
 
+def with_ttl(df):
+    """``df`` with each row's ``backfill_ttl`` reckoned from its ``backfill_expires`` at this moment, that column
+    dropped, and the rows that expired meanwhile left out (they derive nothing; TTL 0 would mean none). Computed row
+    by row as the connector takes it, after any shuffle: Cassandra counts the TTL from its own clock, which is at or
+    past the one read here, so a written row expires when ``backfill_expires`` says or within the second after."""
+    from pyspark.sql import functions as F
+
+    left = F.col(EXPIRES) - now_seconds()
+    ttl = F.when(F.col(EXPIRES) > 0, left).otherwise(F.lit(0)).cast("int")
+    return df.withColumn(TTL, ttl).where((F.col(EXPIRES) == 0) | (F.col(TTL) > 0)).drop(EXPIRES)
+
+
 def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
                concurrency: int | None = None, partition_key: Sequence[str] = (), by_replicas: bool = False) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
-    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it).
+    per-row ``writetime``/``ttl`` write options name a column, which it binds instead of writing it). ``ttl``: the
+    rows carry ``backfill_expires``, turned into a TTL as each is written (:func:`with_ttl`).
     ``consistency``: this write's level instead of the session's (spark.cassandra.output.consistency.level);
     ``concurrency``: writes in flight per Spark task instead of the session's.
 
@@ -194,6 +222,8 @@ def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str
         options["spark.cassandra.output.concurrent.writes"] = str(concurrency)
 
     def append(frame, more: Mapping[str, str] | None = None) -> None:
+        if ttl:
+            frame = with_ttl(frame)
         frame.write.format(CASSANDRA_FORMAT).options(**options, **(more or {})).mode("append").save()
 
     size, rows = (batches.value_bytes(df), batches.rows_per_batch(len(df.columns))) if by_replicas else (None, 1)

@@ -150,7 +150,7 @@ def compare_unit(spec: FlowSpec, unit, source, fanouts: Mapping, targets: Mappin
     from pyspark.sql import functions as F
 
     # a repair reads each row back and its source row again (repair_confirm): the source key and cells ride along
-    carry = (backfill.WRITETIME, backfill.TTL, backfill.CELLS, *backfill.source_key_columns(spec)) \
+    carry = (backfill.WRITETIME, backfill.EXPIRES, backfill.CELLS, *backfill.source_key_columns(spec)) \
         if options.repair else ()
     found = (FOUND_WRITETIME,) if options.repair else ()
     final = unit == verify_progress.FINAL
