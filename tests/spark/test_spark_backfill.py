@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 
+from pyspark.sql import functions as F  # noqa: E402
 from spark_helpers import assert_same_rows  # noqa: E402
 from async_triggers.spark_jobs import backfill, backfill_lineage, ring  # noqa: E402
 from async_triggers.spec import FlowSpec  # noqa: E402
@@ -62,6 +63,23 @@ def test_should_record_the_image_of_each_row_that_has_one(spark):
          b"\x00\x00\x00\x04\x00\x00\x00\x00" + b"\x00\x00\x00\x03ann", 10, 10, 0),
         ("users_by_name", b"\x00\x00\x00\x04\x00\x00\x00\x03",
          b"\x00\x00\x00\x04\x00\x00\x00\x00" + b"\x00\x00\x00\x02cy", 30, 30, 100 + 10 * 86400)]
+
+
+def test_should_give_the_same_images_from_the_key_and_image_columns_alone(spark):
+    # the convergence reads the source again for its images only: the key, the lineage columns, a target's key
+    spec = FlowSpec.parse(USERS)
+    assert backfill.image_columns(spec) == ["user_id", "name"]
+    whole = spark.createDataFrame([(1, "ann", "a@x", 10, 0), (2, None, "b@x", 20, 0), (3, "", None, 30, 4_000_000_000)],
+                                  f"user_id int, name string, email string, {backfill.WRITETIME} long, "
+                                  f"{backfill.EXPIRES} long")
+    narrow = whole.select("user_id", "name").withColumn(backfill.WRITETIME, F.lit(0).cast("long")) \
+        .withColumn(backfill.EXPIRES, F.lit(0).cast("long"))
+
+    def images(df):
+        rows = backfill.lineage_rows(spec, 0, backfill.with_ring_columns(df, spec)).collect()
+        return sorted((bytes(r["source_key"]), bytes(r["target_key"])) for r in rows)
+
+    assert images(narrow) == images(whole) and len(images(whole)) == 1   # no name, an empty name: no image
 
 
 def test_should_find_every_recorded_image_the_source_rows_no_longer_have(spark):

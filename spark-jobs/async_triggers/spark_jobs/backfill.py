@@ -42,7 +42,7 @@ from async_triggers.spec import FlowSpec
 from . import checkpoints, derive, follows, ring
 from .errors import AsyncTriggersError, BackfillError
 from .source_rows import (  # noqa: F401 (verify_run, repair and the tests read them here too)
-    CELLS, EXPIRES, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_in, token_udf, with_ring_columns, with_ttl, with_write_options, write_rows)
+    CELLS, EXPIRES, LINEAGE_TTL_GRACE_SECONDS, LINEAGE_WRITE_CONSISTENCY, SOURCE_KEY, TOKEN, TTL, WRITETIME, image_columns, in_range, lineage_key_rows, lineage_rows, quoted, read_source, simple_timestamp_columns, source_key_columns, timestamp_columns, token_in, token_udf, with_ring_columns, with_ttl, with_write_options, write_rows)
 
 DEFAULT_RANGES = 16
 # writes in flight per Spark task, for the rows and lineage entries a backfill writes (the bulk writer keeps 64;

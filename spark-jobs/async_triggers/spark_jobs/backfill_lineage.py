@@ -118,7 +118,7 @@ def _mark_gone(session, index: Target, values: Mapping, version: int) -> int:
 def converge(spark, session, spec: FlowSpec, progress: Callable[[str], None], label: str | None = None,
              fresh_source: Callable[[], object] | None = None) -> int:
     """Deletes every recorded image of ``spec`` that its source row no longer has, and its rows; returns how many.
-    ``fresh_source`` reads the source again (as ``backfill.read_source`` does, at ALL); ``label`` starts the progress
+    ``fresh_source`` reads the source again (default ``source_rows.read_images``, at ALL); ``label`` starts the progress
     line (default: ``backfill <flow>``)."""
     from cassandra import ConsistencyLevel
     from cassandra.query import SimpleStatement
@@ -133,8 +133,10 @@ def converge(spark, session, spec: FlowSpec, progress: Callable[[str], None], la
                          ["flow", "source_key", "target_key", "ts", "written"]).persist()
     try:
         lineage.count()   # the entries first: one recorded after this read belongs to a task that reads the row later
-        source = (fresh_source() if fresh_source else source_rows.read_source(
-            spark, spec, 0, options={"spark.cassandra.input.consistency.level": "ALL"})).persist()   # whole rows
+        # the images the rows give now: their key and image columns at ALL, without the other columns and any
+        # cell's write time and TTL, which the images do not need
+        source = (fresh_source() if fresh_source else source_rows.read_images(
+            spark, spec, {"spark.cassandra.input.consistency.level": "ALL"})).persist()
         fresh = None
         for index, target in enumerate(spec.targets):
             if target.mode == "lineage":

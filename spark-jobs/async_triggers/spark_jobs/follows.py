@@ -169,7 +169,9 @@ def fill_copy(spark, spec: FlowSpec | Mapping, consistency: str, progress) -> in
         .withColumn(source_rows.WRITETIME, F.lit(0).cast("long")).persist()
     try:
         n = df.count()
-        source_rows.write_rows(df, follow.keyspace, follow.table, ttl=False, consistency=consistency)
+        # keyed like the fan-out table by what the plugin reads it by, the match: a partition's rows in batches
+        source_rows.write_rows(df, follow.keyspace, follow.table, ttl=False, consistency=consistency,
+                               partition_key=list(fan.match))
     finally:
         df.unpersist()
     progress(f"backfill {spec.name}: {n} rows of {fan.qualified} copied for its following fan-out")

@@ -194,6 +194,32 @@ def with_ttl(df):
     return df.withColumn(TTL, ttl).where((F.col(EXPIRES) == 0) | (F.col(TTL) > 0)).drop(EXPIRES)
 
 
+def image_columns(spec: FlowSpec) -> list[str]:
+    """The source columns :func:`lineage_rows` reads: the key, each lineage target's lineage columns and, for one
+    without a fan-out, the columns its key comes from."""
+    columns = source_key_columns(spec)
+    for target in spec.targets:
+        if target.mode != "lineage":
+            continue
+        columns += list(target.lineage_columns)
+        if target.fanout is None:
+            columns += [derive.parse_ref(target.columns[k])[1] for k in derive.primary_key(target)]
+    return list(dict.fromkeys(columns))
+
+
+def read_images(spark, spec: FlowSpec, options: Mapping[str, str] | None = None):
+    """The source rows as far as :func:`lineage_rows` needs them to give each row's images now: the
+    :func:`image_columns` and the ring columns, without write times (their write options are left 0). A row the
+    read leaves out has no live cell in those columns, so it has no image either."""
+    from pyspark.sql import functions as F
+
+    from .session import read_table
+
+    df = read_table(spark, spec.source.keyspace, spec.source.table, image_columns(spec), options)
+    df = df.withColumn(WRITETIME, F.lit(0).cast("long")).withColumn(EXPIRES, F.lit(0).cast("long"))
+    return with_ring_columns(df, spec)
+
+
 def write_rows(df, keyspace: str, table: str, ttl: bool = True, consistency: str | None = None,
                concurrency: int | None = None, partition_key: Sequence[str] = (), by_replicas: bool = False) -> None:
     """Appends ``df`` with each row's own USING TIMESTAMP (and TTL) from its option columns (the connector's
