@@ -11,8 +11,9 @@ How it converges with the live propagation that runs meanwhile (docs/design.md, 
   reads (a task's timestamp is its write's), and expires when the first of them with a TTL does (none: no TTL), so
   a derived row does not outlive a value it was derived from, however long after its read it is written (by a
   second or two at most: CQL reads a remaining TTL in whole seconds; ``source_rows.with_ttl``). A live write or
-  delete of the row is newer and wins whichever of the two lands first; a backfill write never overwrites newer data. A row with none of those cells set
-  (key columns only) has no readable timestamp: it is written at the run's start time.
+  delete of the row is newer and wins whichever of the two lands first; a backfill write never overwrites newer
+  data. A row with none of those cells set (key columns only) has no readable timestamp: it is written at the run's
+  start time.
 - Lineage targets: like the plugin's task, the backfill first records each row's image in
   ``async_triggers.lineage`` at that timestamp (and, on a clustered source, its key in ``lineage_keys``), then
   writes the rows; a live task of the row has a newer version and deletes the images it does not have. After the
