@@ -88,3 +88,59 @@ def test_should_say_when_the_flow_did_not_keep_up_with_the_rate():
     lines, _ = lag_by_fanout.report(summary, 992.0, 1240.0, 4437.0, drain_s=45.2)
     assert "did not keep up with 992 msg/s" in lines[-1] and "took 45 s to drain" in lines[-1]
     assert "did not drain" in lag_by_fanout.report(summary, 992.0, 1240.0, None, drain_s=None)[0][-1]
+
+
+class Future:
+    def __init__(self, rows=None, error=None):
+        self.rows, self.error = rows, error
+
+    def result(self):
+        if self.error:
+            raise self.error
+        return self.rows
+
+
+class Session:
+    """Answers a read of a group with the users that have the row; fails the groups that hold a user in ``fail``;
+    records each request and how many were in flight when it was sent (answered when its result is taken)."""
+
+    def __init__(self, present, fail=()):
+        self.present, self.fail = set(present), set(fail)
+        self.requests, self.in_flight_at_send, self._open = [], [], []
+
+    def execute_async(self, statement, values):
+        users, tweet = values
+        users = [users] if statement == "single" else list(users)
+        self.requests.append((statement, users, tweet))
+        self._open = [f for f in self._open if not getattr(f, "taken", False)]
+        self.in_flight_at_send.append(len(self._open))
+        future = Future([(u,) for u in users if u in self.present],
+                        RuntimeError("timeout") if self.fail & set(users) else None)
+        original = future.result
+
+        def result():
+            future.taken = True
+            return original()
+        future.result = result
+        self._open.append(future)
+        return future
+
+
+def test_should_sweep_the_rows_a_group_of_partitions_to_a_request_a_few_requests_in_flight():
+    users = list(range(1, 251))
+    session = Session(present=[u for u in users if u % 7], fail=[150])
+    found, failed = fanout_probe.found_rows(session, "single", "grouped", "t1", users, group=100, in_flight=2)
+    assert [(s, len(us)) for s, us, _ in session.requests] == [("grouped", 100), ("grouped", 100), ("grouped", 50)]
+    assert all(t == "t1" for _, _, t in session.requests)
+    assert max(session.in_flight_at_send) == 1, "the third request waits for the first's answer"
+    assert failed == 1, "the group holding user 150 failed"
+    assert found == {u for u in users if u % 7 and not 101 <= u <= 200}, "a failed group's users count as not found"
+
+
+def test_should_read_a_lone_user_with_the_single_partition_read():
+    session = Session(present=[42])
+    found, failed = fanout_probe.found_rows(session, "single", "grouped", "t", [42], group=100)
+    assert (found, failed) == ({42}, 0)
+    assert session.requests == [("single", [42], "t")]
+    found, _ = fanout_probe.found_rows(session, "single", "grouped", "t", [1, 2, 3, 42], group=3)
+    assert found == {42} and [s for s, _, _ in session.requests[1:]] == ["grouped", "single"]
