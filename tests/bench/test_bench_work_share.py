@@ -112,3 +112,15 @@ def test_should_derive_the_controls_rows_as_the_flow_does_and_read_the_flow_agai
     assert figures["control_growth"] == pytest.approx([2.0, 2.0])
     assert figures["flow_over_control_growth"] == pytest.approx([1.0, 2.0 / 3.0])
     assert lines[1] == "  2 nodes: cluster 1.000, 1.000   the flow / the control: 2.00x, 3.00x"
+
+
+def test_should_give_one_sizes_work_per_row_alone_and_refuse_a_size_below_the_rf():
+    one = {2: [rep(2, 1000, [1.0, 1.0]), rep(2, 1000, [1.5, 1.5])]}
+    lines, figures = work_per_row.report(one, 12)
+    assert lines[1].startswith("  2 nodes: cluster 2.000, 3.000")
+    assert set(figures) == {"sizes"}, "no growth, verdict or projection from one size"
+    assert not any("projected" in line or "nodes /" in line for line in lines)
+    lines, figures = work_per_row.control(one, {2: [rep(2, 1000, [0.5, 0.5])] * 2})
+    assert figures["flow_over_control"] == {2: pytest.approx([2.0, 3.0])} and "control_growth" not in figures
+    with pytest.raises(SystemExit):
+        work_per_row.main(["--sizes", "1"])

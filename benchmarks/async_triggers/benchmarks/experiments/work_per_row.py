@@ -19,6 +19,8 @@ The flow is a lineage flow (its fan-out matches on ``author_id``, a column an up
 its source row's version by a lightweight transaction (docs/design.md, "Lineage"). ``--paxos v1,v2`` measures
 every size under each of Cassandra's Paxos implementations (``paxos_variant`` in cassandra.yaml; 5.0's default is
 v1), a cluster of its own each, the variants one after the other at each size, and prints their ratio side by side.
+One size (``--sizes 2``) gives its work per row alone, repetition by repetition, with no growth or projection: two
+builds of the plugin side by side, a run each.
 
     python -m async_triggers.benchmarks.experiments.work_per_row [--sizes 2,3,4] [--repeat 3] [--rounds 3]
         [--authors 300] [--followers 50] [--celebrity 10000] [--paxos v1] [--no-plain] [--project 12]
@@ -232,14 +234,16 @@ def report(by_size: dict[int, list[work_share.Repetition]], project_to: int,
         if reps[-1].threads:
             lines.append("    by thread group, every node, the last repetition (idle included): " + ", ".join(
                 f"{group} {per:.3f}" for group, per in reps[-1].top_threads()))
+    figures = {"sizes": {n: [r.as_dict() for r in reps] for n, reps in by_size.items()}}
+    if len(sizes) < 2:   # one size: its work per row alone (builds or settings side by side), no growth to judge
+        return lines, figures
     ratios = work_share.growth(by_size, sizes[0], sizes[-1])
     verdict = "met" if max(ratios) <= TARGET else "missed"
     lines.append(f"  {sizes[-1]} nodes / {sizes[0]} nodes, repetition by repetition: "
                  + ", ".join(f"{x:.3f}x" for x in ratios) + f"   (target <= {TARGET}x in every one: {verdict})")
     projected = work_share.project(by_size, project_to)
     lines.append(f"  projected from the line through every repetition, {projected.text()}")
-    return lines, {"sizes": {n: [r.as_dict() for r in reps] for n, reps in by_size.items()},
-                   "growth": ratios, "target": TARGET, "verdict": verdict,
+    return lines, {**figures, "growth": ratios, "target": TARGET, "verdict": verdict,
                    "projection": {"nodes": projected.nodes, "cpu_s_per_1k_rows": projected.per_1k_rows,
                                   "rows_per_s_per_core": projected.rows_per_s_per_core}}
 
@@ -254,6 +258,9 @@ def control(flows: dict[int, list[work_share.Repetition]], plains: dict[int, lis
     for n in sizes:
         lines.append(f"  {n} nodes: cluster " + ", ".join(f"{r.per_1k_rows:.3f}" for r in plains[n])
                      + "   the flow / the control: " + ", ".join(f"{x:.2f}x" for x in ratios[n]))
+    if len(sizes) < 2:
+        return lines, {"control": {n: [r.as_dict() for r in reps] for n, reps in plains.items()},
+                       "flow_over_control": ratios}
     plain_growth = work_share.growth(plains, sizes[0], sizes[-1])
     excess = [b / a for a, b in zip(ratios[sizes[0]], ratios[sizes[-1]])]
     lines.append(f"  the control, {sizes[-1]} nodes / {sizes[0]} nodes: " + ", ".join(f"{x:.3f}x" for x in plain_growth)
@@ -277,7 +284,8 @@ def compare(by_variant: dict[str, dict[int, list[work_share.Repetition]]], varia
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--sizes", default="2,3,4", help="cluster sizes, comma-separated (each at least the RF, 2)")
+    p.add_argument("--sizes", default="2,3,4", help="cluster sizes, comma-separated (each at least the RF, 2); one "
+                                                    "size gives its work per row alone, without growth or projection")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--rounds", type=int, default=3, help="rounds of tweets per repetition (every author once, the "
                                                           "celebrity twice)")
@@ -294,8 +302,8 @@ def main(argv=None) -> int:
     p.add_argument("--out", type=Path, default=None, help="write the figures there as <time>-work-per-row.{json,txt}")
     args = p.parse_args(argv)
     sizes = sorted({int(s) for s in args.sizes.split(",")})
-    if len(sizes) < 2 or sizes[0] < RF:
-        p.error(f"--sizes needs two sizes at least, each of {RF} nodes or more (the keyspace's RF): {args.sizes!r}")
+    if not sizes or sizes[0] < RF:
+        p.error(f"--sizes needs sizes of {RF} nodes or more (the keyspace's RF): {args.sizes!r}")
     if min(args.repeat, args.rounds, args.authors, args.followers) < 1 or args.idle_s <= 0:
         p.error("--repeat, --rounds, --authors, --followers and --idle-s must be positive")
     variants = [v.strip() for v in args.paxos.split(",") if v.strip()]
