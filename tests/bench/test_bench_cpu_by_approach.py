@@ -25,3 +25,10 @@ def test_should_count_each_category_per_thousand_tweets():
     assert list(shares)[-1] == cpu.OTHER and len(shares) == len(cpu.CATEGORIES) + 1
     text = cpu.lines("integrated", 600, 30, 2000, 0.99, total, shares)
     assert text[0].startswith("integrated at 600 msg/s for 30 s: 2000 tweets, 0.99 of them propagated")
+
+
+def test_should_say_when_the_nodes_used_the_whole_machine():
+    # 7 Dec 2026: 260.5 CPU-s over a 130 s run on 2 cores, the same for either build
+    caveat = cpu.saturation(260.5, 130.0, 2)
+    assert caveat is not None and "100% of the machine's 2 cores" in caveat and "not the work a tweet takes" in caveat
+    assert cpu.saturation(100.0, 130.0, 2) is None, "38 % of the cores: the figure is the work"

@@ -6,12 +6,17 @@ through Cassandra's coordinator, and is the plugin's), and counted per 1,000 twe
 
 JFR samples threads running Java code, not time blocked; a run the approach did not keep up with still counts its
 samples until its backlog drained (the recording ends with the run), so read the rate each run kept beside it.
+A run whose nodes used nearly every core of the machine while it lasted says so: its CPU per tweet is then the
+machine's capacity over the tweets, the same for any build, not the work a tweet takes (7 Dec 2026: four runs of
+two builds at 400 msg/s, 260-272 CPU-s each on two cores, could not tell the builds apart).
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import os
 import sys
+import time
 from pathlib import Path
 from typing import Iterable, Sequence
 
@@ -31,6 +36,7 @@ CATEGORIES = (   # (name, frame prefixes): a sample goes to the first whose pref
     ("flushes and compactions", ("org.apache.cassandra.db.compaction.", "org.apache.cassandra.io.sstable.")),
 )
 OTHER = "other"
+SATURATED = 0.9   # the nodes' share of the machine's cores above which a run's CPU per tweet says nothing of the work
 
 
 def category(frames: Sequence[str]) -> str:
@@ -60,6 +66,16 @@ def lines(app: str, rate: float, seconds: float, tweets: int, kept: float | None
     return out
 
 
+def saturation(cpu_s: float, wall_s: float, cores: int) -> str | None:
+    """The caveat for a run whose nodes used at least SATURATED of ``cores`` over ``wall_s``; None below it."""
+    share = cpu_s / max(1e-9, wall_s * cores)
+    if share < SATURATED:
+        return None
+    return (f"  the nodes used {share:.0%} of the machine's {cores} cores while the run lasted: this CPU per tweet is "
+            "the machine's capacity over the tweets, not the work a tweet takes (compare builds at a rate they leave "
+            "cores idle at, or on a fixed workload: work_per_row --sizes 2)")
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--rate", type=float, default=600.0, help="tweets per second, warm-up and measured run alike")
@@ -83,13 +99,15 @@ def main(argv=None) -> int:
             pids = [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up]
             with jfr_profile.Recording(pids, args.out / app, name=f"cpu-{app}") as recording:
                 by_pid = {str(pid): pid for pid in pids}
-                cpu_before = sum(resources.cpu_seconds(by_pid).values())
+                cpu_before, started = sum(resources.cpu_seconds(by_pid).values()), time.monotonic()
                 run, _ = run_app(bed, "80pct_own", app, [Phase(args.seconds, args.rate)], write=False)
                 cpu_s = sum(resources.cpu_seconds(by_pid).values()) - cpu_before
+                wall_s = time.monotonic() - started
             tweets = run["requests"]["ok"]
             total, shares = per_thousand((f for path in recording.files for f in jfr_profile.stacks(path)), tweets)
-            print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares, cpu_s)),
-                  flush=True)
+            caveat = saturation(cpu_s, wall_s, os.cpu_count() or 1)
+            print("\n".join(lines(app, args.rate, args.seconds, tweets, run["config"]["kept_up"], total, shares, cpu_s)
+                             + ([caveat] if caveat else [])), flush=True)
     finally:
         bed.remove_cluster()
         bed.close()
