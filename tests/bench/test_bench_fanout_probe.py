@@ -91,10 +91,13 @@ def test_should_say_when_the_flow_did_not_keep_up_with_the_rate():
 
 
 class Future:
+    """Answered once its result is taken."""
+
     def __init__(self, rows=None, error=None):
-        self.rows, self.error = rows, error
+        self.rows, self.error, self.taken = rows, error, False
 
     def result(self):
+        self.taken = True
         if self.error:
             raise self.error
         return self.rows
@@ -112,16 +115,10 @@ class Session:
         users, tweet = values
         users = [users] if statement == "single" else list(users)
         self.requests.append((statement, users, tweet))
-        self._open = [f for f in self._open if not getattr(f, "taken", False)]
+        self._open = [f for f in self._open if not f.taken]
         self.in_flight_at_send.append(len(self._open))
         future = Future([(u,) for u in users if u in self.present],
                         RuntimeError("timeout") if self.fail & set(users) else None)
-        original = future.result
-
-        def result():
-            future.taken = True
-            return original()
-        future.result = result
         self._open.append(future)
         return future
 
