@@ -37,6 +37,25 @@ def test_should_wait_for_the_sentinel_then_sweep_until_the_last_follower_is_ther
     assert all(r == [4] for r in sweeps[2:])
 
 
+def test_should_call_back_once_when_the_sentinel_is_read_before_any_sweep():
+    clock = Clock()
+    arrives = {1: 0.3, 2: 0.05}   # the sentinel (2) first; user 1 a few sweeps later
+    calls, sweeps_at_call = [], []
+    reads = []
+
+    def found(users):
+        reads.append(list(users))
+        return {u for u in users if arrives[u] <= clock.now}
+
+    def at_sentinel():
+        calls.append(clock.now)
+        sweeps_at_call.append(sum(len(r) > 1 for r in reads))
+
+    sentinel_at, _ = fanout_probe.wait_all(found, [1, 2], 2, give_up_at=5.0, clock=clock, sleep=clock.sleep,
+                                           at_sentinel=at_sentinel)
+    assert calls == [sentinel_at] and sweeps_at_call == [0], (calls, sweeps_at_call)
+
+
 def test_should_give_up_at_the_deadline_and_say_what_was_not_there():
     clock = Clock()
     assert fanout_probe.wait_all(lambda us: set(), [1, 2], 2, give_up_at=0.1, clock=clock,
@@ -77,6 +96,10 @@ def test_should_report_each_size_and_judge_the_celebritys_p99():
     assert lines[2].startswith("  10,000 followers: 2 probes, median 1700 ms, max 1900 ms")
     assert "2001.5 of the flow's 4000 timeline rows/s" in lines[3]
     assert lines[4].endswith("met (from 2 probes: the p99 is their maximum)")
+    summary["by_size"]["10000"]["busy_cores"], summary["cores"] = 1.874, 2
+    line = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0, drain_s=2.0)[0][2]
+    assert line.endswith("the last-written row first read after 1400 ms (median); the nodes kept 1.87 of the "
+                         "machine's 2 cores busy until then (median); timed out 0"), line
     summary["by_size"]["10000"]["timed_out"] = 1
     assert lag_by_fanout.report(summary, 400.0, None, None)[1] == "missed", "a probe that never ended misses"
 
@@ -141,3 +164,26 @@ def test_should_read_a_lone_user_with_the_single_partition_read():
     assert session.requests == [("single", [42], "t")]
     found, _ = fanout_probe.found_rows(session, "single", "grouped", "t", [1, 2, 3, 42], group=3)
     assert found == {42} and [s for s, _, _ in session.requests[1:]] == ["grouped", "single"]
+
+
+class _Prepared:
+    consistency_level = None
+
+
+class _PreparingSession:
+    def prepare(self, cql):
+        return _Prepared()
+
+
+def test_should_stop_measuring_busy_cores_when_the_nodes_cpu_cannot_be_read():
+    readings = iter([10.0])
+
+    def cpu():
+        return next(readings)   # the second call fails, as a node's process gone does
+
+    probe = fanout_probe.FanoutLagProbe(_PreparingSession(), "ks", lambda tweet: None, {1: (7, [1])}, cpu=cpu)
+    assert probe._cpu() == 10.0
+    assert probe._cpu() is None and probe.cpu is None
+    assert len(probe.errors) == 1 and "busy cores no longer measured" in probe.errors[0]
+    assert probe._cpu() is None and len(probe.errors) == 1, "said once"
+    assert probe.summary(1.0)["by_size"]["1"]["busy_cores"] is None

@@ -22,6 +22,7 @@ from async_triggers.benchmarks import results
 from async_triggers.benchmarks.errors import BenchError
 from async_triggers.benchmarks.experiments.saturating import recorded_rate
 from async_triggers.benchmarks.harness.config import DEFAULT_OUT, BenchConfig
+from async_triggers.benchmarks.harness import resources
 from async_triggers.benchmarks.harness.fanout_probe import FanoutLagProbe
 from async_triggers.benchmarks.harness.run_app import run_app
 from async_triggers.benchmarks.harness.testbed import Testbed
@@ -58,9 +59,11 @@ def report(summary: dict, rate: float, base: float | None, load_rows_s: float | 
             lines.append(f"  {int(size):>6,} followers: no probe completed ({s['timed_out']} timed out)")
             continue
         p99 = f"{'max' if s['p99_is_max'] else 'p99'} {s['p99']:.0f} ms"
+        busy = (f"; the nodes kept {s['busy_cores']:.2f} of the machine's {summary.get('cores')} cores busy until "
+                "then (median)" if s.get("busy_cores") is not None else "")
         lines.append(f"  {int(size):>6,} followers: {s['n']} probes, median {s['median']:.0f} ms, {p99}, max "
                      f"{s['max']:.0f} ms; the last-written row first read after {s['to_sentinel'].get('median', 0):.0f}"
-                     f" ms (median); timed out {s['timed_out']}")
+                     f" ms (median){busy}; timed out {s['timed_out']}")
     lines.append(f"  the probes' tweets made {summary['probe_rows_s']} of the flow's "
                  f"{'?' if load_rows_s is None else f'{load_rows_s:.0f}'} timeline rows/s; reads of the probes "
                  f"that failed (read again): {summary.get('read_errors', 0)}")
@@ -96,6 +99,7 @@ def main(argv=None) -> int:
         p.error("--sizes, --celebrity-every, --seconds and --interval must be positive")
     base = None if args.rate else committed_rate(args.nodes)
     rate = args.rate or SHARE * base
+    from async_triggers import cluster as cluster_mod
     from async_triggers.spark_jobs.loadgen import Phase
     args.out.mkdir(parents=True, exist_ok=True)
     bed = Testbed(BenchConfig(out=args.out, apps=(APP,), db_nodes=args.nodes, keep_cluster=args.keep_cluster,
@@ -105,10 +109,13 @@ def main(argv=None) -> int:
         bed.use_cluster(args.nodes)
         authors = bed.probe_authors(sizes)
 
+        pids = {str(n.pid): n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up}
+
         def probe(target, submit):
             from async_triggers.benchmarks.apps.cassandra import SESSIONS
             return FanoutLagProbe(SESSIONS.get(target), target.keyspace, submit, authors,
-                                  celebrity_every=args.celebrity_every, interval_s=args.interval)
+                                  celebrity_every=args.celebrity_every, interval_s=args.interval,
+                                  cpu=lambda: sum(resources.cpu_seconds(pids).values()))
         run, _ = run_app(bed, EXPERIMENT, APP, [Phase(args.seconds, rate)], verify=True, probe_factory=probe,
                          config={"base": "own" if base else "given", "base_rate": base, "share": SHARE})
     finally:

@@ -19,6 +19,7 @@ probes' rows per second are reported beside the load's.
 from __future__ import annotations
 
 import collections
+import os
 import statistics
 import time
 from typing import Callable, Mapping, Sequence
@@ -34,14 +35,16 @@ SWEEP_PAUSE_S = 0.1  # between sweeps of the rows still missing (a sweep of 10,0
 
 
 def wait_all(found: Callable[[Sequence[int]], set[int]], users: Sequence[int], sentinel: int, give_up_at: float,
-             clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep
-             ) -> tuple[float | None, float | None]:
+             clock: Callable[[], float] = time.time, sleep: Callable[[float], None] = time.sleep,
+             at_sentinel: Callable[[], None] = lambda: None) -> tuple[float | None, float | None]:
     """(when the sentinel's row was first read, when the last of ``users``' rows was), by ``clock``; None for what
-    was not there by ``give_up_at``. ``found(users)`` returns those of ``users`` whose row is there now."""
+    was not there by ``give_up_at``. ``found(users)`` returns those of ``users`` whose row is there now;
+    ``at_sentinel()`` is called once the sentinel's row is, before the sweeps."""
     sentinel_at = None
     while clock() < give_up_at:
         if found([sentinel]):
             sentinel_at = clock()
+            at_sentinel()
             break
         sleep(POLL_S)
     if sentinel_at is None:
@@ -108,11 +111,13 @@ def stats(lags_ms: Sequence[float]) -> dict:
 class FanoutLagProbe(ProbeThread):
     """The probe thread: ``authors`` maps a fan-out size to (author id, its followers' ids); ``submit`` writes a
     tweet through the application's request path. ``lags_ms`` holds the one-follower probes' times (what the other
-    runs' lag columns are), ``by_size`` every size's."""
+    runs' lag columns are), ``by_size`` every size's. ``cpu()``, when given, is the CPU seconds the database nodes
+    have used so far: ``busy_cores`` holds, per size, how many cores they kept busy from the acknowledgement to the
+    sentinel's row (a fan-out that keeps every core busy waits for none: it is the machine's work)."""
 
     def __init__(self, session, keyspace: str, submit: Callable[[Tweet], None],
                  authors: Mapping[int, tuple[int, Sequence[int]]], celebrity_every: int = 10,
-                 interval_s: float = 1.0, timeout_s: float = 120.0):
+                 interval_s: float = 1.0, timeout_s: float = 120.0, cpu: Callable[[], float] | None = None):
         from cassandra import ConsistencyLevel
         self.session, self.submit, self.authors = session, submit, dict(authors)
         self.size_of = schedule(sorted(authors), celebrity_every)
@@ -126,6 +131,8 @@ class FanoutLagProbe(ProbeThread):
         self.by_size: dict[int, list[float]] = {s: [] for s in self.authors}
         self.to_sentinel: dict[int, list[float]] = {s: [] for s in self.authors}
         self.timed_out: dict[int, int] = {s: 0 for s in self.authors}
+        self.cpu = cpu
+        self.busy_cores: dict[int, list[float]] = {s: [] for s in self.authors}
         self.rows_written = 0
         self.read_errors = 0
         self.sent = 0
@@ -140,6 +147,18 @@ class FanoutLagProbe(ProbeThread):
         found, failed = found_rows(self.session, self.read, self.read_in, tweet.tweet_id, users)
         self.read_errors += failed
         return found
+
+    def _cpu(self) -> float | None:
+        """The nodes' CPU seconds so far; None without ``cpu``, or from the first time it fails (a node's process
+        gone): a figure not taken, never a probe lost."""
+        if self.cpu is None:
+            return None
+        try:
+            return self.cpu()
+        except Exception as e:  # noqa: BLE001
+            self.errors.append(f"the nodes' CPU could not be read ({e}): busy cores no longer measured")
+            self.cpu = None
+            return None
 
     def _loop(self) -> None:
         from cassandra.util import uuid_from_time
@@ -156,7 +175,11 @@ class FanoutLagProbe(ProbeThread):
             self.rows_written += 1 + len(followers)
             users = [author, *followers]
             sentinel = max(followers) if followers else author
-            seen, last = wait_all(lambda us: self._found(tweet, us), users, sentinel, acked + self.timeout_s)
+            cpu_at_ack, cpu_at_sentinel = self._cpu(), []
+            seen, last = wait_all(lambda us: self._found(tweet, us), users, sentinel, acked + self.timeout_s,
+                                  at_sentinel=lambda: cpu_at_sentinel.append(self._cpu()))
+            if cpu_at_ack is not None and cpu_at_sentinel and cpu_at_sentinel[0] is not None and seen > acked:
+                self.busy_cores[size].append((cpu_at_sentinel[0] - cpu_at_ack) / (seen - acked))
             if last is None:
                 self.timed_out[size] += 1
             else:
@@ -165,9 +188,13 @@ class FanoutLagProbe(ProbeThread):
             self._stop.wait(max(0.0, self.interval_s - (time.time() - started)))
 
     def summary(self, seconds: float) -> dict:
-        """Per size: the time to the last follower and to the sentinel's row (ms), probes that timed out; the probes'
-        rows per second over ``seconds``."""
+        """Per size: the time to the last follower and to the sentinel's row (ms), the nodes' busy cores until the
+        sentinel (median; None without ``cpu``), probes that timed out; the machine's cores; the probes' rows per
+        second over ``seconds``."""
         return {"by_size": {str(s): {**stats(self.by_size[s]), "to_sentinel": stats(self.to_sentinel[s]),
+                                     "busy_cores": (round(statistics.median(self.busy_cores[s]), 2)
+                                                    if self.busy_cores[s] else None),
                                      "timed_out": self.timed_out[s]} for s in sorted(self.authors)},
+                "cores": os.cpu_count(),
                 "probe_rows_s": round(self.rows_written / seconds, 1) if seconds > 0 else None,
                 "read_errors": self.read_errors}
