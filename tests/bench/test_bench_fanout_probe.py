@@ -100,6 +100,11 @@ def test_should_report_each_size_and_judge_the_celebritys_p99():
     line = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0, drain_s=2.0)[0][2]
     assert line.endswith("the last-written row first read after 1400 ms (median); the nodes kept 1.87 of the "
                          "machine's 2 cores busy until then (median); timed out 0"), line
+    assert line.count("max") == 1, "below 100 probes the p99 is the maximum, said once"
+    summary["by_size"]["1"] = {**fanout_probe.stats([float(i) for i in range(1, 201)]),
+                               "to_sentinel": fanout_probe.stats([9.0]), "timed_out": 0}
+    line = lag_by_fanout.report(summary, 400.0, 500.0, 4000.0, drain_s=2.0)[0][1]
+    assert line.startswith("       1 followers: 200 probes, median 100 ms, p99 198 ms, max 200 ms; "), line
     summary["by_size"]["10000"]["timed_out"] = 1
     assert lag_by_fanout.report(summary, 400.0, None, None)[1] == "missed", "a probe that never ended misses"
 
