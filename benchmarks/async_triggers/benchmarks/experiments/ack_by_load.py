@@ -199,11 +199,10 @@ def main(argv=None) -> int:
         p.error("--conditions: none given")
     if any(c != ("normal", 0) for c in conditions.values()) and os.geteuid() != 0:
         p.error("--conditions other than normal move threads to another priority and back, which needs root")
-    from async_triggers import cluster as cluster_mod
+    from async_triggers.benchmarks.harness.processes import node_pids
     bed = Testbed(BenchConfig(out=args.out, apps=("integrated", PLAIN), db_nodes=2, reuse_cluster=args.cluster),
                   progress=lambda m: print(f"-- {m}", file=sys.stderr, flush=True))
-    threads = FlowThreads(lambda: [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name)
-                                   if n.pid and n.up])
+    threads = FlowThreads(lambda: node_pids(bed.settings, bed.cluster_name))
     client_nice = os.getpriority(os.PRIO_PROCESS, 0)
     nices = sorted({c[1] for c in conditions.values()})
     rows, seen = [], {}

@@ -42,6 +42,7 @@ from cassandra.util import uuid_from_time
 
 from async_triggers import cluster as cluster_mod, deploy, pause, status
 from async_triggers.benchmarks.harness import jfr_profile, paired
+from async_triggers.benchmarks.harness.processes import node_pids
 from async_triggers.benchmarks.harness.twitter_example import cluster_settings, report_flow, report_table
 from async_triggers.cql import connect
 from async_triggers.flows import Backup, Flow
@@ -143,7 +144,7 @@ def profile(session, settings, name: str, writes: int, out_dir: Path, progress) 
     """``writes`` tweets of the ordinary user to the flow's table alone, at QUORUM, under JFR on every node."""
     insert = session.prepare(f"INSERT INTO {KS}.tweets_flow (tweet_id, author_id, body, created_at) VALUES (?, ?, ?, ?)")
     insert.consistency_level = ConsistencyLevel.QUORUM
-    pids = [n.pid for n in cluster_mod.node_status(settings, name) if n.pid and n.up]
+    pids = node_pids(settings, name)
     progress(f"profile: {writes} writes to the flow's table under JFR on {len(pids)} nodes")
     from cassandra import OperationTimedOut, WriteTimeout
     timeouts = 0

@@ -84,7 +84,7 @@ def main(argv=None) -> int:
     p.add_argument("--apps", default="synchronous,integrated")
     p.add_argument("--out", type=Path, default=Path("/tmp/async-triggers-cpu-by-approach"))
     args = p.parse_args(argv)
-    from async_triggers import cluster as cluster_mod
+    from async_triggers.benchmarks.harness.processes import node_pids
     from async_triggers.benchmarks.harness.config import BenchConfig
     from async_triggers.benchmarks.harness.run_app import run_app
     from async_triggers.benchmarks.harness.testbed import Testbed
@@ -96,7 +96,7 @@ def main(argv=None) -> int:
         bed.use_cluster(2)
         for app in apps:
             run_app(bed, "80pct_own", app, [Phase(args.warmup_s, args.rate)], write=False)
-            pids = [n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up]
+            pids = node_pids(bed.settings, bed.cluster_name)
             with jfr_profile.Recording(pids, args.out / app, name=f"cpu-{app}") as recording:
                 by_pid = {str(pid): pid for pid in pids}
                 cpu_before, started = sum(resources.cpu_seconds(by_pid).values()), time.monotonic()

@@ -24,6 +24,7 @@ from async_triggers.benchmarks.experiments.saturating import recorded_rate
 from async_triggers.benchmarks.harness.config import DEFAULT_OUT, BenchConfig
 from async_triggers.benchmarks.harness import resources
 from async_triggers.benchmarks.harness.fanout_probe import FanoutLagProbe
+from async_triggers.benchmarks.harness.processes import node_pids
 from async_triggers.benchmarks.harness.run_app import run_app
 from async_triggers.benchmarks.harness.testbed import Testbed
 
@@ -100,7 +101,6 @@ def main(argv=None) -> int:
         p.error("--sizes, --celebrity-every, --seconds and --interval must be positive")
     base = None if args.rate else committed_rate(args.nodes)
     rate = args.rate or SHARE * base
-    from async_triggers import cluster as cluster_mod
     from async_triggers.spark_jobs.loadgen import Phase
     args.out.mkdir(parents=True, exist_ok=True)
     bed = Testbed(BenchConfig(out=args.out, apps=(APP,), db_nodes=args.nodes, keep_cluster=args.keep_cluster,
@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         bed.use_cluster(args.nodes)
         authors = bed.probe_authors(sizes)
 
-        pids = {str(n.pid): n.pid for n in cluster_mod.node_status(bed.settings, bed.cluster_name) if n.pid and n.up}
+        pids = {str(pid): pid for pid in node_pids(bed.settings, bed.cluster_name)}
 
         def probe(target, submit):
             from async_triggers.benchmarks.apps.cassandra import SESSIONS

@@ -47,13 +47,18 @@ def stop_workers(procs: Iterable[subprocess.Popen]) -> None:
             p.kill()
 
 
+def node_pids(settings, cluster_name: str) -> list[int]:
+    """The pids of the cluster's Cassandra nodes that are up now."""
+    from async_triggers import cluster as cluster_mod
+    return [n.pid for n in cluster_mod.node_status(settings, cluster_name) if n.pid and n.up]
+
+
 def resource_groups(settings, cluster_name: str, workers: Sequence[subprocess.Popen],
                     broker_pids: Callable[[], dict] | None,
                     jvm_sends: bool = False) -> dict[str, Callable[[], list[int]]]:
     """The pids of each component, asked anew at every sample: the application (Spark's Python workers of this
     process, its Spark JVM when the JVM sender sends from it, and the queue workers), the Cassandra nodes, and the
     broker when the approach has one."""
-    from async_triggers import cluster as cluster_mod
     me = os.getpid()
 
     def spark_worker(p) -> bool:
@@ -67,10 +72,7 @@ def resource_groups(settings, cluster_name: str, workers: Sequence[subprocess.Po
         jvm = resources.descendants(me, resources.cmdline_contains("org.apache.spark.deploy.SparkSubmit")) if jvm_sends else []
         return [*spark, *jvm, *(w.pid for w in workers if w.poll() is None)]
 
-    def db_pids():
-        return [n.pid for n in cluster_mod.node_status(settings, cluster_name) if n.pid and n.up]
-
-    groups = {"app": app_pids, "db": db_pids}
+    groups = {"app": app_pids, "db": lambda: node_pids(settings, cluster_name)}
     if workers:
         groups["queue"] = lambda: list(broker_pids().values())
     return groups
